@@ -1,0 +1,47 @@
+# Thin entry points. Everything lands in .venv (the CLI is .venv/bin/neuromotor)
+# and in the build cache $(NEUROMOTOR_CACHE), never in the source tree.
+PYTHON ?= python3
+VENV := .venv
+NM := $(VENV)/bin/neuromotor
+BOARD ?= unix
+export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
+
+.PHONY: demo test venv compare system micropython firmware natmods bench clean
+
+demo: venv
+	$(NM) train pendulum --algo td3 --steps 10000 --seed 0 --run-dir runs/demo --force
+
+test: venv system firmware natmods
+	$(VENV)/bin/python -m pytest -q
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco]'
+	touch $@
+
+# torch first, from its CPU wheel, so stable-baselines3 does not pull CUDA packages.
+compare: venv
+	$(VENV)/bin/pip install -q torch==2.13.0
+	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,compare]'
+
+system:
+	device/port/setup_system.sh
+
+micropython:
+	device/port/fetch_micropython.sh
+
+firmware: venv system
+	$(MAKE) -C device/port firmware BOARD=$(BOARD)
+
+natmods: venv system
+	$(MAKE) -C device/port natmods
+
+bench: venv firmware natmods
+	$(VENV)/bin/python benchmarks/td3_pendulum.py
+	$(VENV)/bin/python benchmarks/device_inference.py
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,3 @@
+"""neuromotor: reinforcement learning for microcontrollers, from Python."""
+
+__version__ = "0.1.0"

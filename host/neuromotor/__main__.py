@@ -1,0 +1,3 @@
+from neuromotor.cli import main
+
+raise SystemExit(main())
