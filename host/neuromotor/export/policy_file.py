@@ -1,0 +1,191 @@
+"""The neuromotor policy file (``.nmp``): writer and validating reader.
+
+Specified in docs/policy-format.md; the device reads the same bytes with
+device/lib/neuromotor_rt.py. Little-endian throughout:
+
+    offset  size        field
+    0       4           magic b"NMPL"
+    4       u16         format version (1)
+    6       u16         header length in bytes (payload offset), multiple of 4
+    8       u16         layer count L (1..32)
+    10      u16         flags (0)
+    12      u32         payload length in float32s
+    16      u16 x L+1   layer sizes s0..sL
+    ...     u8 x L      activation codes (0 identity, 1 relu, 2 tanh)
+    ...     0..3        zero padding to the header length
+    hlen    f32 x n     payload: obs_mean, obs_std, packed layers, action_scale, action_offset
+    end-4   u32         CRC-32 (zlib) of every byte before it
+"""
+
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor.errors import UserError
+from neuromotor.policy import ACTIVATIONS, PolicySpec
+
+MAGIC = b"NMPL"
+FORMAT_VERSION = 1
+HEADER_FIXED = 16
+MAX_LAYERS = 32
+MAX_WIDTH = 65535
+BLOCK = 4
+_FIXED = struct.Struct("<4sHHHHI")
+
+
+class PolicyFormatError(UserError, ValueError):
+    """The file is not a valid neuromotor policy file."""
+
+
+class TruncatedPolicyError(PolicyFormatError):
+    pass
+
+
+class BadMagicError(PolicyFormatError):
+    pass
+
+
+class UnsupportedVersionError(PolicyFormatError):
+    pass
+
+
+class ChecksumError(PolicyFormatError):
+    pass
+
+
+def header_size(n_layers: int) -> int:
+    return (HEADER_FIXED + 2 * (n_layers + 1) + n_layers + 3) & ~3
+
+
+def layer_size(n_in: int, n_out: int) -> int:
+    return -(-n_out // BLOCK) * BLOCK * (n_in + 1)
+
+
+def net_size(sizes) -> int:
+    return 2 * sizes[0] + 2 * sizes[-1] + sum(layer_size(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+def pack_layer(w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-major W (n_out, n_in) and b into the kernels' block-4 layout:
+    per block of 4 output rows, the 4 biases then, per input, the 4 weights."""
+    n_out, n_in = w.shape
+    nb = -(-n_out // BLOCK)
+    wp = np.zeros((nb * BLOCK, n_in), np.float32)
+    wp[:n_out] = w
+    bp = np.zeros(nb * BLOCK, np.float32)
+    bp[:n_out] = b
+    blocks = np.concatenate([bp.reshape(nb, 1, BLOCK), wp.reshape(nb, BLOCK, n_in).transpose(0, 2, 1)], axis=1)
+    return np.ascontiguousarray(blocks, dtype=np.float32).ravel()
+
+
+def unpack_layer(flat: np.ndarray, n_in: int, n_out: int):
+    nb = -(-n_out // BLOCK)
+    blocks = np.asarray(flat, np.float32).reshape(nb, n_in + 1, BLOCK)
+    b = blocks[:, 0, :].reshape(-1)[:n_out]
+    w = blocks[:, 1:, :].transpose(0, 2, 1).reshape(nb * BLOCK, n_in)[:n_out]
+    return np.ascontiguousarray(w), np.ascontiguousarray(b)
+
+
+def pack_net(spec: PolicySpec) -> np.ndarray:
+    """The payload: the parameter vector nm_kernels' mlp() takes."""
+    parts = [spec.obs_mean, spec.obs_std]
+    parts += [pack_layer(w, b) for w, b in zip(spec.weights, spec.biases)]
+    parts += [spec.action_scale, spec.action_offset]
+    return np.concatenate([np.asarray(p, np.float32).ravel() for p in parts])
+
+
+def layout(spec: PolicySpec) -> list:
+    """The uint16 shape descriptor: L, s0..sL, activation codes."""
+    return [len(spec.weights)] + list(spec.sizes) + [ACTIVATIONS.index(a) for a in spec.activations]
+
+
+def encode(spec: PolicySpec) -> bytes:
+    sizes = spec.sizes
+    n_layers = len(spec.weights)
+    if n_layers > MAX_LAYERS:
+        raise PolicyFormatError(f"{n_layers} layers; the policy format holds at most {MAX_LAYERS}")
+    if max(sizes) > MAX_WIDTH:
+        raise PolicyFormatError(f"layer width {max(sizes)} exceeds {MAX_WIDTH}")
+    net = pack_net(spec)
+    hlen = header_size(n_layers)
+    head = _FIXED.pack(MAGIC, FORMAT_VERSION, hlen, n_layers, 0, net.size)
+    table = struct.pack(f"<{n_layers + 1}H", *sizes) + bytes(ACTIVATIONS.index(a) for a in spec.activations)
+    body = head + table + bytes(hlen - HEADER_FIXED - len(table)) + net.astype("<f4").tobytes()
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def decode(data: bytes, name: str = "policy file") -> PolicySpec:
+    """Validate and parse; raises a PolicyFormatError subclass naming the problem."""
+    n = len(data)
+    if n < 4:
+        raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, not even a magic number")
+    if data[:4] != MAGIC:
+        raise BadMagicError(f"{name}: not a neuromotor policy file: magic {data[:4]!r}, expected {MAGIC!r}")
+    if n < HEADER_FIXED:
+        raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, header needs {HEADER_FIXED}")
+    _, version, hlen, n_layers, flags, n_floats = _FIXED.unpack_from(data)
+    if version != FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"{name}: policy file format version {version}, this neuromotor reads version {FORMAT_VERSION}")
+    if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
+        raise PolicyFormatError(f"{name}: corrupt policy header: {n_layers} layers, header {hlen} bytes, flags {flags}")
+    expected = hlen + 4 * n_floats + 4
+    if n < expected:
+        raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, header says {expected}")
+    if n > expected:
+        raise PolicyFormatError(f"{name}: {n - expected} bytes of trailing data after the policy (expected {expected} bytes)")
+    stored = struct.unpack_from("<I", data, n - 4)[0]
+    crc = zlib.crc32(data[:-4])
+    if crc != stored:
+        raise ChecksumError(f"{name}: policy file checksum mismatch: stored {stored:08x}, computed {crc:08x} (file corrupted)")
+    sizes = list(struct.unpack_from(f"<{n_layers + 1}H", data, HEADER_FIXED))
+    codes = list(data[HEADER_FIXED + 2 * (n_layers + 1):HEADER_FIXED + 2 * (n_layers + 1) + n_layers])
+    if min(sizes) < 1 or max(codes) >= len(ACTIVATIONS):
+        raise PolicyFormatError(f"{name}: corrupt policy header: sizes {sizes}, activation codes {codes}")
+    if n_floats != net_size(sizes):
+        raise PolicyFormatError(f"{name}: corrupt policy header: {n_floats} floats for sizes {sizes}, expected {net_size(sizes)}")
+    net = np.frombuffer(data, dtype="<f4", count=n_floats, offset=hlen).astype(np.float32)
+    s0, sl = sizes[0], sizes[-1]
+    off = 2 * s0
+    weights, biases = [], []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        w, bias = unpack_layer(net[off:off + layer_size(a, b)], a, b)
+        weights.append(w)
+        biases.append(bias)
+        off += layer_size(a, b)
+    return PolicySpec(weights=weights, biases=biases, activations=[ACTIVATIONS[c] for c in codes],
+                      obs_mean=net[:s0], obs_std=net[s0:2 * s0],
+                      action_scale=net[off:off + sl], action_offset=net[off + sl:off + 2 * sl])
+
+
+def atomic_write(path, data: bytes) -> Path:
+    """Write via a temporary file in the same directory, then os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def write_policy(spec: PolicySpec, path) -> Path:
+    return atomic_write(path, encode(spec))
+
+
+def read_policy(path) -> PolicySpec:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read policy file {path}: {exc.strerror or exc}") from exc
+    return decode(data, str(path))
