@@ -90,18 +90,15 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
     return out.read_bytes()
 
 
-def export_policy(run_or_file: str, workdir: Path) -> tuple:
+def export_policy(run_or_file: str) -> tuple:
+    """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
+    from neuromotor.cli.cmd_export import load_spec
+    from neuromotor.export import encode
     p = Path(run_or_file)
+    spec = load_spec(run_or_file)      # reads + validates a .nmp too (magic, version, CRC)
     if p.is_file():
         return str(p), p.read_bytes()
-    if not p.is_dir():
-        raise DeployError(f"{run_or_file} is neither a run directory nor a policy file")
-    out = workdir / "policy.nmp"
-    res = subprocess.run([sys.executable, "-m", "neuromotor", "export", str(p), "-o", str(out)],
-                         capture_output=True, text=True)
-    if res.returncode or not out.exists():
-        raise DeployError(f"could not export {p}: {(res.stderr or res.stdout).strip()}")
-    return f"{p} (exported)", out.read_bytes()
+    return f"{p} (exported, {' -> '.join(map(str, spec.sizes))})", encode(spec)
 
 
 def lib_sources():
@@ -235,7 +232,7 @@ def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
            with_natmod=True, log=print) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
     try:
-        source, data = export_policy(run_or_file, workdir)
+        source, data = export_policy(run_or_file)
         d = Deployer(port, log=log)
         try:
             return _deploy(d, source, data, workdir, dry_run, policy_dest, with_natmod, log)

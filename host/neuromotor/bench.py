@@ -1,0 +1,179 @@
+"""Inference latency on boards over the serial line (NMB/1): table, JSON, PNG.
+
+On an emulated board QEMU runs with `-icount shift=0`: one guest instruction
+advances the guest clock by 1 ns, so a guest microsecond is 1000 instructions.
+Figures from emulated boards are therefore instruction counts; microseconds at
+a real clock are *predicted* as instructions / MHz (one instruction per cycle).
+"""
+
+import json
+import time
+from pathlib import Path
+
+from neuromotor.errors import UserError
+from neuromotor.serial import BenchClient
+from neuromotor.serial.ports import board_for_port
+
+DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
+
+
+def board_label(port, info):
+    b = board_for_port(port)
+    name = None
+    if b is not None:
+        name = getattr(b, "name", None) or (b.get("name") if isinstance(b, dict) else None)
+    return name or f"{info.get('platform', '?')}@{port}"
+
+
+def is_emulated(port, info):
+    b = board_for_port(port)
+    if b is not None:
+        em = getattr(b, "emulated", None)
+        if em is None and isinstance(b, dict):
+            em = b.get("emulated")
+        if em is not None:
+            return bool(em)
+    return info.get("platform") == "qemu"
+
+
+def check_deploy_state(port, info):
+    if info.get("interrupted_deploy"):
+        dep = info.get("deploy") or {}
+        prev = dep.get("policy_sha256")
+        raise UserError(
+            f"{port}: an earlier deploy to this board was interrupted (temporary files or "
+            f"/nm_deploy.lock left on the board). The active policy was not touched"
+            f"{' (sha256 ' + prev[:16] + '…)' if prev else ''}; run `neuromotor deploy` again to finish.")
+    if not info.get("policy_present"):
+        raise UserError(f"{port}: no policy on the board (/policy.nmp); run `neuromotor deploy` first")
+
+
+def bench_port(port, n=1000, backends=None, policy="/policy.nmp", predict_mhz=DEFAULT_PREDICT_MHZ,
+               timeout=10.0, log=print) -> dict:
+    with BenchClient(port, timeout=timeout) as c:
+        info = c.info
+        check_deploy_state(port, info)
+        emulated = is_emulated(port, info)
+        avail = c.backends(policy)
+        chosen = backends or [b for b, s in avail.items() if s == "ok"]
+        if not chosen:
+            raise UserError(f"{port}: no backend can load {policy}: {avail}")
+        out = {"port": port, "board": board_label(port, info), "emulated": emulated,
+               "platform": info.get("platform"), "version": info.get("version"),
+               "n": n, "backends": {}, "unavailable": {b: s for b, s in avail.items() if s != "ok"}}
+        if emulated:
+            out["predict_mhz"] = predict_mhz
+        for b in chosen:
+            if avail.get(b) != "ok":
+                raise UserError(f"{port}: backend {b} is not available: {avail.get(b)}")
+            meta = c.load(policy, b)
+            # the python backend is ~100x slower: fewer samples keep the run short
+            nb = max(20, n // 20) if b == "python" else n
+            log(f"  {out['board']}: timing {nb} inferences on {b} ...")
+            r = c.bench(nb, timeout=max(300.0, timeout))
+            out["backends"][b] = summarise(r, meta, emulated, predict_mhz)
+        out["link"] = dict(c.stats)
+    return out
+
+
+def summarise(r, meta, emulated, predict_mhz):
+    us = r["us"]
+    macs = meta.get("macs")
+    mean = r.get("loop_mean_us") or us["median"]
+    s = {"median_us": float(us["median"]), "p99_us": float(us["p99"]), "min_us": float(us["min"]),
+         "max_us": float(us["max"]), "mean_us": float(mean), "n": r["n"], "macs": macs,
+         "khz": (1000.0 / mean) if mean > 0 else None, "timer_overhead_us": r.get("timer_overhead_us"),
+         "alloc_per_call": r.get("alloc_per_call"), "sizes": meta.get("sizes")}
+    if "cpu_ticks" in r:
+        s["cpu_ticks"] = r["cpu_ticks"]
+    if emulated:
+        instr = mean * 1000.0              # icount shift=0: 1 instruction = 1 ns guest time
+        s["instructions"] = instr
+        s["instructions_per_mac"] = instr / macs if macs else None
+        s["predicted_us"] = instr / predict_mhz
+        s["predicted_khz"] = 1000.0 / s["predicted_us"] if instr > 0 else None
+    return s
+
+
+def table(results) -> str:
+    lines = []
+    for res in results:
+        if res["emulated"]:
+            lines.append(f"{res['board']} ({res['port']}): EMULATED, instruction-count time "
+                         f"(QEMU -icount shift=0: 1 instruction = 1 ns guest time); "
+                         f"'pred' = predicted at {res['predict_mhz']:.0f} MHz, 1 instruction per cycle")
+            lines.append(f"  {'backend':8s} {'guest µs':>9s} {'p99':>8s} {'instr':>9s} {'instr/MAC':>9s} "
+                         f"{'pred µs':>8s} {'pred kHz':>8s}")
+            for b, s in res["backends"].items():
+                ipm = s.get("instructions_per_mac")
+                lines.append(f"  {b:8s} {s['mean_us']:9.1f} {s['p99_us']:8.0f} {s['instructions']:9.0f} "
+                             f"{ipm if ipm is not None else float('nan'):9.2f} {s['predicted_us']:8.2f} "
+                             f"{s['predicted_khz']:8.1f}")
+        else:
+            lines.append(f"{res['board']} ({res['port']}): measured with time.ticks_us")
+            lines.append(f"  {'backend':8s} {'median µs':>9s} {'p99 µs':>8s} {'mean µs':>8s} {'kHz':>8s}")
+            for b, s in res["backends"].items():
+                lines.append(f"  {b:8s} {s['median_us']:9.1f} {s['p99_us']:8.1f} {s['mean_us']:8.2f} "
+                             f"{s['khz'] or 0:8.2f}")
+        for b, why in res["unavailable"].items():
+            lines.append(f"  {b:8s} unavailable: {why}")
+    return "\n".join(lines)
+
+
+def plot(results, path: Path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    backends = []
+    for res in results:
+        for b in res["backends"]:
+            if b not in backends:
+                backends.append(b)
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(backends) * max(1, len(results)) / 2, 4))
+    width = 0.8 / max(1, len(results))
+    for k, res in enumerate(results):
+        xs, ys = [], []
+        for i, b in enumerate(backends):
+            s = res["backends"].get(b)
+            if s:
+                xs.append(i + k * width)
+                ys.append(s["predicted_us"] if res["emulated"] else s["mean_us"])
+        label = res["board"] + (f" (predicted at {res['predict_mhz']:.0f} MHz from instruction count)"
+                                if res["emulated"] else " (measured)")
+        bars = ax.bar(xs, ys, width, label=label)
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(backends))], backends)
+    ax.set_yscale("log")
+    ax.set_ylabel("µs per inference (log)")
+    ax.set_title("neuromotor: one policy inference on the board")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def json_summary(results) -> dict:
+    boards = []
+    for res in results:
+        bk = {}
+        for b, s in res["backends"].items():
+            e = {"median_us": s["median_us"], "p99_us": s["p99_us"], "mean_us": s["mean_us"], "khz": s["khz"]}
+            if res["emulated"]:
+                e["instructions_per_mac"] = s["instructions_per_mac"]
+                e["instructions"] = s["instructions"]
+                e["predicted_us"] = s["predicted_us"]
+            bk[b] = e
+        boards.append({"board": res["board"], "port": res["port"], "emulated": res["emulated"], "backends": bk})
+    return {"backends": boards[0]["backends"] if boards else {}, "boards": boards}
+
+
+def run_bench(ports, n=1000, backends=None, out_dir="bench_results", predict_mhz=DEFAULT_PREDICT_MHZ,
+              log=print):
+    results = [bench_port(p, n=n, backends=backends, predict_mhz=predict_mhz, log=log) for p in ports]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    full = {"time": stamp, "results": results}
+    (out / "bench.json").write_text(json.dumps(full, indent=1))
+    plot(results, out / "bench.png")
+    return results, out

@@ -1,0 +1,33 @@
+"""`neuromotor bench --port PORT [--port PORT2 ...]`: inference latency on boards over serial."""
+
+import json
+
+
+def register(sub):
+    p = sub.add_parser("bench", help="time policy inference on boards over the serial line (NMB/1)",
+                       description="Start the bench server on each board, time N inferences per "
+                       "available backend (time.ticks_us on the board), print backend x µs x kHz, "
+                       "write bench.json and bench.png. Emulated boards report instruction-count time.")
+    p.add_argument("--port", action="append", help="serial port (repeat to compare boards); default auto")
+    p.add_argument("-n", type=int, default=1000, help="inferences per backend (python backend: n/20)")
+    p.add_argument("--backend", action="append", choices=["native", "ulab", "python"],
+                   help="only these backends (default: every backend the board has)")
+    p.add_argument("--out", default="bench_results", help="directory for bench.json and bench.png")
+    p.add_argument("--predict-mhz", type=float, default=600.0,
+                   help="clock for predicted µs on emulated boards (default 600, Teensy 4.1)")
+    p.add_argument("--json", action="store_true", help="end with one JSON line: per backend median_us, "
+                   "p99_us (and instructions_per_mac on emulated boards)")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from neuromotor.bench import json_summary, run_bench, table
+    from neuromotor.serial.ports import resolve_ports
+    ports = resolve_ports(args.port)
+    results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,
+                             predict_mhz=args.predict_mhz)
+    print(table(results))
+    print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
+    if args.json:
+        print(json.dumps(json_summary(results)))
+    return 0

@@ -1,0 +1,31 @@
+"""`neuromotor hil RUN --port PORT`: hardware-in-the-loop evaluation over serial."""
+
+import json
+
+
+def register(sub):
+    p = sub.add_parser("hil", help="hardware in the loop: host simulates, board computes the actions",
+                       description="Step the run's environment on the host, send each observation to "
+                       "the board (NMB/1), apply the board's action; compare the returns with a "
+                       "host-only NumPy evaluation of the same policy and report the round-trip latency.")
+    p.add_argument("source", help="run directory or policy file (the one deployed on the board)")
+    p.add_argument("--port", default="auto", help="serial port, or 'auto'")
+    p.add_argument("--episodes", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0, help="env i starts from seed + i")
+    p.add_argument("--env", default=None, help="environment (default: the run's)")
+    p.add_argument("--steps", type=int, default=None, help="steps per episode (default: the env's)")
+    p.add_argument("--json", action="store_true",
+                   help="end with one JSON line (return_mean, host_return_mean, rtt_median_us, ...)")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from neuromotor.hil import report, run_hil
+    from neuromotor.serial.ports import resolve_port
+    port = resolve_port(args.port)
+    res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,
+                  steps=args.steps)
+    print(report(res))
+    if args.json:
+        print(json.dumps(res))
+    return 0 if res["returns_match"] else 1

@@ -1,0 +1,113 @@
+"""Hardware in the loop: the host simulates, the board acts, over NMB/1.
+
+The host steps the run's vectorised environment (one env per episode, env i
+seeded with seed + i), sends every observation to the board as float32 bytes
+and applies the board's float32 action. The same episodes are then run with
+the host's NumPy forward of the same policy (PolicySpec.forward): the returns
+must agree to float32 tolerance, and the first actions are compared directly
+so a board holding a different policy is caught at once.
+"""
+
+import time
+
+import numpy as np
+
+from neuromotor.errors import UserError
+from neuromotor.serial import BenchClient
+
+RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
+
+
+def load_spec(source):
+    from neuromotor.cli.cmd_export import load_spec as _load
+    return _load(str(source))
+
+
+def env_name_for(spec, default="pendulum"):
+    meta = getattr(spec, "meta", {}) or {}
+    return meta.get("env") or default
+
+
+def rollout(env_name, episodes, seed, act_fn, steps=None):
+    from neuromotor.envs import make_env
+    env = make_env(env_name, episodes)
+    rngs = [np.random.default_rng(seed + i) for i in range(episodes)]
+    obs = env.reset(rngs)
+    steps = steps or env.max_episode_steps
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, bool)
+    for t in range(steps):
+        actions = act_fn(obs, t).astype(np.float32)
+        obs, reward, term = env.step(actions)
+        returns += np.where(alive, reward, 0.0)
+        alive &= ~term
+        if not alive.any():
+            break
+    return returns
+
+
+def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout=10.0, log=print):
+    spec = load_spec(source)
+    env_name = env_name or env_name_for(spec)
+    host_returns = rollout(env_name, episodes, seed, lambda obs, t: spec.forward(obs), steps)
+    rtts, dev_us, max_diff = [], [], [0.0]
+    from neuromotor.bench import check_deploy_state
+    with BenchClient(port, timeout=timeout) as c:
+        check_deploy_state(port, c.info)
+        meta = c.load("/policy.nmp", "auto")
+        if meta.get("obs_dim") != spec.obs_dim or meta.get("act_dim") != spec.act_dim:
+            raise UserError(f"{port}: the board's policy is {meta.get('sizes')}, this run's is {spec.sizes}; "
+                            "deploy this run first")
+        log(f"hil: {env_name}, {episodes} episode(s), board backend {meta.get('backend')} on {port}")
+
+        def board_act(obs, t):
+            out = np.empty((obs.shape[0], spec.act_dim), np.float32)
+            ref = spec.forward(obs)
+            for i in range(obs.shape[0]):
+                a, us, rtt = c.act(obs[i])
+                if a.shape != (spec.act_dim,):
+                    raise UserError(f"{port}: board answered {a.shape[0]} actions, expected {spec.act_dim}")
+                out[i] = a
+                rtts.append(rtt / 1000.0)
+                dev_us.append(us)
+            d = float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref))))
+            max_diff[0] = max(max_diff[0], d)
+            if t == 0 and d > 1e-3:
+                raise UserError(f"{port}: the board's actions differ from this run's policy "
+                                f"(relative difference {d:.3g} at the first step); deploy this run first")
+            return out
+
+        t0 = time.monotonic()
+        hil_returns = rollout(env_name, episodes, seed, board_act, steps)
+        wall = time.monotonic() - t0
+        link = dict(c.stats)
+        backend = meta.get("backend")
+    r = np.asarray(rtts)
+    tol = RTOL * max(1.0, float(np.max(np.abs(host_returns))))
+    return {
+        "port": port, "env": env_name, "episodes": episodes, "seed": seed, "backend": backend,
+        "returns": hil_returns.tolist(), "host_returns": host_returns.tolist(),
+        "return_mean": float(hil_returns.mean()), "host_return_mean": float(host_returns.mean()),
+        "max_return_diff": float(np.max(np.abs(hil_returns - host_returns))),
+        "returns_match": bool(np.all(np.abs(hil_returns - host_returns) <= tol)),
+        "max_action_rel_diff": max_diff[0],
+        "steps": int(r.size), "wall_s": wall,
+        "rtt_median_us": float(np.median(r)), "rtt_p90_us": float(np.percentile(r, 90)),
+        "rtt_p99_us": float(np.percentile(r, 99)), "rtt_min_us": float(r.min()), "rtt_max_us": float(r.max()),
+        "device_median_us": float(np.median(dev_us)), "link": link,
+    }
+
+
+def report(res) -> str:
+    lines = [
+        f"returns on the board ({res['backend']}): {', '.join(f'{x:.2f}' for x in res['returns'])}  "
+        f"mean {res['return_mean']:.3f}",
+        f"returns on the host (NumPy):   {', '.join(f'{x:.2f}' for x in res['host_returns'])}  "
+        f"mean {res['host_return_mean']:.3f}",
+        f"agree within float32 tolerance: {'yes' if res['returns_match'] else 'NO'} "
+        f"(max |diff| {res['max_return_diff']:.2e}, max action rel. diff {res['max_action_rel_diff']:.2e})",
+        f"round trip over serial ({res['steps']} steps): median {res['rtt_median_us']:.0f} µs, "
+        f"p90 {res['rtt_p90_us']:.0f}, p99 {res['rtt_p99_us']:.0f}, min {res['rtt_min_us']:.0f}, "
+        f"max {res['rtt_max_us']:.0f} µs; on-board compute median {res['device_median_us']:.0f} µs (board clock)",
+    ]
+    return "\n".join(lines)
