@@ -1,0 +1,37 @@
+"""Algorithm registry: name -> "module:Class". Adding an algorithm is one entry in ALGOS.
+
+An algorithm class trains a population of independent agents in lockstep
+(agent k is seeded with seeds[k] and owns its RNG stream) and provides:
+
+  Config                      dataclass of its hyperparameters (defaults = paper config)
+  __init__(cfg, env_factory, seeds)
+                              env_factory(num_envs) builds a vectorised env (see
+                              neuromotor.envs); the algorithm decides how many envs
+                              each agent gets and lays them out agent-major.
+  steps                       env steps taken per agent so far
+  advance()                   one iteration (TD3: one env step + updates; PPO: one
+                              rollout + epochs); increases `steps`
+  act(obs)                    deterministic actions in env units, obs (P, E, obs_dim)
+  pop_episode_returns()       per agent, the training-episode returns finished
+                              since the last call (for progress and metrics)
+  policy_spec(agent)          the deployable deterministic actor (neuromotor.policy)
+  state_dict() / load_state_dict(arrays)
+                              everything needed to continue bit-exactly, as a flat
+                              dict of numpy arrays (no pickles): parameters,
+                              optimiser state, buffers, RNG states, env state, step
+"""
+
+import importlib
+
+from neuromotor.errors import UserError
+
+ALGOS = {
+    "td3": "neuromotor.algos.td3:TD3",
+}
+
+
+def algo_class(name: str):
+    if name not in ALGOS:
+        raise UserError(f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGOS))}")
+    module, cls = ALGOS[name].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,337 @@
+"""PPO (Schulman et al. 2017) for a population of agents, in NumPy, CleanRL-style.
+
+Defaults are the RLtools paper's Ant configuration (its Appendix G and its
+Ant parameter file): 64 envs x 64 steps per iteration, 4 epochs of
+minibatches of 2048, GAE(0.99, 0.95), clip 0.2, no entropy bonus, a Gaussian
+policy with a learned state-independent log-std starting at log(0.5),
+[256, 256] ReLU actor and critic with their own Adam optimisers (lr 1e-3),
+observation normalisation with running statistics, and the adaptive learning
+rate of Appendix G on the actor: after each minibatch's forward pass,
+KL(pi_old || pi) above 2 * 0.008 divides the actor's learning rate by 1.5,
+below 0.5 * 0.008 multiplies it by 1.5, clamped to [1e-6, 1e-2]. Those are
+the two rl_games tricks the paper found to matter; nothing else is added.
+
+Population: agent k owns `num_envs` envs (laid out agent-major), its networks
+(population axis P), its learning rate, its observation statistics and its
+Generator (action noise, minibatch order, env resets), so agent k's numbers do
+not depend on which other agents train beside it.
+
+Episodes: the env never resets itself. After each step the rollout truncates
+episodes at `max_episode_steps`, resets finished envs, and for truncated (not
+terminated) ones adds gamma * V(final observation) to the reward, so GAE can
+cut every episode boundary and still bootstrap time-outs (rl_games'
+value_bootstrap).
+"""
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from neuromotor.nn import MLP, Adam
+from neuromotor.policy import PolicySpec
+from neuromotor.rng import rng_state_array, set_rng_state
+
+F32 = np.float32
+LOG_2PI = math.log(2 * math.pi)
+
+
+@dataclass
+class Config:
+    actor_hidden: tuple = (256, 256)
+    critic_hidden: tuple = (256, 256)
+    activation: str = "relu"
+    num_envs: int = 64              # per agent
+    num_steps: int = 64             # per env and iteration: 64 x 64 = 4096 env steps
+    minibatch_size: int = 2048
+    epochs: int = 4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    ent_coef: float = 0.0
+    init_std: float = 0.5
+    normalize_advantage: bool = False
+    normalize_obs: bool = True
+    actor_lr: float = 1e-3          # initial value when adaptive_lr
+    critic_lr: float = 1e-3
+    adaptive_lr: bool = True        # Appendix G
+    target_kl: float = 0.008
+    lr_factor: float = 1.5
+    lr_min: float = 1e-6
+    lr_max: float = 1e-2
+
+
+# Named configurations: hyperparameters plus the env steps (per agent) they were made for.
+CONFIGS = {
+    # The paper's Ant-v4 schedule: 2,500 iterations of 64 envs x 64 steps = 10.24M steps.
+    "ant-paper": (Config(), 2500 * 64 * 64),
+    # Pendulum swing-up: small networks, long-ish rollouts (200-step episodes).
+    "pendulum": (Config(actor_hidden=(64, 64), critic_hidden=(64, 64), num_envs=16, num_steps=200,
+                        minibatch_size=800, epochs=10, gamma=0.95, init_std=1.0), 300_000),
+}
+ENV_CONFIG = {"pendulum": "pendulum"}  # env name -> default named config (others: ant-paper)
+
+
+def default_config(env_name: str) -> Config:
+    return replace(CONFIGS[ENV_CONFIG.get(env_name, "ant-paper")][0])
+
+
+class PPO:
+    Config = Config
+
+    def __init__(self, cfg: Config, env_factory, seeds):
+        self.cfg = cfg
+        self.seeds = list(seeds)
+        P, E, T = self.P, self.E, self.T = len(self.seeds), cfg.num_envs, cfg.num_steps
+        if (E * T) % cfg.minibatch_size:
+            raise ValueError(f"num_envs x num_steps = {E * T} is not a multiple of minibatch_size {cfg.minibatch_size}")
+        self.env = env = env_factory(P * E)
+        o, a = self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
+        self.low, self.high = env.action_low.astype(F32), env.action_high.astype(F32)
+        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        self._env_rngs = [r for r in self.rngs for _ in range(E)]  # env j of agent k draws from agent k
+
+        hidden = [cfg.activation]
+        self.actor = MLP([o, *cfg.actor_hidden, a], hidden * len(cfg.actor_hidden) + ["identity"], pop=(P,))
+        self.critic = MLP([o, *cfg.critic_hidden, 1], hidden * len(cfg.critic_hidden) + ["identity"], pop=(P,))
+        # The actor's flat vector ends with the log-stds, so one Adam (and one adaptive lr) covers both.
+        n = self.actor.size
+        self.actor_p, self.actor_g = np.zeros(n + P * a, F32), np.zeros(n + P * a, F32)
+        self.actor_v, self.actor_gv = self.actor.views(self.actor_p[:n]), self.actor.views(self.actor_g[:n])
+        self.log_std, self.log_std_g = self.actor_p[n:].reshape(P, 1, a), self.actor_g[n:].reshape(P, 1, a)
+        self.critic_p, self.critic_g = self.critic.zeros(), self.critic.zeros()
+        self.critic_v, self.critic_gv = self.critic.views(self.critic_p), self.critic.views(self.critic_g)
+        for k, rng in enumerate(self.rngs):
+            self.actor.init_member(self.actor_v, k, rng)
+            self.critic.init_member(self.critic_v, k, rng)
+        # A small last actor layer starts the policy near mean 0 (CleanRL uses a 0.01 gain).
+        self.actor_v[-1][0][...] *= F32(0.01)
+        self.log_std[...] = math.log(cfg.init_std)
+        self.actor_opt = Adam(self.actor_p.size, lr=cfg.actor_lr)
+        self.critic_opt = Adam(self.critic.size, lr=cfg.critic_lr)
+        self.lr = np.full(P, cfg.actor_lr, np.float64)  # per agent, adapted by KL
+        # Which agent owns each element of the actor's flat vector (for per-agent lrs).
+        owner = [np.repeat(np.arange(P), size) for _, _, i, j in self.actor.shapes for size in (i * j, j)]
+        self._owner = np.concatenate(owner + [np.repeat(np.arange(P), a)])
+
+        # Running observation statistics per agent (float64: Chan et al.'s parallel update).
+        self.obs_mean = np.zeros((P, o))
+        self.obs_var = np.ones((P, o))
+        self.obs_count = np.zeros(P)
+
+        # Rollout storage, (P, T, E, ...) so that (P, T*E, ...) is a free reshape.
+        self.b_obs = np.zeros((P, T, E, o), F32)         # normalised, as the policy saw them
+        self.b_act = np.zeros((P, T, E, a), F32)
+        self.b_logp = np.zeros((P, T, E), F32)
+        self.b_mean = np.zeros((P, T, E, a), F32)        # for KL(pi_old || pi)
+        self.b_val = np.zeros((P, T + 1, E), F32)
+        self.b_rew = np.zeros((P, T, E), F32)
+        self.b_done = np.zeros((P, T, E), bool)          # episode ended after step t
+        self.b_term = np.zeros((P, T, E), bool)
+        self.b_raw = np.zeros((P, T, E, o))              # raw observations for the statistics
+
+        self.steps = 0
+        self.obs = env.reset(self._env_rngs).reshape(P, E, o)
+        self.ep_return = np.zeros((P, E))
+        self.ep_len = np.zeros((P, E), np.int64)
+        self._finished = [[] for _ in range(P)]
+        self.info = {}  # last iteration's diagnostics per agent: lr, kl, entropy, losses
+
+    # ----- acting -----
+    def _normalize(self, obs: np.ndarray) -> np.ndarray:
+        if not self.cfg.normalize_obs:
+            return obs.astype(F32)
+        return ((obs - self.obs_mean[:, None]) / self._obs_std()[:, None]).astype(F32)
+
+    def _obs_std(self) -> np.ndarray:
+        return np.sqrt(self.obs_var + 1e-8)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions (the Gaussian mean, clipped to the bounds), obs (P, E, obs_dim)."""
+        return np.clip(self.actor.forward(self.actor_v, self._normalize(obs)), self.low, self.high)
+
+    def _value(self, x: np.ndarray) -> np.ndarray:
+        return self.critic.forward(self.critic_v, x)[..., 0]
+
+    def advance(self):
+        """One iteration: a rollout of num_steps in every env, then the PPO update."""
+        self._rollout()
+        self._update()
+        self.steps += self.E * self.T
+
+    def _rollout(self):
+        cfg, P, E, T, a = self.cfg, self.P, self.E, self.T, self.act_dim
+        noise = np.stack([r.standard_normal((T, E, a), F32) for r in self.rngs])  # (P, T, E, a)
+        std = np.exp(self.log_std)
+        logp_const = -self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)  # (P, 1)
+        for t in range(T):
+            x = self._normalize(self.obs)
+            self.b_raw[:, t] = self.obs
+            self.b_obs[:, t] = x
+            mean = self.actor.forward(self.actor_v, x)
+            self.b_mean[:, t] = mean
+            self.b_val[:, t] = self._value(x)
+            # a = mu + std * eps, so log pi(a) = -|eps|^2 / 2 - sum log std - a/2 log 2pi.
+            action = mean + std * noise[:, t]
+            self.b_act[:, t] = action
+            self.b_logp[:, t] = -0.5 * np.square(noise[:, t]).sum(-1) + logp_const
+            # The env sees the action clipped to its bounds; the policy is scored on the sample.
+            obs, reward, terminated = self.env.step(np.clip(action, self.low, self.high).reshape(P * E, a))
+            obs, reward, terminated = obs.reshape(P, E, -1), reward.reshape(P, E), terminated.reshape(P, E)
+            self.ep_return += reward
+            self.ep_len += 1
+            truncated = ~terminated & (self.ep_len >= self.env.max_episode_steps)
+            done = terminated | truncated
+            if truncated.any():
+                # Time-out is not failure: bootstrap with the value of the final observation.
+                reward = reward + F32(cfg.gamma) * truncated * self._value(self._normalize(obs))
+            self.b_rew[:, t] = reward
+            self.b_done[:, t] = done
+            self.b_term[:, t] = terminated
+            if done.any():
+                for k, j in zip(*np.nonzero(done)):
+                    self._finished[k].append(float(self.ep_return[k, j]))
+                self.ep_return[done] = 0
+                self.ep_len[done] = 0
+                obs = self.env.reset(self._env_rngs, mask=done.reshape(-1)).reshape(P, E, -1)
+            self.obs = obs
+        self.b_val[:, T] = self._value(self._normalize(self.obs))
+        if cfg.normalize_obs:
+            self._update_obs_stats(self.b_raw.reshape(P, T * E, -1))
+
+    def _update_obs_stats(self, x: np.ndarray) -> None:
+        n = x.shape[1]
+        mean, var = x.mean(1), x.var(1)
+        total = self.obs_count + n
+        delta = mean - self.obs_mean
+        w = (n / total)[:, None]
+        m2 = self.obs_var * self.obs_count[:, None] + var * n + delta**2 * self.obs_count[:, None] * w
+        self.obs_mean += delta * w
+        self.obs_var = m2 / total[:, None]
+        self.obs_count = total
+
+    def _gae(self):
+        """Advantages A_t = sum_l (gamma lambda)^l delta_{t+l}, cut at episode ends."""
+        cfg, T = self.cfg, self.T
+        adv = np.zeros_like(self.b_rew)
+        last = np.zeros_like(self.b_rew[:, 0])
+        for t in range(T - 1, -1, -1):
+            alive = F32(1) - self.b_done[:, t]
+            delta = self.b_rew[:, t] + F32(cfg.gamma) * self.b_val[:, t + 1] * alive - self.b_val[:, t]
+            last = delta + F32(cfg.gamma * cfg.gae_lambda) * alive * last
+            adv[:, t] = last
+        return adv, adv + self.b_val[:, :T]
+
+    def _update(self):
+        cfg, P, N, a = self.cfg, self.P, self.E * self.T, self.act_dim
+        adv, ret = (x.reshape(P, N) for x in self._gae())
+        obs, act = self.b_obs.reshape(P, N, -1), self.b_act.reshape(P, N, a)
+        logp_old, mean_old = self.b_logp.reshape(P, N), self.b_mean.reshape(P, N, a)
+        log_std_old = self.log_std.copy()
+        B = cfg.minibatch_size
+        rows = np.arange(P)[:, None]
+        kls, pg_losses, v_losses = [], [], []
+        for _ in range(cfg.epochs):
+            perm = np.stack([r.permutation(N) for r in self.rngs])
+            for s in range(0, N, B):
+                idx = perm[:, s:s + B]
+                x, act_b, adv_b = obs[rows, idx], act[rows, idx], adv[rows, idx]
+                if cfg.normalize_advantage:
+                    adv_b = (adv_b - adv_b.mean(1, keepdims=True)) / (adv_b.std(1, keepdims=True) + F32(1e-8))
+
+                # Policy: the clipped surrogate  L = -mean min(r A, clip(r, 1-eps, 1+eps) A).
+                tape = []
+                mean = self.actor.forward(self.actor_v, x, tape)
+                std = np.exp(self.log_std)
+                z = (act_b - mean) / std
+                logp = -0.5 * np.square(z).sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
+                ratio = np.exp(logp - logp_old[rows, idx])
+                # KL(N(mu_old, s_old) || N(mu, s)), summed over action dims, mean over the minibatch.
+                std_old = np.exp(log_std_old)
+                kl = (self.log_std - log_std_old
+                      + (np.square(std_old) + np.square(mean_old[rows, idx] - mean)) / (2 * np.square(std))
+                      - 0.5).sum(-1).mean(1)
+                if cfg.adaptive_lr:
+                    # Appendix G: a bang-bang controller on the actor's learning rate.
+                    self.lr = np.where(kl > 2 * cfg.target_kl, self.lr / cfg.lr_factor,
+                                       np.where(kl < 0.5 * cfg.target_kl, self.lr * cfg.lr_factor, self.lr))
+                    self.lr = np.clip(self.lr, cfg.lr_min, cfg.lr_max)
+                    self.actor_opt.lr = self.lr.astype(F32)[self._owner]
+                # dL/dlogp = -A r / B where the unclipped term is the minimum, else 0.
+                unclipped = np.where(adv_b >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
+                dlogp = (-adv_b * ratio * unclipped / B).astype(F32)
+                # dlogp/dmu = z / std,  dlogp/dlog_std = z^2 - 1;  entropy = sum log_std + const.
+                dmean = dlogp[..., None] * z / std
+                self.log_std_g[...] = (dlogp[..., None] * (np.square(z) - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
+                self.actor.backward(self.actor_v, tape, dmean, self.actor_gv)
+                self.actor_opt.step(self.actor_p, self.actor_g)
+
+                # Value: L = mean (V(s) - R)^2 with R the GAE return.
+                tape = []
+                v = self.critic.forward(self.critic_v, x, tape)
+                dv = v - ret[rows, idx][..., None]
+                v_losses.append(np.square(dv).mean((1, 2)))
+                dv *= F32(2.0 / B)
+                self.critic.backward(self.critic_v, tape, dv, self.critic_gv)
+                self.critic_opt.step(self.critic_p, self.critic_g)
+
+                kls.append(kl)
+                clipped = np.minimum(ratio * adv_b, np.clip(ratio, 1 - cfg.clip_coef, 1 + cfg.clip_coef) * adv_b)
+                pg_losses.append(-clipped.mean(1))
+        self.info = {
+            "lr": self.lr.copy(), "kl": np.mean(kls, 0), "policy_loss": np.mean(pg_losses, 0),
+            "value_loss": np.mean(v_losses, 0),
+            "entropy": self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI),
+        }
+
+    # ----- reporting, export, checkpoints -----
+    def pop_episode_returns(self):
+        out, self._finished = self._finished, [[] for _ in range(self.P)]
+        return out
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        """The deterministic policy: the Gaussian mean of the normalised observation.
+
+        Actions outside the env's bounds are clipped by the env (MuJoCo's ctrl
+        range) or the runtime, as in training.
+        """
+        layers = MLP.member(self.actor_v, agent)
+        normalize = self.cfg.normalize_obs
+        return PolicySpec(
+            weights=[w.T for w, _ in layers], biases=[b[0] for _, b in layers],
+            activations=self.actor.activations,
+            obs_mean=self.obs_mean[agent] if normalize else np.zeros(self.obs_dim),
+            obs_std=self._obs_std()[agent] if normalize else np.ones(self.obs_dim),
+            action_scale=np.ones(self.act_dim), action_offset=np.zeros(self.act_dim),
+            meta={"algo": "ppo", "seed": self.seeds[agent], "step": self.steps,
+                  "action_low": self.low.tolist(), "action_high": self.high.tolist()},
+        )
+
+    def _arrays(self) -> dict:
+        """The mutable arrays a checkpoint restores in place."""
+        return {
+            "actor": self.actor_p, "critic": self.critic_p,
+            "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
+            "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
+            "lr": self.lr, "obs_mean": self.obs_mean, "obs_var": self.obs_var, "obs_count": self.obs_count,
+            "obs": self.obs, "ep_return": self.ep_return, "ep_len": self.ep_len,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            **{k: v.copy() for k, v in self._arrays().items()},
+            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
+            "actor_opt_t": np.int64(self.actor_opt.t), "critic_opt_t": np.int64(self.critic_opt.t),
+            "rng": np.stack([rng_state_array(r) for r in self.rngs]),
+            "env_state": self.env.get_state(),
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        for key, arr in self._arrays().items():
+            arr[...] = d[key]
+        self.steps = int(d["steps"])
+        self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self.actor_opt.lr = self.lr.astype(F32)[self._owner]
+        for r, st in zip(self.rngs, d["rng"]):
+            set_rng_state(r, st)
+        self.env.set_state(d["env_state"])

@@ -1,0 +1,248 @@
+"""TD3 (Fujimoto et al. 2018) for a population of agents, in NumPy.
+
+Defaults are the RLtools paper's Pendulum configuration. Every array has a
+leading population axis P (one agent per seed, one env per agent); the twin
+critics are one network family with population shape (P, 2), so both critics
+of every agent are evaluated by one batched matmul per layer.
+
+Actions live in [-1, 1] inside the algorithm (tanh actor, noise, replay) and
+are mapped to the env's bounds only when stepping the env, so the noise scales
+are in units of the action range, as in the reference implementations.
+
+Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
+the agent's own Generator (exploration noise, warm-up actions, replay indices,
+target policy noise); env resets draw from the same Generator. So agent k's
+numbers do not depend on which other agents train beside it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.policy import PolicySpec
+from neuromotor.rng import rng_state_array, set_rng_state
+
+RNG_BLOCK = 1000
+F32 = np.float32
+
+
+@dataclass
+class Config:
+    actor_hidden: tuple = (64, 64)
+    critic_hidden: tuple = (64, 64)
+    activation: str = "relu"
+    batch_size: int = 100
+    buffer_size: int = 10_000
+    learning_starts: int = 100      # uniform random actions before this step, updates after
+    exploration_noise: float = 0.1
+    policy_noise: float = 0.2       # target policy smoothing
+    noise_clip: float = 0.5
+    gamma: float = 0.99
+    tau: float = 0.005
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    policy_delay: int = 2           # actor and targets updated every 2nd critic update
+
+
+class TD3:
+    Config = Config
+
+    def __init__(self, cfg: Config, env_factory, seeds):
+        self.cfg = cfg
+        self.seeds = list(seeds)
+        P = self.P = len(self.seeds)
+        self.env = env = env_factory(P)
+        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
+        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
+        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
+        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+
+        act = cfg.activation
+        self.actor = MLP([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], pop=(P,))
+        self.critic = MLP([o + a, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], pop=(P, 2))
+        # Flat parameter vectors (one per optimiser) and their per-layer views.
+        self.actor_p, self.actor_t, self.actor_g = (self.actor.zeros() for _ in range(3))
+        self.critic_p, self.critic_t, self.critic_g = (self.critic.zeros() for _ in range(3))
+        self.actor_v, self.actor_tv, self.actor_gv = map(self.actor.views, (self.actor_p, self.actor_t, self.actor_g))
+        self.critic_v, self.critic_tv, self.critic_gv = map(self.critic.views, (self.critic_p, self.critic_t, self.critic_g))
+        self.q1_v = MLP.member(self.critic_v, (slice(None), 0))  # critic 1 of every agent
+        for k, rng in enumerate(self.rngs):
+            self.actor.init_member(self.actor_v, k, rng)
+            for c in range(2):
+                self.critic.init_member(self.critic_v, (k, c), rng)
+        self.actor_t[...] = self.actor_p
+        self.critic_t[...] = self.critic_p
+        self.actor_opt = Adam(self.actor.size, lr=cfg.actor_lr)
+        self.critic_opt = Adam(self.critic.size, lr=cfg.critic_lr)
+        self._tmp_a = np.empty(self.actor.size, F32)
+        self._tmp_c = np.empty(self.critic.size, F32)
+
+        # Replay: one row per transition [s, a, r, not_done, s'], agents stacked (P, capacity).
+        self.row = o + a + 2 + o
+        self.replay = np.zeros((P, cfg.buffer_size, self.row), F32)
+        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row)
+        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None]
+        self.replay_pos = 0
+        self.replay_size = 0
+
+        B = cfg.batch_size
+        self._x_next = np.empty((P, 2, B, o + a), F32)   # critic-target input [s', a'], per critic
+        self._x_critic = np.empty((P, 2, B, o + a), F32)  # critic input [s, a], per critic
+        self._x_actor = np.empty((P, B, o + a), F32)     # critic-1 input for the actor loss [s, pi(s)]
+        self._dq_actor = np.full((P, B, 1), -1.0 / B, F32)  # d(-mean Q1)/dQ1
+
+        self.steps = 0
+        self._block = self._empty_block()
+        self.obs = env.reset(self.rngs)
+        self.ep_return = np.zeros(P, F32)
+        self.ep_len = np.zeros(P, np.int64)
+        self._finished = [[] for _ in range(P)]
+
+    # ----- randomness, drawn per agent in blocks -----
+    def _empty_block(self):
+        n, P, B, a = RNG_BLOCK, self.P, self.cfg.batch_size, self.act_dim
+        return [np.zeros((n, P, a), F32), np.zeros((n, P, a), F32), np.zeros((n, P, B), np.int64), np.zeros((n, P, B, a), F32)]
+
+    def _draw_block(self):
+        n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
+        parts = [(r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
+                  r.integers(0, 1 << 40, (n, B)), r.standard_normal((n, B, a), F32)) for r in self.rngs]
+        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
+        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+
+    # ----- acting -----
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return self.actor.forward(self.actor_v, obs.astype(F32)) * self.act_scale + self.act_offset
+
+    def advance(self):
+        cfg, i = self.cfg, self.steps % RNG_BLOCK
+        if i == 0:
+            self._draw_block()
+        explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
+        if self.steps < cfg.learning_starts:
+            action = uniform
+        else:
+            action = self.actor.forward(self.actor_v, self.obs[:, None, :])[:, 0]
+            action += explore * F32(cfg.exploration_noise)
+            np.clip(action, -1, 1, out=action)
+        next_obs, reward, terminated = self.env.step(action * self.act_scale + self.act_offset)
+
+        o, a = self.obs_dim, self.act_dim
+        row = self.replay[:, self.replay_pos]
+        row[:, :o] = self.obs
+        row[:, o:o + a] = action
+        row[:, o + a] = reward
+        row[:, o + a + 1] = ~terminated
+        row[:, o + a + 2:] = next_obs
+        self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
+        self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
+
+        self.ep_return += reward
+        self.ep_len += 1
+        done = terminated | (self.ep_len >= self.env.max_episode_steps)
+        if done.any():
+            for k in np.flatnonzero(done):
+                self._finished[k].append(float(self.ep_return[k]))
+            self.ep_return[done] = 0
+            self.ep_len[done] = 0
+            next_obs = self.env.reset(self.rngs, mask=done)
+        self.obs = next_obs
+
+        if self.steps >= cfg.learning_starts:
+            batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
+            self._update_critic(batch, target_noise)
+            if self.steps % cfg.policy_delay == 0:
+                self._update_actor(batch)
+                polyak(self.actor_t, self.actor_p, cfg.tau, self._tmp_a)
+                polyak(self.critic_t, self.critic_p, cfg.tau, self._tmp_c)
+        self.steps += 1
+
+    # ----- the TD3 updates -----
+    def _update_critic(self, batch, target_noise):
+        cfg, o, a = self.cfg, self.obs_dim, self.act_dim
+        s_a, r, not_done, s2 = batch[..., :o + a], batch[..., o + a:o + a + 1], batch[..., o + a + 1:o + a + 2], batch[..., o + a + 2:]
+        # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
+        a2 = self.actor.forward(self.actor_tv, s2)
+        noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
+        a2 += noise
+        x2 = self._x_next
+        np.clip(a2, -1, 1, out=a2)
+        x2[..., :o] = s2[:, None]
+        x2[..., o:] = a2[:, None]
+        # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
+        q2 = self.critic.forward(self.critic_tv, x2)               # (P, 2, B, 1)
+        y = np.minimum(q2[:, 0], q2[:, 1])
+        y *= not_done
+        y *= F32(cfg.gamma)
+        y += r
+        # Both critics regress on y: L = mean (Q1 - y)^2 + mean (Q2 - y)^2
+        tape = []
+        # Inputs copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
+        x = self._x_critic
+        x[...] = s_a[:, None]
+        q = self.critic.forward(self.critic_v, x, tape)  # (P, 2, B, 1)
+        dq = q - y[:, None]
+        dq *= F32(2.0 / cfg.batch_size)
+        self.critic.backward(self.critic_v, tape, dq, self.critic_gv)
+        self.critic_opt.step(self.critic_p, self.critic_g)
+
+    def _update_actor(self, batch):
+        o = self.obs_dim
+        s = batch[..., :o]
+        # Deterministic policy gradient: maximise Q1(s, pi(s)), i.e. minimise -mean Q1.
+        tape_pi, tape_q = [], []
+        x = self._x_actor
+        x[..., :o] = s
+        x[..., o:] = self.actor.forward(self.actor_v, s, tape_pi)
+        self.critic.forward(self.q1_v, x, tape_q)
+        dx = self.critic.backward(self.q1_v, tape_q, self._dq_actor.copy(), None, need_dx=True)
+        self.actor.backward(self.actor_v, tape_pi, dx[..., o:], self.actor_gv)
+        self.actor_opt.step(self.actor_p, self.actor_g)
+
+    # ----- reporting, export, checkpoints -----
+    def pop_episode_returns(self):
+        out, self._finished = self._finished, [[] for _ in range(self.P)]
+        return out
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        layers = MLP.member(self.actor_v, agent)
+        return PolicySpec(
+            weights=[w.T for w, _ in layers], biases=[b[0] for _, b in layers],
+            activations=self.actor.activations,
+            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
+            action_scale=self.act_scale, action_offset=self.act_offset,
+            meta={"algo": "td3", "seed": self.seeds[agent], "step": self.steps},
+        )
+
+    def _arrays(self) -> dict:
+        """The mutable arrays a checkpoint restores in place."""
+        return {
+            "actor": self.actor_p, "actor_target": self.actor_t,
+            "critic": self.critic_p, "critic_target": self.critic_t,
+            "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
+            "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
+            "replay": self.replay, "ep_return": self.ep_return, "ep_len": self.ep_len,
+            **{f"rng_block_{i}": x for i, x in enumerate(self._block)},
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            **self._arrays(),
+            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
+            "actor_opt_t": np.int64(self.actor_opt.t), "critic_opt_t": np.int64(self.critic_opt.t),
+            "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
+            "rng": np.stack([rng_state_array(r) for r in self.rngs]),
+            "env_state": self.env.get_state(), "obs": self.obs,
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        for key, arr in self._arrays().items():
+            arr[...] = d[key]
+        self.steps = int(d["steps"])
+        self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
+        for r, st in zip(self.rngs, d["rng"]):
+            set_rng_state(r, st)
+        self.env.set_state(d["env_state"])
+        self.obs = np.array(d["obs"])

@@ -1,0 +1,46 @@
+"""Checkpoints: a flat dict of numpy arrays in one .npz, written atomically.
+
+Written to a temporary file in the same directory, then os.replace()d over the
+old one, so a kill at any moment leaves either the old or the new checkpoint.
+Loaded with allow_pickle=False and checked against the arrays the running code
+expects (names, shapes, dtypes) before anything is touched.
+"""
+
+import os
+import zipfile
+
+import numpy as np
+
+from neuromotor.errors import UserError
+
+
+def save(path, arrays: dict) -> None:
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load(path, expected: dict) -> dict:
+    """The arrays of `path`, validated against `expected` (a state_dict of the same config)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise UserError(f"no checkpoint at {path}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise UserError(f"checkpoint {path} is corrupted or not a neuromotor checkpoint ({exc})") from None
+    missing = sorted(set(expected) - set(arrays))
+    if missing:
+        raise UserError(f"checkpoint {path} lacks {', '.join(missing)}; it was written by another algorithm or version")
+    for key, want in expected.items():
+        want = np.asarray(want)
+        got = arrays[key]
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise UserError(f"checkpoint {path} does not match this configuration: {key} is "
+                            f"{got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)} "
+                            "(different network sizes, seeds or buffer?)")
+    return arrays

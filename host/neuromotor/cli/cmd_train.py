@@ -1,0 +1,87 @@
+"""`neuromotor train ENV`: train one agent or a population, or resume a run."""
+
+import json
+from pathlib import Path
+
+from neuromotor import config, runs
+from neuromotor.algos import algo_class
+from neuromotor.envs import env_class
+from neuromotor.errors import UserError
+from neuromotor.paths import runs_dir
+
+
+def register(sub):
+    p = sub.add_parser("train", help="train an agent (or a population of seeds) on an environment",
+                       description="Train with the algorithm's paper defaults; settings come from "
+                       "--config FILE.toml, then --set key=value, then the explicit flags.")
+    p.add_argument("env", nargs="?", help="environment name, e.g. pendulum")
+    p.add_argument("--algo", default="td3", help="algorithm (default td3)")
+    p.add_argument("--steps", type=int, help="environment steps per agent (default 10000)")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, help="train one agent with this seed (default 0)")
+    seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
+    p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
+    p.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing run directory")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its checkpoint")
+    p.add_argument("--json", action="store_true", help="print one final JSON line")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.set_defaults(func=run)
+
+
+def _new_run(args):
+    if not args.env:
+        raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
+    env_class(args.env)
+    algo_cls = algo_class(args.algo)
+    run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
+    if args.config:
+        config.apply(config.load_toml(args.config), run_cfg, algo_cfg)
+    config.apply(config.parse_set(args.set), run_cfg, algo_cfg)
+    if args.steps is not None:
+        run_cfg.steps = args.steps
+    run_cfg.validate()
+    seeds = config.parse_seeds(args.seeds) if args.seeds else [0 if args.seed is None else args.seed]
+    cfg = {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
+    algo = runs.build(cfg)  # bad hyperparameters fail here, before anything is written
+    run_dir = args.run_dir or runs_dir() / runs.default_name(args.env, args.algo, seeds)
+    runs.prepare(run_dir, args.force)
+    runs.write_config(run_dir, args.env, args.algo, seeds, run_cfg, algo_cfg)
+    return run_dir, cfg, algo
+
+
+def _resumed_run(args):
+    if args.env or args.config or args.set or args.seed is not None or args.seeds or args.run_dir:
+        raise UserError("--resume continues a run with its own config; only --steps may change")
+    run_dir = args.resume
+    cfg, algo = runs.load(run_dir)
+    if args.steps is not None:
+        cfg["run"].steps = args.steps
+        cfg["run"].validate()
+        runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
+    runs.truncate_metrics(run_dir, algo.steps)
+    return run_dir, cfg, algo
+
+
+def run(args) -> int:
+    run_dir, cfg, algo = _resumed_run(args) if args.resume else _new_run(args)
+    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
+
+    summary = trainer.train(run_dir, cfg, algo, progress=not args.quiet)
+    if not args.quiet:
+        print_table(summary)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def print_table(summary: dict) -> None:
+    print(f"\n{'seed':>6} {'eval return':>12} {'std':>8}")
+    for a in summary["agents"]:
+        print(f"{a['seed']:>6} {a['eval_return_mean']:>12.1f} {a['eval_return_std']:>8.1f}")
+    if len(summary["agents"]) > 1:
+        print(f"{'mean':>6} {summary['eval_return_mean']:>12.1f} {summary['eval_return_std']:>8.1f}")
+    print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
+          f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
+          f"run dir {summary['run_dir']}")

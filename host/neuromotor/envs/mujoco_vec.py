@@ -1,0 +1,323 @@
+"""Batched MuJoCo locomotion: Ant-v5, HalfCheetah-v5 and Hopper-v5 for N envs at once.
+
+One `MjModel` (loaded from the XML gymnasium ships) and one `MjData` per env.
+`step` hands contiguous slices of the envs to a thread pool; `mujoco.mj_step`
+releases the GIL, so the slices simulate in parallel. Each worker copies the
+few arrays the task needs into preallocated float64 buffers, and the main
+thread computes observations, rewards and terminations for all envs at once
+with NumPy.
+
+Everything that defines the task is gymnasium v5's, term by term (see
+gymnasium/envs/mujoco/{ant,half_cheetah,hopper}_v5.py): `frame_skip` substeps
+of `mj_step` then `mj_rnePostConstraint` (for the contact forces), the
+forward velocity from the main body (Ant) or root x (HalfCheetah, Hopper)
+before and after, healthy rewards, control and contact costs, healthy ranges
+and reset noise. Given the same qpos/qvel and actions, trajectories equal
+gymnasium's to float64 rounding; observations and rewards are handed out as
+float32.
+
+`ant` observes 27 numbers (`include_cfrc_ext_in_observation=False`, as the
+RLtools paper's Ant-v4), so its policies are the 27->256->256->8 networks that
+fit a microcontroller; the contact cost stays in the reward, as in Ant-v5.
+`gym_id` and `gym_kwargs` name the gymnasium env that matches each class.
+
+Semantics follow the registry contract in `neuromotor.envs`: `step` never
+resets and never truncates. `neuromotor.envs.autoreset.AutoReset` adds
+truncation at `max_episode_steps` and auto-reset on top, for any registered env.
+"""
+
+import importlib.util
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from neuromotor.errors import UserError
+
+INSTALL_HINT = "pip install 'neuromotor[mujoco]'"
+
+
+def _import_mujoco():
+    try:
+        import mujoco
+    except ImportError:
+        raise UserError(f"the MuJoCo environments need the mujoco extra: {INSTALL_HINT}") from None
+    return mujoco
+
+
+def _asset(xml: str) -> str:
+    # Find gymnasium's bundled models without importing gymnasium (slow, and not needed here).
+    spec = importlib.util.find_spec("gymnasium")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f"the MuJoCo environments use gymnasium's model files: {INSTALL_HINT}")
+    path = os.path.join(spec.submodule_search_locations[0], "envs", "mujoco", "assets", xml)
+    if not os.path.exists(path):
+        raise UserError(f"{path} is missing; reinstall with {INSTALL_HINT}")
+    return path
+
+
+def _load_model(mujoco, path: str):
+    """The compiled model of `path`, without MuJoCo's deprecation warning file.
+
+    half_cheetah.xml uses the compiler attribute `settotalmass`, which MuJoCo 4
+    deprecates with a warning that it writes to MUJOCO_LOG.TXT in the current
+    directory. Compiling without it and scaling afterwards, as the warning
+    advises, gives the same model (masses, inertias and derived constants).
+    """
+    with open(path) as f:
+        xml = f.read()
+    found = re.search(r'\ssettotalmass="([^"]+)"', xml)
+    if not found:
+        return mujoco.MjModel.from_xml_path(path)
+    model = mujoco.MjModel.from_xml_string(xml.replace(found.group(0), ""))
+    mujoco.mj_setTotalmass(model, float(found.group(1)))
+    mujoco.mj_setConst(model, mujoco.MjData(model))
+    return model
+
+
+def max_threads() -> int:
+    """Cores this process may run on: the `--threads auto` value and the upper bound."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def parse_threads(value) -> int:
+    """'auto' or an int in [1, cores]; anything else is a UserError."""
+    top = max_threads()
+    if value in (None, "auto"):
+        return top
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise UserError(f"--threads must be 'auto' or an integer, not {value!r}") from None
+    if not 1 <= n <= top:
+        raise UserError(f"--threads {n} is out of range: this machine allows 1..{top}")
+    return n
+
+
+class MujocoVec:
+    xml: str
+    frame_skip: int
+    gym_id: str
+    gym_kwargs: dict = {}
+    max_episode_steps = 1000
+    reset_noise_scale: float
+    forward_reward_weight = 1.0
+    ctrl_cost_weight: float
+    terminate_when_unhealthy = False
+
+    def __init__(self, num_envs: int, threads=1):
+        mujoco = self._mujoco = _import_mujoco()
+        self.num_envs = num_envs
+        self.threads = min(parse_threads(threads), num_envs)
+        self.model = _load_model(mujoco, _asset(self.xml))
+        self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        m = self.model
+        self.nq, self.nv = m.nq, m.nv
+        # gymnasium's init_qpos/init_qvel: the state of a fresh MjData.
+        self.init_qpos = self.datas[0].qpos.copy()
+        self.init_qvel = self.datas[0].qvel.copy()
+        self.dt = m.opt.timestep * self.frame_skip
+        self.act_dim = m.nu
+        self.action_low = m.actuator_ctrlrange[:, 0].astype(np.float32)
+        self.action_high = m.actuator_ctrlrange[:, 1].astype(np.float32)
+        # Filled by the workers, read by the vectorised task code below.
+        self.qpos = np.zeros((num_envs, self.nq))
+        self.qvel = np.zeros((num_envs, self.nv))
+        self.x_before = np.zeros((num_envs, 2))
+        self.x_after = np.zeros((num_envs, 2))
+        self.cfrc_ext = np.zeros((num_envs, m.nbody, 6))
+        bounds = np.linspace(0, num_envs, self.threads + 1).astype(int)
+        self._slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self._actions = None
+        self.obs_dim = self._observe().shape[1]
+
+    # --- what differs between tasks ---------------------------------------
+    def _xy(self, d) -> np.ndarray:
+        """The position the forward velocity is measured from."""
+        return d.qpos[:2]
+
+    def _copy_extra(self, i, d) -> None:
+        """Per-env arrays beyond qpos/qvel the task needs (called in a worker)."""
+
+    def _observe(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _healthy(self) -> np.ndarray:
+        return np.ones(self.num_envs, bool)
+
+    def _reward(self, x_velocity, actions, healthy) -> np.ndarray:
+        ctrl_cost = self.ctrl_cost_weight * np.sum(np.square(actions), axis=1)
+        return self.forward_reward_weight * x_velocity - ctrl_cost
+
+    def _reset_qvel(self, rng) -> np.ndarray:
+        return self.init_qvel + self.reset_noise_scale * rng.standard_normal(self.nv)
+
+    # --- simulation -------------------------------------------------------
+    def _copy_out(self, i, d) -> None:
+        self.qpos[i] = d.qpos
+        self.qvel[i] = d.qvel
+        self._copy_extra(i, d)
+
+    def _work(self, sl: slice) -> None:
+        mj = self._mujoco
+        for i in range(sl.start, sl.stop):
+            d = self.datas[i]
+            self.x_before[i] = self._xy(d)
+            d.ctrl[:] = self._actions[i]
+            mj.mj_step(self.model, d, nstep=self.frame_skip)
+            # cfrc_ext is only computed on request (gymnasium does the same).
+            mj.mj_rnePostConstraint(self.model, d)
+            self.x_after[i] = self._xy(d)
+            self._copy_out(i, d)
+
+    def step(self, actions):
+        """Advance every env by one control step (`frame_skip` substeps).
+
+        actions: (num_envs, act_dim), used as given (MuJoCo clamps ctrl to its
+        range, the control cost sees the unclamped action, as in gymnasium).
+        Returns obs (num_envs, obs_dim) float32, reward (num_envs,) float32,
+        terminated (num_envs,) bool. No reset, no truncation.
+        """
+        self._actions = np.asarray(actions, dtype=np.float32)
+        if self._pool is None:
+            self._work(slice(0, self.num_envs))
+        else:
+            # list() re-raises a worker's exception here.
+            list(self._pool.map(self._work, self._slices))
+        x_velocity = (self.x_after - self.x_before)[:, 0] / self.dt
+        healthy = self._healthy()
+        reward = self._reward(x_velocity, self._actions, healthy)
+        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros(self.num_envs, bool)
+        return self._observe(), reward.astype(np.float32), terminated
+
+    def _set(self, i, qpos, qvel) -> None:
+        # gymnasium's reset: mj_resetData (zeroes warm starts and time), then
+        # set_state (qpos, qvel, mj_forward). Doing the same makes (qpos, qvel)
+        # the whole state, so trajectories can be replayed from it.
+        mj = self._mujoco
+        d = self.datas[i]
+        mj.mj_resetData(self.model, d)
+        d.qpos[:] = qpos
+        d.qvel[:] = qvel
+        mj.mj_forward(self.model, d)
+        self._copy_out(i, d)
+
+    def reset(self, rngs, mask=None) -> np.ndarray:
+        """(Re)start the envs where mask is True with gymnasium's reset noise from rngs[i].
+
+        The draws are gymnasium's, in its order, so `reset(seed=s)` of the
+        gymnasium env and rngs[i] = np.random.default_rng(s) give the same state.
+        """
+        lo, hi = -self.reset_noise_scale, self.reset_noise_scale
+        for i in range(self.num_envs) if mask is None else np.flatnonzero(mask):
+            qpos = self.init_qpos + rngs[i].uniform(low=lo, high=hi, size=self.nq)
+            self._set(i, qpos, self._reset_qvel(rngs[i]))
+        return self._observe()
+
+    def get_state(self) -> np.ndarray:
+        """(num_envs, nq + nv) float64: qpos then qvel."""
+        return np.concatenate([self.qpos, self.qvel], axis=1)
+
+    def set_state(self, state) -> None:
+        state = np.asarray(state, dtype=np.float64)
+        for i in range(self.num_envs):
+            self._set(i, state[i, :self.nq], state[i, self.nq:])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+class AntVec(MujocoVec):
+    xml = "ant.xml"
+    frame_skip = 5
+    gym_id = "Ant-v5"
+    gym_kwargs = {"include_cfrc_ext_in_observation": False}
+    include_cfrc_ext_in_observation = False
+    reset_noise_scale = 0.1
+    ctrl_cost_weight = 0.5
+    contact_cost_weight = 5e-4
+    healthy_reward = 1.0
+    healthy_z_range = (0.2, 1.0)
+    contact_force_range = (-1.0, 1.0)
+    terminate_when_unhealthy = True
+    main_body = 1
+
+    def _xy(self, d):
+        return d.xpos[self.main_body, :2]
+
+    def _copy_extra(self, i, d):
+        self.cfrc_ext[i] = d.cfrc_ext
+
+    def _contact_forces(self):
+        return np.clip(self.cfrc_ext, *self.contact_force_range)
+
+    def _observe(self):
+        parts = [self.qpos[:, 2:], self.qvel]
+        if self.include_cfrc_ext_in_observation:
+            parts.append(self._contact_forces()[:, 1:].reshape(self.num_envs, -1))
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def _healthy(self):
+        lo, hi = self.healthy_z_range
+        finite = np.isfinite(self.qpos).all(axis=1) & np.isfinite(self.qvel).all(axis=1)
+        z = self.qpos[:, 2]
+        return finite & (lo <= z) & (z <= hi)
+
+    def _reward(self, x_velocity, actions, healthy):
+        contact_cost = self.contact_cost_weight * np.sum(np.square(self._contact_forces()), axis=(1, 2))
+        return super()._reward(x_velocity, actions, healthy) + self.healthy_reward * healthy - contact_cost
+
+
+class AntFullVec(AntVec):
+    """Ant-v5 with its default 105-number observation (contact forces included)."""
+    gym_kwargs = {}
+    include_cfrc_ext_in_observation = True
+
+
+class HalfCheetahVec(MujocoVec):
+    xml = "half_cheetah.xml"
+    frame_skip = 5
+    gym_id = "HalfCheetah-v5"
+    reset_noise_scale = 0.1
+    ctrl_cost_weight = 0.1
+
+    def _observe(self):
+        return np.concatenate([self.qpos[:, 1:], self.qvel], axis=1).astype(np.float32)
+
+
+class HopperVec(MujocoVec):
+    xml = "hopper.xml"
+    frame_skip = 4
+    gym_id = "Hopper-v5"
+    reset_noise_scale = 5e-3
+    ctrl_cost_weight = 1e-3
+    healthy_reward = 1.0
+    healthy_state_range = (-100.0, 100.0)
+    healthy_z_range = (0.7, float("inf"))
+    healthy_angle_range = (-0.2, 0.2)
+    terminate_when_unhealthy = True
+
+    def _reset_qvel(self, rng):
+        lo, hi = -self.reset_noise_scale, self.reset_noise_scale
+        return self.init_qvel + rng.uniform(low=lo, high=hi, size=self.nv)
+
+    def _observe(self):
+        return np.concatenate([self.qpos[:, 1:], np.clip(self.qvel, -10, 10)], axis=1).astype(np.float32)
+
+    def _healthy(self):
+        state = np.concatenate([self.qpos, self.qvel], axis=1)[:, 2:]
+        z, angle = self.qpos[:, 1], self.qpos[:, 2]
+        (s_lo, s_hi), (z_lo, z_hi), (a_lo, a_hi) = (
+            self.healthy_state_range, self.healthy_z_range, self.healthy_angle_range)
+        return (np.all((s_lo < state) & (state < s_hi), axis=1)
+                & (z_lo < z) & (z < z_hi) & (a_lo < angle) & (angle < a_hi))
+
+    def _reward(self, x_velocity, actions, healthy):
+        return super()._reward(x_velocity, actions, healthy) + self.healthy_reward * healthy

@@ -1,0 +1,70 @@
+"""Pendulum-v1, vectorised: gymnasium's dynamics, reward and reset, for N envs at once.
+
+The state (theta, theta_dot) is float64 exactly as in gymnasium, so trajectories
+agree with `gymnasium.make("Pendulum-v1")` to float32 precision; observations
+are float32 (cos theta, sin theta, theta_dot).
+"""
+
+import numpy as np
+
+
+class PendulumVec:
+    obs_dim = 3
+    act_dim = 1
+    max_episode_steps = 200
+    max_speed = 8.0
+    max_torque = 2.0
+    dt = 0.05
+    g = 10.0
+    m = 1.0
+    l = 1.0  # noqa: E741  (gymnasium's name)
+
+    def __init__(self, num_envs: int):
+        self.num_envs = num_envs
+        self.action_low = np.full(1, -self.max_torque, np.float32)
+        self.action_high = np.full(1, self.max_torque, np.float32)
+        self.state = np.zeros((num_envs, 2))
+        self._obs = np.empty((num_envs, 3), np.float32)
+
+    def _observe(self) -> np.ndarray:
+        th = self.state[:, 0]
+        self._obs[:, 0] = np.cos(th)
+        self._obs[:, 1] = np.sin(th)
+        self._obs[:, 2] = self.state[:, 1]
+        return self._obs.copy()
+
+    def reset(self, rngs, mask=None) -> np.ndarray:
+        high = np.array([np.pi, 1.0])
+        for i in range(self.num_envs) if mask is None else np.flatnonzero(mask):
+            self.state[i] = rngs[i].uniform(low=-high, high=high)
+        return self._observe()
+
+    def step(self, actions):
+        th, thdot = self.state[:, 0], self.state[:, 1]
+        # gymnasium clips the float32 action, then computes in float64.
+        u = np.clip(actions[:, 0], -self.max_torque, self.max_torque).astype(np.float64)
+        norm_th = (th + np.pi) % (2 * np.pi) - np.pi
+        costs = norm_th**2 + 0.1 * thdot**2 + 0.001 * u**2
+        newthdot = thdot + (3 * self.g / (2 * self.l) * np.sin(th) + 3.0 / (self.m * self.l**2) * u) * self.dt
+        newthdot = np.clip(newthdot, -self.max_speed, self.max_speed)
+        self.state[:, 0] = th + newthdot * self.dt
+        self.state[:, 1] = newthdot
+        return self._observe(), (-costs).astype(np.float32), np.zeros(self.num_envs, bool)
+
+    def get_state(self) -> np.ndarray:
+        return self.state.copy()
+
+    def set_state(self, state) -> None:
+        self.state[...] = state
+        self._observe()
+
+    @staticmethod
+    def draw(ax, state_row) -> None:
+        """The rod as gymnasium draws it: upright is theta = 0, counter-clockwise positive."""
+        th = state_row[0]
+        ax.plot([0, -np.sin(th)], [0, np.cos(th)], lw=8, color="#cc4c4c", solid_capstyle="round")
+        ax.plot([0], [0], "ko", ms=6)
+        ax.set_xlim(-1.2, 1.2)
+        ax.set_ylim(-1.2, 1.2)
+        ax.set_aspect("equal")
+        ax.axis("off")

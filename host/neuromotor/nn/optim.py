@@ -1,0 +1,46 @@
+"""Adam (PyTorch defaults and update order) and polyak averaging on flat float32 vectors.
+
+Everything is elementwise, so one call updates every layer of every member of a
+population; member k's numbers are the same whether it trains alone or not.
+"""
+
+import numpy as np
+
+
+class Adam:
+    def __init__(self, size: int, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        self.lr, (self.b1, self.b2), self.eps = lr, betas, eps
+        self.m = np.zeros(size, np.float32)
+        self.v = np.zeros(size, np.float32)
+        self.t = 0
+        self._tmp = np.empty(size, np.float32)
+        self._den = np.empty(size, np.float32)
+
+    def step(self, params: np.ndarray, grad: np.ndarray) -> None:
+        self.t += 1
+        m, v, tmp, den = self.m, self.v, self._tmp, self._den
+        f32 = np.float32
+        # m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2   (torch: lerp_ / mul_.addcmul_)
+        m *= f32(self.b1)
+        np.multiply(grad, f32(1 - self.b1), out=tmp)
+        m += tmp
+        v *= f32(self.b2)
+        np.multiply(grad, grad, out=tmp)
+        tmp *= f32(1 - self.b2)
+        v += tmp
+        # p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+        bc1 = 1 - self.b1 ** self.t
+        bc2 = 1 - self.b2 ** self.t
+        np.sqrt(v, out=den)
+        den /= f32(bc2**0.5)
+        den += f32(self.eps)
+        np.divide(m, den, out=tmp)
+        tmp *= f32(self.lr / bc1)
+        params -= tmp
+
+
+def polyak(target: np.ndarray, online: np.ndarray, tau: float, tmp: np.ndarray) -> None:
+    """target <- tau * online + (1 - tau) * target, in place (tmp: scratch of the same size)."""
+    np.subtract(online, target, out=tmp)
+    tmp *= np.float32(tau)
+    target += tmp

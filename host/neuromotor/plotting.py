@@ -1,0 +1,45 @@
+"""Pictures: the learning curve of a run and GIFs of evaluation episodes (matplotlib, Agg)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.animation import FuncAnimation, PillowWriter  # noqa: E402
+
+
+def learning_curve(metrics: list, path, title: str) -> None:
+    agents = sorted({r["agent"] for r in metrics})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    by_step = {}
+    for k in agents:
+        rows = sorted((r for r in metrics if r["agent"] == k), key=lambda r: r["step"])
+        xs, ys = [r["step"] for r in rows], [r["eval_return_mean"] for r in rows]
+        ax.plot(xs, ys, lw=1 if len(agents) > 1 else 2, alpha=0.5 if len(agents) > 1 else 1,
+                label=f"seed {rows[0]['seed']}" if len(agents) <= 8 else None)
+        for x, y in zip(xs, ys):
+            by_step.setdefault(x, []).append(y)
+    if len(agents) > 1:
+        steps = sorted(by_step)
+        ax.plot(steps, [sum(by_step[s]) / len(by_step[s]) for s in steps], "k", lw=2.5, label="mean")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("deterministic evaluation return")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
+    """Animate `draw(ax, state_row)` over a trajectory of env states."""
+    fig, ax = plt.subplots(figsize=(3, 3))
+
+    def frame(i):
+        ax.clear()
+        draw(ax, states[i])
+        ax.set_title(f"{title} t={i}", fontsize=8)
+
+    anim = FuncAnimation(fig, frame, frames=len(states))
+    anim.save(path, writer=PillowWriter(fps=fps))
+    plt.close(fig)

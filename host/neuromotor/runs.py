@@ -1,0 +1,140 @@
+"""Run directories: what a training run leaves behind, and how to get a policy back.
+
+    runs/<name>/
+      config.json         env, algo, seeds, run settings, algorithm hyperparameters
+      metrics.jsonl       one JSON object per agent per evaluation
+                          {step, agent, seed, eval_return_mean, eval_return_std, train_return, wall_s}
+      checkpoint.npz      latest full training state (see neuromotor.checkpoint)
+      learning_curve.png  evaluation return vs steps, one line per agent
+      summary.json        the final result (what `train --json` prints)
+
+`load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
+loads the checkpoint and returns the deployable actor of one agent.
+"""
+
+import json
+import time
+from pathlib import Path
+
+from neuromotor import checkpoint, config
+from neuromotor.algos import algo_class
+from neuromotor.envs import env_class
+from neuromotor.errors import UserError
+from neuromotor.paths import runs_dir
+from neuromotor.policy import PolicySpec
+
+CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
+    "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
+OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY)
+
+
+def default_name(env: str, algo: str, seeds: list) -> str:
+    tag = f"s{seeds[0]}" if len(seeds) == 1 else f"s{seeds[0]}-{seeds[-1]}x{len(seeds)}"
+    return f"{env}-{algo}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def prepare(run_dir: Path, force: bool) -> None:
+    """Make an empty run dir; an existing run is only replaced with --force."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir} exists and is not a directory")
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if not force:
+            raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
+                            "or --resume to continue it")
+        for name in OWN_FILES:
+            (run_dir / name).unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg) -> None:
+    doc = {"env": env, "algo": algo, "seeds": seeds,
+           "run": config.to_dict(run_cfg), "algo_config": config.to_dict(algo_cfg)}
+    (run_dir / CONFIG).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def read_config(run_dir) -> dict:
+    path = Path(run_dir) / CONFIG
+    try:
+        doc = json.loads(path.read_text())
+        env, algo, seeds = doc["env"], doc["algo"], [int(s) for s in doc["seeds"]]
+        run_settings, algo_settings = doc["run"], doc["algo_config"]
+    except FileNotFoundError:
+        raise UserError(f"{run_dir} is not a run directory (no {CONFIG})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path} is corrupted ({exc})") from None
+    algo_cls = algo_class(algo)
+    env_class(env)  # unknown env -> UserError
+    run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
+    config.apply(run_settings, run_cfg)
+    config.apply(algo_settings, algo_cfg)
+    return {"env": env, "algo": algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
+
+
+def build(cfg: dict):
+    """A fresh algorithm instance for a config (as returned by read_config)."""
+    return algo_class(cfg["algo"])(cfg["algo_config"], env_class(cfg["env"]), cfg["seeds"])
+
+
+def load(run_dir):
+    """(config, algorithm restored from the run's checkpoint)."""
+    cfg = read_config(run_dir)
+    algo = build(cfg)
+    algo.load_state_dict(checkpoint.load(Path(run_dir) / CHECKPOINT, algo.state_dict()))
+    return cfg, algo
+
+
+def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
+    cfg, algo = load(run_dir)
+    if not 0 <= agent < len(cfg["seeds"]):
+        raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
+    spec = algo.policy_spec(agent)
+    spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
+    return spec
+
+
+def append_metrics(run_dir: Path, records: list) -> None:
+    with open(run_dir / METRICS, "a") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+def read_metrics(run_dir) -> list:
+    path = Path(run_dir) / METRICS
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            break  # a line cut short by a kill: everything after it is gone too
+    return out
+
+
+def truncate_metrics(run_dir: Path, step: int) -> None:
+    """Keep the records up to `step` (a resumed run redoes what came after its checkpoint)."""
+    keep = [r for r in read_metrics(run_dir) if r["step"] <= step]
+    tmp = run_dir / (METRICS + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
+    tmp.replace(run_dir / METRICS)
+
+
+def list_runs(root=None) -> list:
+    """One row per run directory under root: name, env, algo, seeds, steps, final return."""
+    root = Path(root or runs_dir())
+    rows = []
+    for d in sorted(p for p in root.glob("*") if (p / CONFIG).is_file()):
+        try:
+            doc = json.loads((d / CONFIG).read_text())
+        except ValueError:
+            continue
+        metrics = read_metrics(d)
+        last = max((r["step"] for r in metrics), default=None)
+        final = [r["eval_return_mean"] for r in metrics if r["step"] == last]
+        rows.append({
+            "run": d.name, "env": doc.get("env"), "algo": doc.get("algo"),
+            "seeds": doc.get("seeds", []), "steps": last,
+            "eval_return_mean": sum(final) / len(final) if final else None,
+            "path": str(d),
+        })
+    return rows

@@ -1,0 +1,80 @@
+"""The NumPy networks: finite-difference gradient check, init, Adam against its formula, polyak."""
+
+import numpy as np
+import pytest
+
+from neuromotor.nn import MLP, Adam, polyak
+
+
+def _loss_and_grads(net, flat, x, target, need_dx):
+    views = net.views(flat)
+    tape = []
+    y = net.forward(views, x, tape)
+    loss = 0.5 * float(np.sum((y.astype(np.float64) - target) ** 2))
+    grad = np.zeros_like(flat)
+    dx = net.backward(views, tape, (y - target).astype(flat.dtype), net.views(grad), need_dx=need_dx)
+    return loss, grad, dx
+
+
+@pytest.mark.parametrize("acts", [("relu", "relu", "tanh"), ("tanh", "identity")])
+def test_backward_matches_finite_differences(acts):
+    sizes = [4] + [5] * (len(acts) - 1) + [2]
+    net = MLP(sizes, acts, pop=(2, 3))
+    rng = np.random.default_rng(0)
+    # float64 (the code is dtype-generic) so that a tiny step sees no ReLU kink.
+    flat = net.zeros().astype(np.float64)
+    views = net.views(flat)
+    for idx in np.ndindex(2, 3):
+        net.init_member(views, idx, rng)
+    x = rng.standard_normal((2, 1, 7, 4))  # broadcast over the second pop axis
+    target = rng.standard_normal((2, 3, 7, 2))
+    _, grad, dx = _loss_and_grads(net, flat, x, target, need_dx=True)
+    eps = 1e-6
+    for i in rng.choice(net.size, 60, replace=False):
+        p, m = flat.copy(), flat.copy()
+        p[i] += eps
+        m[i] -= eps
+        num = (_loss_and_grads(net, p, x, target, False)[0] - _loss_and_grads(net, m, x, target, False)[0]) / (2 * eps)
+        assert num == pytest.approx(grad[i], rel=1e-5, abs=1e-7)
+    for j in np.ndindex(x.shape):
+        p, m = x.copy(), x.copy()
+        p[j] += eps
+        m[j] -= eps
+        num = (_loss_and_grads(net, flat, p, target, False)[0] - _loss_and_grads(net, flat, m, target, False)[0]) / (2 * eps)
+        assert num == pytest.approx(dx[(j[0], slice(None)) + j[2:]].sum(), rel=1e-5, abs=1e-7)
+
+
+def test_views_share_the_flat_vector_and_init_is_pytorch_default():
+    net = MLP([3, 64, 1], ["relu", "identity"], pop=(4,))
+    flat = net.zeros()
+    views = net.views(flat)
+    assert net.size == 4 * (3 * 64 + 64 + 64 + 1) and flat.dtype == np.float32
+    for k in range(4):
+        net.init_member(views, k, np.random.default_rng(k))
+    (w0, b0), (w1, b1) = views
+    assert w0.shape == (4, 3, 64) and b1.shape == (4, 1, 1)
+    assert np.abs(w0).max() <= 1 / np.sqrt(3) and np.abs(w1).max() <= 1 / 8
+    assert np.abs(w0).max() > 0.9 / np.sqrt(3)  # uniform over the whole bound
+    flat[:] = 0
+    assert not w0.any() and not b1.any()
+
+
+def test_adam_matches_pytorch_formula():
+    rng = np.random.default_rng(1)
+    p = rng.standard_normal(10).astype(np.float32)
+    ref = p.astype(np.float64)
+    opt = Adam(10, lr=1e-2)
+    m = v = np.zeros(10)
+    for t in range(1, 6):
+        g = rng.standard_normal(10).astype(np.float32)
+        opt.step(p, g)
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g.astype(np.float64) ** 2
+        ref -= 1e-2 / (1 - 0.9**t) * m / (np.sqrt(v) / np.sqrt(1 - 0.999**t) + 1e-8)
+    np.testing.assert_allclose(p, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_polyak():
+    target, online = np.ones(5, np.float32), np.full(5, 3, np.float32)
+    polyak(target, online, 0.25, np.empty(5, np.float32))
+    np.testing.assert_allclose(target, 1.5)
