@@ -127,13 +127,15 @@ class MujocoVec:
         # Filled by the workers, read by the vectorised task code below.
         self.qpos = np.zeros((num_envs, self.nq))
         self.qvel = np.zeros((num_envs, self.nv))
+        self.xy = np.zeros((num_envs, 2))        # _xy after the last step or reset
         self.x_before = np.zeros((num_envs, 2))
-        self.x_after = np.zeros((num_envs, 2))
         self.cfrc_ext = np.zeros((num_envs, m.nbody, 6))
         bounds = np.linspace(0, num_envs, self.threads + 1).astype(int)
         self._slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self._actions = None
+        self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        self._state_size = mujoco.mj_stateSize(m, self._state_spec)
         self.obs_dim = self._observe().shape[1]
 
     # --- what differs between tasks ---------------------------------------
@@ -159,6 +161,7 @@ class MujocoVec:
 
     # --- simulation -------------------------------------------------------
     def _copy_out(self, i, d) -> None:
+        self.xy[i] = self._xy(d)
         self.qpos[i] = d.qpos
         self.qvel[i] = d.qvel
         self._copy_extra(i, d)
@@ -167,12 +170,13 @@ class MujocoVec:
         mj = self._mujoco
         for i in range(sl.start, sl.stop):
             d = self.datas[i]
-            self.x_before[i] = self._xy(d)
+            # gymnasium reads the main body's position before stepping; that is
+            # the value recorded after this env's previous step or reset.
+            self.x_before[i] = self.xy[i]
             d.ctrl[:] = self._actions[i]
             mj.mj_step(self.model, d, nstep=self.frame_skip)
             # cfrc_ext is only computed on request (gymnasium does the same).
             mj.mj_rnePostConstraint(self.model, d)
-            self.x_after[i] = self._xy(d)
             self._copy_out(i, d)
 
     def step(self, actions):
@@ -189,16 +193,15 @@ class MujocoVec:
         else:
             # list() re-raises a worker's exception here.
             list(self._pool.map(self._work, self._slices))
-        x_velocity = (self.x_after - self.x_before)[:, 0] / self.dt
+        x_velocity = (self.xy - self.x_before)[:, 0] / self.dt
         healthy = self._healthy()
         reward = self._reward(x_velocity, self._actions, healthy)
         terminated = ~healthy if self.terminate_when_unhealthy else np.zeros(self.num_envs, bool)
         return self._observe(), reward.astype(np.float32), terminated
 
-    def _set(self, i, qpos, qvel) -> None:
-        # gymnasium's reset: mj_resetData (zeroes warm starts and time), then
-        # set_state (qpos, qvel, mj_forward). Doing the same makes (qpos, qvel)
-        # the whole state, so trajectories can be replayed from it.
+    def set_qpos_qvel(self, i, qpos, qvel) -> None:
+        """gymnasium's reset of env i: mj_resetData (zeroes warm starts and time),
+        then its set_state (qpos, qvel, mj_forward)."""
         mj = self._mujoco
         d = self.datas[i]
         mj.mj_resetData(self.model, d)
@@ -216,17 +219,30 @@ class MujocoVec:
         lo, hi = -self.reset_noise_scale, self.reset_noise_scale
         for i in range(self.num_envs) if mask is None else np.flatnonzero(mask):
             qpos = self.init_qpos + rngs[i].uniform(low=lo, high=hi, size=self.nq)
-            self._set(i, qpos, self._reset_qvel(rngs[i]))
+            self.set_qpos_qvel(i, qpos, self._reset_qvel(rngs[i]))
         return self._observe()
 
     def get_state(self) -> np.ndarray:
-        """(num_envs, nq + nv) float64: qpos then qvel."""
-        return np.concatenate([self.qpos, self.qvel], axis=1)
+        """(num_envs, k) float64: MuJoCo's integration state (qpos, qvel, warm
+        start, time, ...) and the recorded main-body position, so a checkpoint
+        continues bit-exactly."""
+        out = np.zeros((self.num_envs, self._state_size + 2))
+        for i, d in enumerate(self.datas):
+            self._mujoco.mj_getState(self.model, d, out[i, :-2], self._state_spec)
+        out[:, -2:] = self.xy
+        return out
 
     def set_state(self, state) -> None:
+        mj = self._mujoco
         state = np.asarray(state, dtype=np.float64)
-        for i in range(self.num_envs):
-            self._set(i, state[i, :self.nq], state[i, self.nq:])
+        if state.shape != (self.num_envs, self._state_size + 2):
+            raise ValueError(f"state has shape {state.shape}, expected {(self.num_envs, self._state_size + 2)}")
+        for i, d in enumerate(self.datas):
+            mj.mj_setState(self.model, d, np.ascontiguousarray(state[i, :-2]), self._state_spec)
+            mj.mj_forward(self.model, d)  # derived quantities (xpos, contacts) for the new state
+            mj.mj_rnePostConstraint(self.model, d)
+            self._copy_out(i, d)
+        self.xy[...] = state[:, -2:]
 
     def close(self) -> None:
         if self._pool is not None:
