@@ -27,6 +27,7 @@ from neuromotor.errors import UserError
 
 ALGOS = {
     "td3": "neuromotor.algos.td3:TD3",
+    "ppo": "neuromotor.algos.ppo:PPO",
 }
 
 

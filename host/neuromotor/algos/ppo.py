@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
@@ -61,30 +62,36 @@ class Config:
     lr_max: float = 1e-2
 
 
-# Named configurations: hyperparameters plus the env steps (per agent) they were made for.
+# Named configurations: hyperparameters, plus run settings (env steps per agent,
+# evaluation and checkpoint intervals) for `neuromotor train`.
 CONFIGS = {
-    # The paper's Ant-v4 schedule: 2,500 iterations of 64 envs x 64 steps = 10.24M steps.
-    "ant-paper": (Config(), 2500 * 64 * 64),
-    # Pendulum swing-up: small networks, long-ish rollouts (200-step episodes).
+    # The paper's Ant-v4 schedule: 2,500 iterations of 64 envs x 64 steps = 10.24M steps,
+    # evaluated (10 deterministic episodes) every 100,000 steps.
+    "ant-paper": (Config(), {"steps": 2500 * 64 * 64, "eval_every": 100_000, "checkpoint_every": 100_000}),
+    # Pendulum swing-up: small networks, rollouts as long as an episode.
     "pendulum": (Config(actor_hidden=(64, 64), critic_hidden=(64, 64), num_envs=16, num_steps=200,
-                        minibatch_size=800, epochs=10, gamma=0.95, init_std=1.0), 300_000),
+                        minibatch_size=800, epochs=10, gamma=0.95, init_std=1.0),
+                 {"steps": 300_000, "eval_every": 20_000, "checkpoint_every": 20_000}),
 }
-ENV_CONFIG = {"pendulum": "pendulum"}  # env name -> default named config (others: ant-paper)
-
-
-def default_config(env_name: str) -> Config:
-    return replace(CONFIGS[ENV_CONFIG.get(env_name, "ant-paper")][0])
+ENV_CONFIG = {"pendulum": "pendulum"}  # env name -> named config; the MuJoCo envs use ant-paper
 
 
 class PPO:
     Config = Config
 
+    @staticmethod
+    def defaults(env_name: str):
+        """(Config, RunConfig settings): the named config for this env."""
+        cfg, run = CONFIGS[ENV_CONFIG.get(env_name, "ant-paper")]
+        return replace(cfg), dict(run)
+
     def __init__(self, cfg: Config, env_factory, seeds):
         self.cfg = cfg
         self.seeds = list(seeds)
         P, E, T = self.P, self.E, self.T = len(self.seeds), cfg.num_envs, cfg.num_steps
-        if (E * T) % cfg.minibatch_size:
-            raise ValueError(f"num_envs x num_steps = {E * T} is not a multiple of minibatch_size {cfg.minibatch_size}")
+        if min(E, T, cfg.minibatch_size, cfg.epochs) <= 0 or (E * T) % cfg.minibatch_size:
+            raise UserError(f"PPO needs positive num_envs, num_steps, minibatch_size and epochs, and "
+                            f"num_envs x num_steps ({E} x {T}) a multiple of minibatch_size ({cfg.minibatch_size})")
         self.env = env = env_factory(P * E)
         o, a = self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
         self.low, self.high = env.action_low.astype(F32), env.action_high.astype(F32)
@@ -235,35 +242,19 @@ class PPO:
             perm = np.stack([r.permutation(N) for r in self.rngs])
             for s in range(0, N, B):
                 idx = perm[:, s:s + B]
-                x, act_b, adv_b = obs[rows, idx], act[rows, idx], adv[rows, idx]
+                x, adv_b = obs[rows, idx], adv[rows, idx]
                 if cfg.normalize_advantage:
                     adv_b = (adv_b - adv_b.mean(1, keepdims=True)) / (adv_b.std(1, keepdims=True) + F32(1e-8))
 
-                # Policy: the clipped surrogate  L = -mean min(r A, clip(r, 1-eps, 1+eps) A).
-                tape = []
-                mean = self.actor.forward(self.actor_v, x, tape)
-                std = np.exp(self.log_std)
-                z = (act_b - mean) / std
-                logp = -0.5 * np.square(z).sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
-                ratio = np.exp(logp - logp_old[rows, idx])
-                # KL(N(mu_old, s_old) || N(mu, s)), summed over action dims, mean over the minibatch.
-                std_old = np.exp(log_std_old)
-                kl = (self.log_std - log_std_old
-                      + (np.square(std_old) + np.square(mean_old[rows, idx] - mean)) / (2 * np.square(std))
-                      - 0.5).sum(-1).mean(1)
+                loss, kl = self._policy_grad(x, act[rows, idx], adv_b, logp_old[rows, idx],
+                                             mean_old[rows, idx], log_std_old)
                 if cfg.adaptive_lr:
-                    # Appendix G: a bang-bang controller on the actor's learning rate.
+                    # Appendix G: a bang-bang controller on the actor's learning rate,
+                    # driven by the KL of this minibatch before its gradient step.
                     self.lr = np.where(kl > 2 * cfg.target_kl, self.lr / cfg.lr_factor,
                                        np.where(kl < 0.5 * cfg.target_kl, self.lr * cfg.lr_factor, self.lr))
                     self.lr = np.clip(self.lr, cfg.lr_min, cfg.lr_max)
                     self.actor_opt.lr = self.lr.astype(F32)[self._owner]
-                # dL/dlogp = -A r / B where the unclipped term is the minimum, else 0.
-                unclipped = np.where(adv_b >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
-                dlogp = (-adv_b * ratio * unclipped / B).astype(F32)
-                # dlogp/dmu = z / std,  dlogp/dlog_std = z^2 - 1;  entropy = sum log_std + const.
-                dmean = dlogp[..., None] * z / std
-                self.log_std_g[...] = (dlogp[..., None] * (np.square(z) - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
-                self.actor.backward(self.actor_v, tape, dmean, self.actor_gv)
                 self.actor_opt.step(self.actor_p, self.actor_g)
 
                 # Value: L = mean (V(s) - R)^2 with R the GAE return.
@@ -276,13 +267,41 @@ class PPO:
                 self.critic_opt.step(self.critic_p, self.critic_g)
 
                 kls.append(kl)
-                clipped = np.minimum(ratio * adv_b, np.clip(ratio, 1 - cfg.clip_coef, 1 + cfg.clip_coef) * adv_b)
-                pg_losses.append(-clipped.mean(1))
+                pg_losses.append(loss)
         self.info = {
             "lr": self.lr.copy(), "kl": np.mean(kls, 0), "policy_loss": np.mean(pg_losses, 0),
             "value_loss": np.mean(v_losses, 0),
             "entropy": self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI),
         }
+
+    def _policy_grad(self, x, act, adv, logp_old, mean_old, log_std_old):
+        """Writes the gradient of the clipped surrogate (minus the entropy bonus) into
+        actor_g and returns (loss, KL(pi_old || pi)), both per agent.
+
+        L = -mean min(r A, clip(r, 1 - eps, 1 + eps) A) - ent_coef * entropy,
+        r = pi(a | s) / pi_old(a | s).
+        """
+        cfg, B, a = self.cfg, x.shape[1], self.act_dim
+        tape = []
+        mean = self.actor.forward(self.actor_v, x, tape)
+        std = np.exp(self.log_std)
+        z = (act - mean) / std
+        logp = -0.5 * np.square(z).sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
+        ratio = np.exp(logp - logp_old)
+        clipped = np.clip(ratio, 1 - cfg.clip_coef, 1 + cfg.clip_coef)
+        entropy = self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI)
+        loss = -np.minimum(ratio * adv, clipped * adv).mean(1) - cfg.ent_coef * entropy
+        # KL of diagonal Gaussians, summed over action dims, mean over the minibatch.
+        std_old = np.exp(log_std_old)
+        kl = (self.log_std - log_std_old
+              + (np.square(std_old) + np.square(mean_old - mean)) / (2 * np.square(std)) - 0.5).sum(-1).mean(1)
+        # dL/dlogp = -A r / B where the unclipped term is the minimum, else 0.
+        unclipped = np.where(adv >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
+        dlogp = (-adv * ratio * unclipped / B).astype(F32)[..., None]
+        # dlogp/dmu = z / std and dlogp/dlog_std = z^2 - 1; d entropy/dlog_std = 1.
+        self.log_std_g[...] = (dlogp * (np.square(z) - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
+        self.actor.backward(self.actor_v, tape, dlogp * z / std, self.actor_gv)
+        return loss, kl
 
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):

@@ -16,7 +16,9 @@ def register(sub):
                        "--config FILE.toml, then --set key=value, then the explicit flags.")
     p.add_argument("env", nargs="?", help="environment name, e.g. pendulum")
     p.add_argument("--algo", default="td3", help="algorithm (default td3)")
-    p.add_argument("--steps", type=int, help="environment steps per agent (default 10000)")
+    p.add_argument("--steps", "--env-steps", type=int, help="environment steps per agent (default 10000)")
+    p.add_argument("--envs", type=int, help="parallel envs per agent (PPO's num_envs)")
+    p.add_argument("--threads", help="MuJoCo stepping threads: auto (default, all cores) or 1..cores")
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seed", type=int, help="train one agent with this seed (default 0)")
     seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
@@ -35,10 +37,14 @@ def _new_run(args):
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_class(args.env)
     algo_cls = algo_class(args.algo)
-    run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
+    # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
+    algo_cfg, run_defaults = algo_cls.defaults(args.env) if hasattr(algo_cls, "defaults") else (algo_cls.Config(), {})
+    run_cfg = config.RunConfig(**run_defaults)
     if args.config:
         config.apply(config.load_toml(args.config), run_cfg, algo_cfg)
     config.apply(config.parse_set(args.set), run_cfg, algo_cfg)
+    if args.envs is not None:
+        config.apply({"num_envs": args.envs}, run_cfg, algo_cfg)
     if args.steps is not None:
         run_cfg.steps = args.steps
     run_cfg.validate()
@@ -52,7 +58,7 @@ def _new_run(args):
 
 
 def _resumed_run(args):
-    if args.env or args.config or args.set or args.seed is not None or args.seeds or args.run_dir:
+    if args.env or args.config or args.set or args.seed is not None or args.seeds or args.run_dir or args.envs:
         raise UserError("--resume continues a run with its own config; only --steps may change")
     run_dir = args.resume
     cfg, algo = runs.load(run_dir)
@@ -65,6 +71,10 @@ def _resumed_run(args):
 
 
 def run(args) -> int:
+    if args.threads is not None:  # a property of this machine, not of the run: not saved
+        from neuromotor.envs.mujoco_vec import set_default_threads
+
+        set_default_threads(args.threads)
     run_dir, cfg, algo = _resumed_run(args) if args.resume else _new_run(args)
     from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
 

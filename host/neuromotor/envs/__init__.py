@@ -24,6 +24,11 @@ from neuromotor.errors import UserError
 
 ENVS = {
     "pendulum": "neuromotor.envs.pendulum:PendulumVec",
+    # gymnasium v5 MuJoCo tasks (need the mujoco extra); `ant` observes 27 numbers like the paper's Ant-v4.
+    "ant": "neuromotor.envs.mujoco_vec:AntVec",
+    "ant-full": "neuromotor.envs.mujoco_vec:AntFullVec",
+    "halfcheetah": "neuromotor.envs.mujoco_vec:HalfCheetahVec",
+    "hopper": "neuromotor.envs.mujoco_vec:HopperVec",
 }
 
 

@@ -84,6 +84,15 @@ def max_threads() -> int:
         return os.cpu_count() or 1
 
 
+_default_threads = "auto"
+
+
+def set_default_threads(value) -> None:
+    """The threads of envs built without an explicit count (`--threads`); validated now."""
+    global _default_threads
+    _default_threads = parse_threads(value)
+
+
 def parse_threads(value) -> int:
     """'auto' or an int in [1, cores]; anything else is a UserError."""
     top = max_threads()
@@ -109,10 +118,10 @@ class MujocoVec:
     ctrl_cost_weight: float
     terminate_when_unhealthy = False
 
-    def __init__(self, num_envs: int, threads=1):
+    def __init__(self, num_envs: int, threads=None):
         mujoco = self._mujoco = _import_mujoco()
         self.num_envs = num_envs
-        self.threads = min(parse_threads(threads), num_envs)
+        self.threads = min(parse_threads(_default_threads if threads is None else threads), num_envs)
         self.model = _load_model(mujoco, _asset(self.xml))
         self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
         m = self.model
