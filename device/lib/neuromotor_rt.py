@@ -219,26 +219,77 @@ def _native_module(kernels=None):
         "native backend unavailable: no built-in nm_kernels and no loadable nm_kernels_natmod.mpy (%s)" % "; ".join(errors))
 
 
-class _Native:
+class Policy:
+    """A loaded policy: call it with an observation, get the action.
+
+    Policy.load(path, backend=None) returns an instance of the backend's
+    subclass; backend None picks native > ulab > python. The returned action
+    is an array('f') owned by the policy and overwritten by the next call.
+    """
+
+    name = None
+
+    def __init__(self, sizes, acts, net):
+        self.sizes = sizes
+        self.acts = acts
+        self.net = net
+        self.obs_dim = sizes[0]
+        self.act_dim = sizes[-1]
+        self.out = array("f", range(sizes[-1]))
+
+    @property
+    def backend(self):
+        return self.name
+
+    @classmethod
+    def create(cls, sizes, acts, net, backend=None, kernels=None):
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
+        if backend == "native":
+            return NativePolicy(sizes, acts, net, kernels)
+        if backend == "ulab":
+            return UlabPolicy(sizes, acts, net)
+        if backend == "python":
+            return PythonPolicy(sizes, acts, net)
+        for impl in (NativePolicy, UlabPolicy):
+            try:
+                return impl(sizes, acts, net)
+            except BackendUnavailableError:
+                pass
+        return PythonPolicy(sizes, acts, net)
+
+    @classmethod
+    def load(cls, path, backend=None, kernels=None):
+        """Load and validate a policy file; backend None picks the best available."""
+        sizes, acts, net = read_policy(path)
+        return cls.create(sizes, acts, net, backend, kernels)
+
+    def __repr__(self):
+        return "<Policy %s %s backend=%s>" % ("->".join(str(s) for s in self.sizes),
+                                              ",".join(ACTIVATIONS[a] for a in self.acts), self.name)
+
+
+class NativePolicy(Policy):
     name = "native"
 
     def __init__(self, sizes, acts, net, kernels=None):
         k = _native_module(kernels)
+        Policy.__init__(self, sizes, acts, net)
         self.kernels = k
-        self._mlp = k.mlp
+        self.mlp = k.mlp
         self.layout = make_layout(sizes, acts)
-        self.net = net
         self.scratch = array("f", range(k.scratch_size(self.layout)))
         self.x = array("f", range(sizes[0]))
-        self.out = array("f", range(sizes[-1]))
 
     def __call__(self, obs):
-        x = obs
-        if not (type(obs) is array and len(obs) == len(self.x)):
+        # array('f') goes straight to the kernel (which checks its length);
+        # anything else indexable is copied into a preallocated buffer.
+        if type(obs) is not array:
             x = self.x
             for i in range(len(x)):
                 x[i] = obs[i]
-        self._mlp(self.out, x, self.net, self.layout, self.scratch)
+            obs = x
+        self.mlp(self.out, obs, self.net, self.layout, self.scratch)
         return self.out
 
 
@@ -258,11 +309,12 @@ def _ulab_numpy():
         raise BackendUnavailableError("ulab backend unavailable: this firmware has no ulab module")
 
 
-class _Ulab:
+class UlabPolicy(Policy):
     name = "ulab"
 
     def __init__(self, sizes, acts, net):
         np = _ulab_numpy()
+        Policy.__init__(self, sizes, acts, net)
         self.np = np
         s0, sl = sizes[0], sizes[-1]
         self.mean = np.array(net[0:s0])
@@ -283,7 +335,6 @@ class _Ulab:
             off += layer_size(n_in, n_out)
         self.scale = np.array(net[off:off + sl])
         self.offset = np.array(net[off + sl:off + 2 * sl])
-        self.out = array("f", range(sl))
 
     def __call__(self, obs):
         np = self.np
@@ -319,14 +370,11 @@ def _tanh(v):
     return tanh(v)
 
 
-class _Python:
+class PythonPolicy(Policy):
     name = "python"
 
     def __init__(self, sizes, acts, net):
-        self.sizes = sizes
-        self.acts = acts
-        self.net = net
-        self.out = array("f", range(sizes[-1]))
+        Policy.__init__(self, sizes, acts, net)
 
     def __call__(self, obs):
         net, sizes = self.net, self.sizes
@@ -381,48 +429,3 @@ def available_backends():
         pass
     found.append("python")
     return found
-
-
-class Policy:
-    """A loaded policy: call it with an observation, get the action."""
-
-    def __init__(self, sizes, acts, net, backend=None, kernels=None):
-        if backend is not None and backend not in BACKENDS:
-            raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
-        self.sizes = sizes
-        self.acts = acts
-        self.net = net
-        self.obs_dim = sizes[0]
-        self.act_dim = sizes[-1]
-        if backend is None:
-            impl = None
-            for cls in (_Native, _Ulab):
-                try:
-                    impl = cls(sizes, acts, net)
-                    break
-                except BackendUnavailableError:
-                    pass
-            if impl is None:
-                impl = _Python(sizes, acts, net)
-        elif backend == "native":
-            impl = _Native(sizes, acts, net, kernels)
-        elif backend == "ulab":
-            impl = _Ulab(sizes, acts, net)
-        else:
-            impl = _Python(sizes, acts, net)
-        self.impl = impl
-        self.backend = impl.name
-        self._call = impl.__call__
-
-    @classmethod
-    def load(cls, path, backend=None, kernels=None):
-        """Load and validate a policy file; backend None picks the best available."""
-        sizes, acts, net = read_policy(path)
-        return cls(sizes, acts, net, backend, kernels)
-
-    def __call__(self, obs):
-        return self._call(obs)
-
-    def __repr__(self):
-        return "<Policy %s %s backend=%s>" % ("->".join(str(s) for s in self.sizes),
-                                              ",".join(ACTIVATIONS[a] for a in self.acts), self.backend)

@@ -311,4 +311,37 @@ static mp_obj_t nm_py_crc32(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_crc32_obj, 1, 2, nm_py_crc32);
 
+// isa([name]) -> name of the instruction-set path in use ("scalar", "sse2",
+// "avx2"); with a name, force that path ("auto" = best); ValueError if this
+// CPU or build does not have it.
+static const char *const nm_isa_names[] = { "auto", "scalar", "sse2", "avx2" };
+
+static mp_obj_t nm_py_isa(size_t n_args, const mp_obj_t *args) {
+    if (n_args > 0) {
+        size_t len;
+        const char *want = mp_obj_str_get_data(args[0], &len);
+        int found = -1;
+        for (int i = 0; i < 4; i++) {
+            const char *n = nm_isa_names[i];
+            size_t k = 0;
+            while (k < len && n[k] && n[k] == want[k]) {
+                k++;
+            }
+            if (k == len && n[k] == 0) {
+                found = i;
+            }
+        }
+        if (found < 0 || !nm_isa_set(found)) {
+            nm_raise_text("isa", ": not available here (expected auto, scalar, sse2 or avx2, as this CPU allows)");
+        }
+    }
+    const char *name = nm_isa_names[nm_isa()];
+    size_t n = 0;
+    while (name[n]) {
+        n++;
+    }
+    return mp_obj_new_str(name, n);
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_isa_obj, 0, 1, nm_py_isa);
+
 #endif // NM_GLUE_H

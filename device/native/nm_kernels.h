@@ -35,6 +35,12 @@
 #define NM_MAX_LAYERS 32
 #define NM_MAX_WIDTH 65535
 
+#if defined(__GNUC__)
+#define NM_INLINE static inline __attribute__((always_inline))
+#else
+#define NM_INLINE static inline
+#endif
+
 enum {
     NM_ACT_IDENTITY = 0,
     NM_ACT_RELU = 1,
@@ -58,11 +64,72 @@ typedef float nm_v4u __attribute__((vector_size(16), aligned(4), may_alias));
 #define NM_SIMD4 0
 #endif
 
+// x86-64 with AVX2+FMA at run time (cpuid): 8-wide fused multiply-adds.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(NM_NO_AVX2)
+#define NM_AVX2 1
+#include <immintrin.h>
+#else
+#define NM_AVX2 0
+#endif
+
+/* Instruction-set paths. Auto picks the best the CPU has; a caller may force
+ * a lower one (tests check every path against NumPy). */
+enum {
+    NM_ISA_AUTO = 0,
+    NM_ISA_SCALAR = 1,
+    NM_ISA_SSE2 = 2,
+    NM_ISA_AVX2 = 3,
+};
+
+// 0 until first use. Natmods cannot relocate to static BSS, so there it is global.
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+int nm_isa_current;
+#else
+static int nm_isa_current;
+#endif
+
+static inline int nm_isa_best(void) {
+    #if NM_AVX2
+    uint32_t a, b, c, d;
+    __asm__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (1), "c" (0));
+    const uint32_t need = (1u << 12) | (1u << 27) | (1u << 28); // FMA, OSXSAVE, AVX
+    if ((c & need) == need) {
+        uint32_t lo, hi;
+        __asm__ ("xgetbv" : "=a" (lo), "=d" (hi) : "c" (0));
+        __asm__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (7), "c" (0));
+        if ((lo & 6) == 6 && (b & (1u << 5))) { // OS saves ymm; AVX2
+            return NM_ISA_AVX2;
+        }
+    }
+    #endif
+    return NM_SIMD4 ? NM_ISA_SSE2 : NM_ISA_SCALAR;
+}
+
+static inline int nm_isa(void) {
+    if (nm_isa_current == NM_ISA_AUTO) {
+        nm_isa_current = nm_isa_best();
+    }
+    return nm_isa_current;
+}
+
+// Force a path (NM_ISA_AUTO: best available). Returns 0 if unavailable here.
+static inline int nm_isa_set(int isa) {
+    int best = nm_isa_best();
+    if (isa == NM_ISA_AUTO) {
+        isa = best;
+    }
+    if (isa < NM_ISA_SCALAR || isa > best || (isa == NM_ISA_SSE2 && !NM_SIMD4)) {
+        return 0;
+    }
+    nm_isa_current = isa;
+    return 1;
+}
+
 /* ---------------------------------------------------------------------------
  * Size arithmetic. Every function returns 0 when the result does not fit in
  * size_t (and then *out is untouched), 1 otherwise.
  */
-static inline int nm_mul_size(size_t a, size_t b, size_t *out) {
+NM_INLINE int nm_mul_size(size_t a, size_t b, size_t *out) {
     if (a != 0 && b > SIZE_MAX / a) {
         return 0;
     }
@@ -70,7 +137,7 @@ static inline int nm_mul_size(size_t a, size_t b, size_t *out) {
     return 1;
 }
 
-static inline int nm_add_size(size_t a, size_t b, size_t *out) {
+NM_INLINE int nm_add_size(size_t a, size_t b, size_t *out) {
     if (b > SIZE_MAX - a) {
         return 0;
     }
@@ -78,12 +145,12 @@ static inline int nm_add_size(size_t a, size_t b, size_t *out) {
     return 1;
 }
 
-static inline size_t nm_blocks(size_t n_out) {
+NM_INLINE size_t nm_blocks(size_t n_out) {
     return n_out / NM_BLOCK + (n_out % NM_BLOCK != 0);
 }
 
 // Floats in one packed layer (biases included).
-static inline int nm_layer_size(size_t n_in, size_t n_out, size_t *out) {
+NM_INLINE int nm_layer_size(size_t n_in, size_t n_out, size_t *out) {
     size_t per_block;
     if (n_in == SIZE_MAX || !nm_mul_size(n_in + 1, NM_BLOCK, &per_block)) {
         return 0;
@@ -162,19 +229,12 @@ static inline void nm_activate(float *y, size_t n, int act) {
 }
 
 /* ---------------------------------------------------------------------------
- * Dense blocks: w points at one block (bias[4], then n_in x 4 weights).
+ * Dense blocks: w points at one block (bias[4], then n_in x 4 weights);
+ * each function writes 4 (or 16) outputs, ReLU applied when relu != 0.
  */
 
-// One block: 4 outputs into y[0..3].
-static inline void nm_block1(float *y, const float *x, const float *w, size_t n_in) {
-    #if NM_SIMD4
-    nm_v4 acc = NM_LOAD4(w);
-    w += NM_BLOCK;
-    for (size_t j = 0; j < n_in; j++, w += NM_BLOCK) {
-        acc += NM_LOAD4(w) * x[j];
-    }
-    NM_STORE4(y, acc);
-    #else
+// Portable: 4 scalar accumulators (Cortex-M FPUs, soft float, RISC-V).
+NM_INLINE void nm_block1_scalar(float *y, const float *x, const float *w, size_t n_in, int relu) {
     float a0 = w[0], a1 = w[1], a2 = w[2], a3 = w[3];
     w += NM_BLOCK;
     for (size_t j = 0; j < n_in; j++, w += NM_BLOCK) {
@@ -184,55 +244,174 @@ static inline void nm_block1(float *y, const float *x, const float *w, size_t n_
         a2 = NM_MADD(w[2], xj, a2);
         a3 = NM_MADD(w[3], xj, a3);
     }
+    if (relu) {
+        a0 = a0 > 0.0f ? a0 : 0.0f;
+        a1 = a1 > 0.0f ? a1 : 0.0f;
+        a2 = a2 > 0.0f ? a2 : 0.0f;
+        a3 = a3 > 0.0f ? a3 : 0.0f;
+    }
     y[0] = a0;
     y[1] = a1;
     y[2] = a2;
     y[3] = a3;
-    #endif
 }
 
-// Four consecutive blocks (16 outputs) sharing every input load.
-static inline void nm_block4(float *y, const float *x, const float *w, size_t n_in) {
+// Portable, four blocks (16 outputs) sharing every input load: on a scalar
+// FPU (Cortex-M4F/M7) the 16 accumulators stay in s-registers.
+NM_INLINE void nm_block4_scalar(float *y, const float *x, const float *w, size_t n_in, int relu) {
+    const size_t stride = NM_BLOCK * (n_in + 1);
+    float a[16];
+    for (int g = 0; g < 4; g++) {
+        for (int i = 0; i < 4; i++) {
+            a[4 * g + i] = w[g * stride + i];
+        }
+    }
+    const float *wj = w + NM_BLOCK;
+    for (size_t j = 0; j < n_in; j++, wj += NM_BLOCK) {
+        const float xj = x[j];
+        for (int g = 0; g < 4; g++) {
+            const float *p = wj + g * stride;
+            a[4 * g + 0] = NM_MADD(p[0], xj, a[4 * g + 0]);
+            a[4 * g + 1] = NM_MADD(p[1], xj, a[4 * g + 1]);
+            a[4 * g + 2] = NM_MADD(p[2], xj, a[4 * g + 2]);
+            a[4 * g + 3] = NM_MADD(p[3], xj, a[4 * g + 3]);
+        }
+    }
+    for (int i = 0; i < 16; i++) {
+        y[i] = relu && !(a[i] > 0.0f) ? 0.0f : a[i];
+    }
+}
+
+#if NM_SIMD4
+NM_INLINE nm_v4 nm_relu4(nm_v4 v, int relu) {
+    return relu ? __builtin_ia32_maxps(v, (nm_v4) {0.0f, 0.0f, 0.0f, 0.0f}) : v;
+}
+
+NM_INLINE void nm_block1_sse(float *y, const float *x, const float *w, size_t n_in, int relu) {
+    nm_v4 acc = NM_LOAD4(w);
+    w += NM_BLOCK;
+    for (size_t j = 0; j < n_in; j++, w += NM_BLOCK) {
+        acc += NM_LOAD4(w) * x[j];
+    }
+    NM_STORE4(y, nm_relu4(acc, relu));
+}
+
+NM_INLINE void nm_block4_sse(float *y, const float *x, const float *w, size_t n_in, int relu) {
     const size_t stride = NM_BLOCK * (n_in + 1);
     const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride;
-    #if NM_SIMD4
     nm_v4 c0 = NM_LOAD4(w0), c1 = NM_LOAD4(w1), c2 = NM_LOAD4(w2), c3 = NM_LOAD4(w3);
-    for (size_t j = 1; j <= n_in; j++) {
-        const size_t o = NM_BLOCK * j;
-        const float xj = x[j - 1];
+    for (size_t o = NM_BLOCK, end = NM_BLOCK * (n_in + 1); o < end; o += NM_BLOCK) {
+        const float xj = *x++;
         c0 += NM_LOAD4(w0 + o) * xj;
         c1 += NM_LOAD4(w1 + o) * xj;
         c2 += NM_LOAD4(w2 + o) * xj;
         c3 += NM_LOAD4(w3 + o) * xj;
     }
-    NM_STORE4(y, c0);
-    NM_STORE4(y + 4, c1);
-    NM_STORE4(y + 8, c2);
-    NM_STORE4(y + 12, c3);
-    #else
-    // Scalar FPUs (Cortex-M4F/M7): 16 accumulators stay in s-registers.
-    float a[16];
-    for (int i = 0; i < 4; i++) {
-        a[i] = w0[i];
-        a[4 + i] = w1[i];
-        a[8 + i] = w2[i];
-        a[12 + i] = w3[i];
-    }
-    for (size_t j = 1; j <= n_in; j++) {
-        const size_t o = NM_BLOCK * j;
-        const float xj = x[j - 1];
-        for (int i = 0; i < 4; i++) {
-            a[i] = NM_MADD(w0[o + i], xj, a[i]);
-            a[4 + i] = NM_MADD(w1[o + i], xj, a[4 + i]);
-            a[8 + i] = NM_MADD(w2[o + i], xj, a[8 + i]);
-            a[12 + i] = NM_MADD(w3[o + i], xj, a[12 + i]);
-        }
-    }
-    for (int i = 0; i < 16; i++) {
-        y[i] = a[i];
-    }
-    #endif
+    NM_STORE4(y, nm_relu4(c0, relu));
+    NM_STORE4(y + 4, nm_relu4(c1, relu));
+    NM_STORE4(y + 8, nm_relu4(c2, relu));
+    NM_STORE4(y + 12, nm_relu4(c3, relu));
 }
+#endif
+
+#if NM_AVX2
+/* 256-bit: one ymm covers two consecutive inputs of a block (8 weights), so
+ * lanes 0-3 accumulate even inputs and lanes 4-7 odd ones; the halves are
+ * added at the end. The bias rides in the low half of the initial value. */
+#define NM_AVX2_FN static inline __attribute__((target("avx2,fma")))
+#define NM_AVX2_INLINE static inline __attribute__((target("avx2,fma"), always_inline))
+
+// [x0 x0 x0 x0 x1 x1 x1 x1] from two consecutive floats.
+NM_AVX2_INLINE __m256 nm_avx_pair(const float *x, __m256i idx) {
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)x))), idx);
+}
+
+NM_AVX2_INLINE __m128 nm_avx_finish(__m256 acc, const float *w_tail, const float *x_tail, int odd, int relu) {
+    __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    if (odd) {
+        v = _mm_fmadd_ps(_mm_loadu_ps(w_tail), _mm_broadcast_ss(x_tail), v);
+    }
+    return relu ? _mm_max_ps(v, _mm_setzero_ps()) : v;
+}
+
+NM_AVX2_INLINE __m256 nm_avx_bias(const float *w) {
+    return _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_loadu_ps(w), 0);
+}
+
+NM_AVX2_INLINE void nm_block1_avx2(float *y, const float *x, const float *w, size_t n_in, int relu) {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    __m256 acc = nm_avx_bias(w), acc2 = _mm256_setzero_ps();
+    const float *p = w + NM_BLOCK, *xp = x;
+    const float *x_end4 = x + (n_in & ~(size_t)3), *x_end2 = x + (n_in & ~(size_t)1);
+    for (; xp != x_end4; xp += 4, p += 4 * NM_BLOCK) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(p), nm_avx_pair(xp, idx), acc);
+        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * NM_BLOCK), nm_avx_pair(xp + 2, idx), acc2);
+    }
+    if (xp != x_end2) {
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(p), nm_avx_pair(xp, idx), acc);
+        xp += 2;
+        p += 2 * NM_BLOCK;
+    }
+    acc = _mm256_add_ps(acc, acc2);
+    _mm_storeu_ps(y, nm_avx_finish(acc, p, xp, n_in & 1, relu));
+}
+
+NM_AVX2_INLINE void nm_block4_avx2(float *y, const float *x, const float *w, size_t n_in, int relu) {
+    const __m256i idx = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const size_t stride = NM_BLOCK * (n_in + 1);
+    __m256 c0 = nm_avx_bias(w), c1 = nm_avx_bias(w + stride);
+    __m256 c2 = nm_avx_bias(w + 2 * stride), c3 = nm_avx_bias(w + 3 * stride);
+    const float *p = w + NM_BLOCK, *xp = x, *x_end = x + (n_in & ~(size_t)1);
+    for (; xp != x_end; xp += 2, p += 2 * NM_BLOCK) {
+        const __m256 xv = nm_avx_pair(xp, idx);
+        c0 = _mm256_fmadd_ps(_mm256_loadu_ps(p), xv, c0);
+        c1 = _mm256_fmadd_ps(_mm256_loadu_ps(p + stride), xv, c1);
+        c2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * stride), xv, c2);
+        c3 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 3 * stride), xv, c3);
+    }
+    const int odd = n_in & 1;
+    _mm_storeu_ps(y, nm_avx_finish(c0, p, xp, odd, relu));
+    _mm_storeu_ps(y + 4, nm_avx_finish(c1, p + stride, xp, odd, relu));
+    _mm_storeu_ps(y + 8, nm_avx_finish(c2, p + 2 * stride, xp, odd, relu));
+    _mm_storeu_ps(y + 12, nm_avx_finish(c3, p + 3 * stride, xp, odd, relu));
+}
+#endif
+
+/* One layer, ReLU fused: 4 blocks at a time, then single blocks, then the
+ * partial last block through a small buffer. */
+#define NM_DENSE_BODY(block4, block1) \
+    const size_t stride = NM_BLOCK * (n_in + 1); \
+    const size_t full = n_out / NM_BLOCK; \
+    size_t b = 0; \
+    for (; b + 4 <= full; b += 4) { \
+        block4(y + NM_BLOCK * b, x, w + b * stride, n_in, relu); \
+    } \
+    for (; b < full; b++) { \
+        block1(y + NM_BLOCK * b, x, w + b * stride, n_in, relu); \
+    } \
+    if (n_out > NM_BLOCK * full) { \
+        float tail[NM_BLOCK]; \
+        block1(tail, x, w + full * stride, n_in, relu); \
+        for (size_t i = NM_BLOCK * full; i < n_out; i++) { \
+            y[i] = tail[i - NM_BLOCK * full]; \
+        } \
+    }
+
+static inline void nm_dense_scalar(float *y, const float *x, const float *w, size_t n_in, size_t n_out, int relu) {
+    NM_DENSE_BODY(nm_block4_scalar, nm_block1_scalar)
+}
+
+#if NM_SIMD4
+static inline void nm_dense_sse(float *y, const float *x, const float *w, size_t n_in, size_t n_out, int relu) {
+    NM_DENSE_BODY(nm_block4_sse, nm_block1_sse)
+}
+#endif
+
+#if NM_AVX2
+NM_AVX2_FN void nm_dense_avx2(float *y, const float *x, const float *w, size_t n_in, size_t n_out, int relu) {
+    NM_DENSE_BODY(nm_block4_avx2, nm_block1_avx2)
+}
+#endif
 
 /* ---------------------------------------------------------------------------
  * Fused dense layer, one sample: y[n_out] = act(W x + b).
@@ -241,24 +420,26 @@ static inline void nm_block4(float *y, const float *x, const float *w, size_t n_
  */
 static inline void nm_dense(float *y, const float *x, const float *w,
     size_t n_in, size_t n_out, int act) {
-    const size_t stride = NM_BLOCK * (n_in + 1);
-    const size_t full = n_out / NM_BLOCK;
-    size_t b = 0;
-    for (; b + 4 <= full; b += 4) {
-        nm_block4(y + NM_BLOCK * b, x, w + b * stride, n_in);
+    const int isa = nm_isa(), relu = act == NM_ACT_RELU;
+    #if NM_AVX2
+    if (isa == NM_ISA_AVX2) {
+        nm_dense_avx2(y, x, w, n_in, n_out, relu);
+    } else
+    #endif
+    #if NM_SIMD4
+    if (isa == NM_ISA_SSE2) {
+        nm_dense_sse(y, x, w, n_in, n_out, relu);
+    } else
+    #endif
+    {
+        (void)isa;
+        nm_dense_scalar(y, x, w, n_in, n_out, relu);
     }
-    for (; b < full; b++) {
-        nm_block1(y + NM_BLOCK * b, x, w + b * stride, n_in);
-    }
-    size_t rest = n_out - NM_BLOCK * full;
-    if (rest) {
-        float tail[NM_BLOCK];
-        nm_block1(tail, x, w + full * stride, n_in);
-        for (size_t i = 0; i < rest; i++) {
-            y[NM_BLOCK * full + i] = tail[i];
+    if (act == NM_ACT_TANH) {
+        for (size_t i = 0; i < n_out; i++) {
+            y[i] = nm_tanhf(y[i]);
         }
     }
-    nm_activate(y, n_out, act);
 }
 
 // Fused dense layer over a batch of row-major samples: y[batch][n_out].

@@ -14,6 +14,7 @@ static const mp_rom_map_elem_t nm_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_net_size), MP_ROM_PTR(&nm_py_net_size_obj) },
     { MP_ROM_QSTR(MP_QSTR_scratch_size), MP_ROM_PTR(&nm_py_scratch_size_obj) },
     { MP_ROM_QSTR(MP_QSTR_crc32), MP_ROM_PTR(&nm_py_crc32_obj) },
+    { MP_ROM_QSTR(MP_QSTR_isa), MP_ROM_PTR(&nm_py_isa_obj) },
     { MP_ROM_QSTR(MP_QSTR_IDENTITY), MP_ROM_INT(NM_ACT_IDENTITY) },
     { MP_ROM_QSTR(MP_QSTR_RELU), MP_ROM_INT(NM_ACT_RELU) },
     { MP_ROM_QSTR(MP_QSTR_TANH), MP_ROM_INT(NM_ACT_TANH) },
