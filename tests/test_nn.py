@@ -8,12 +8,12 @@ from neuromotor.nn import MLP, Adam, polyak
 
 def _loss_and_grads(net, flat, x, target, need_dx):
     views = net.views(flat)
-    tape = []
-    y = net.forward(views, x, tape)
-    loss = 0.5 * float(np.sum((y.astype(np.float64) - target) ** 2))
+    ws = net.workspace(x.shape[:-1], flat.dtype)
+    y = net.forward(views, x, ws)
+    loss = 0.5 * float(np.sum((y - target) ** 2))
     grad = np.zeros_like(flat)
-    dx = net.backward(views, tape, (y - target).astype(flat.dtype), net.views(grad), need_dx=need_dx)
-    return loss, grad, dx
+    dx = net.backward(views, ws, y - target, net.views(grad), need_dx=need_dx)
+    return loss, grad, None if dx is None else dx.copy()
 
 
 @pytest.mark.parametrize("acts", [("relu", "relu", "tanh"), ("tanh", "identity")])
@@ -26,22 +26,38 @@ def test_backward_matches_finite_differences(acts):
     views = net.views(flat)
     for idx in np.ndindex(2, 3):
         net.init_member(views, idx, rng)
-    x = rng.standard_normal((2, 1, 7, 4))  # broadcast over the second pop axis
+    x = rng.standard_normal((2, 3, 7, 4))
     target = rng.standard_normal((2, 3, 7, 2))
     _, grad, dx = _loss_and_grads(net, flat, x, target, need_dx=True)
     eps = 1e-6
+
+    def numeric(flat_, x_):
+        return _loss_and_grads(net, flat_, x_, target, False)[0]
+
     for i in rng.choice(net.size, 60, replace=False):
         p, m = flat.copy(), flat.copy()
         p[i] += eps
         m[i] -= eps
-        num = (_loss_and_grads(net, p, x, target, False)[0] - _loss_and_grads(net, m, x, target, False)[0]) / (2 * eps)
-        assert num == pytest.approx(grad[i], rel=1e-5, abs=1e-7)
-    for j in np.ndindex(x.shape):
+        assert (numeric(p, x) - numeric(m, x)) / (2 * eps) == pytest.approx(grad[i], rel=1e-5, abs=1e-7)
+    for j in list(np.ndindex(x.shape))[::5]:
         p, m = x.copy(), x.copy()
         p[j] += eps
         m[j] -= eps
-        num = (_loss_and_grads(net, flat, p, target, False)[0] - _loss_and_grads(net, flat, m, target, False)[0]) / (2 * eps)
-        assert num == pytest.approx(dx[(j[0], slice(None)) + j[2:]].sum(), rel=1e-5, abs=1e-7)
+        assert (numeric(flat, p) - numeric(flat, m)) / (2 * eps) == pytest.approx(dx[j], rel=1e-5, abs=1e-7)
+
+
+def test_forward_broadcasts_inputs_over_population_axes():
+    net = MLP([3, 8, 1], ["relu", "identity"], pop=(2, 2))
+    flat = net.zeros()
+    views = net.views(flat)
+    for idx in np.ndindex(2, 2):
+        net.init_member(views, idx, np.random.default_rng(idx))
+    x = np.random.default_rng(9).standard_normal((2, 1, 5, 3)).astype(np.float32)
+    y = net.forward(views, x)
+    assert y.shape == (2, 2, 5, 1)
+    for k, c in np.ndindex(2, 2):
+        (w0, b0), (w1, b1) = MLP.member(views, (k, c))
+        np.testing.assert_allclose(y[k, c], np.maximum(x[k, 0] @ w0 + b0, 0) @ w1 + b1, rtol=1e-5)
 
 
 def test_views_share_the_flat_vector_and_init_is_pytorch_default():

@@ -24,6 +24,7 @@ class RunConfig:
     eval_every: int = 1000          # deterministic evaluation interval (paper: 1000)
     eval_episodes: int = 10         # episodes per evaluation (paper: 10)
     checkpoint_every: int = 1000    # 0: only at the end
+    shards: int = 0                 # population shards stepped in parallel threads; 0: one per CPU
 
     def validate(self):
         if self.steps <= 0:
@@ -31,6 +32,8 @@ class RunConfig:
         for name in ("eval_every", "eval_episodes"):
             if getattr(self, name) <= 0:
                 raise UserError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.shards < 0:
+            raise UserError(f"shards must be >= 0, got {self.shards}")
         if self.checkpoint_every < 0:
             raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
 

@@ -20,6 +20,7 @@ from neuromotor import checkpoint, config
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
+from neuromotor.parallel import Sharded
 from neuromotor.paths import runs_dir
 from neuromotor.policy import PolicySpec
 
@@ -71,8 +72,9 @@ def read_config(run_dir) -> dict:
 
 
 def build(cfg: dict):
-    """A fresh algorithm instance for a config (as returned by read_config)."""
-    return algo_class(cfg["algo"])(cfg["algo_config"], env_class(cfg["env"]), cfg["seeds"])
+    """A fresh algorithm (in cfg["run"].shards shards) for a config as returned by read_config."""
+    return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env_class(cfg["env"]), cfg["seeds"],
+                   cfg["run"].shards or 1)
 
 
 def load(run_dir):

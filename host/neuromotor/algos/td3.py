@@ -86,11 +86,18 @@ class TD3:
         self.replay_pos = 0
         self.replay_size = 0
 
+        # Preallocated inputs and workspaces of the hot path. Critic inputs are copied per
+        # critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         B = cfg.batch_size
-        self._x_next = np.empty((P, 2, B, o + a), F32)   # critic-target input [s', a'], per critic
-        self._x_critic = np.empty((P, 2, B, o + a), F32)  # critic input [s, a], per critic
-        self._x_actor = np.empty((P, B, o + a), F32)     # critic-1 input for the actor loss [s, pi(s)]
-        self._dq_actor = np.full((P, B, 1), -1.0 / B, F32)  # d(-mean Q1)/dQ1
+        self._x_next = np.empty((P, 2, B, o + a), F32)    # target critics' input [s', a']
+        self._x_critic = np.empty((P, 2, B, o + a), F32)  # critics' input [s, a]
+        self._x_actor = np.empty((P, B, o + a), F32)      # critic 1's input for the actor loss [s, pi(s)]
+        self._dq = np.empty((P, 2, B, 1), F32)
+        self._dq_actor = np.empty((P, B, 1), F32)
+        self._ws_act = self.actor.workspace((P, 1))
+        self._ws_actor = self.actor.workspace((P, B))
+        self._ws_critic = self.critic.workspace((P, 2, B))
+        self._ws_q1 = self.critic.workspace((P, B))
 
         self.steps = 0
         self._block = self._empty_block()
@@ -123,8 +130,8 @@ class TD3:
         if self.steps < cfg.learning_starts:
             action = uniform
         else:
-            action = self.actor.forward(self.actor_v, self.obs[:, None, :])[:, 0]
-            action += explore * F32(cfg.exploration_noise)
+            action = self.actor.forward(self.actor_v, self.obs[:, None, :], self._ws_act)[:, 0]
+            action = action + explore * F32(cfg.exploration_noise)
             np.clip(action, -1, 1, out=action)
         next_obs, reward, terminated = self.env.step(action * self.act_scale + self.act_offset)
 
@@ -163,41 +170,40 @@ class TD3:
         cfg, o, a = self.cfg, self.obs_dim, self.act_dim
         s_a, r, not_done, s2 = batch[..., :o + a], batch[..., o + a:o + a + 1], batch[..., o + a + 1:o + a + 2], batch[..., o + a + 2:]
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
-        a2 = self.actor.forward(self.actor_tv, s2)
+        a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor)
         noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
         a2 += noise
-        x2 = self._x_next
         np.clip(a2, -1, 1, out=a2)
+        x2 = self._x_next
         x2[..., :o] = s2[:, None]
         x2[..., o:] = a2[:, None]
         # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        q2 = self.critic.forward(self.critic_tv, x2)               # (P, 2, B, 1)
+        q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic)   # (P, 2, B, 1)
         y = np.minimum(q2[:, 0], q2[:, 1])
         y *= not_done
         y *= F32(cfg.gamma)
         y += r
         # Both critics regress on y: L = mean (Q1 - y)^2 + mean (Q2 - y)^2
-        tape = []
-        # Inputs copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         x = self._x_critic
         x[...] = s_a[:, None]
-        q = self.critic.forward(self.critic_v, x, tape)  # (P, 2, B, 1)
-        dq = q - y[:, None]
+        q = self.critic.forward(self.critic_v, x, self._ws_critic)      # (P, 2, B, 1)
+        dq = self._dq
+        np.subtract(q, y[:, None], out=dq)
         dq *= F32(2.0 / cfg.batch_size)
-        self.critic.backward(self.critic_v, tape, dq, self.critic_gv)
+        self.critic.backward(self.critic_v, self._ws_critic, dq, self.critic_gv)
         self.critic_opt.step(self.critic_p, self.critic_g)
 
     def _update_actor(self, batch):
         o = self.obs_dim
         s = batch[..., :o]
         # Deterministic policy gradient: maximise Q1(s, pi(s)), i.e. minimise -mean Q1.
-        tape_pi, tape_q = [], []
         x = self._x_actor
         x[..., :o] = s
-        x[..., o:] = self.actor.forward(self.actor_v, s, tape_pi)
-        self.critic.forward(self.q1_v, x, tape_q)
-        dx = self.critic.backward(self.q1_v, tape_q, self._dq_actor.copy(), None, need_dx=True)
-        self.actor.backward(self.actor_v, tape_pi, dx[..., o:], self.actor_gv)
+        x[..., o:] = self.actor.forward(self.actor_v, s, self._ws_actor)
+        self.critic.forward(self.q1_v, x, self._ws_q1)
+        self._dq_actor.fill(-1.0 / self.cfg.batch_size)
+        dx = self.critic.backward(self.q1_v, self._ws_q1, self._dq_actor, None, need_dx=True)
+        self.actor.backward(self.actor_v, self._ws_actor, dx[..., o:], self.actor_gv)
         self.actor_opt.step(self.actor_p, self.actor_g)
 
     # ----- reporting, export, checkpoints -----

@@ -1,6 +1,7 @@
 """`neuromotor train ENV`: train one agent or a population, or resume a run."""
 
 import json
+import os
 from pathlib import Path
 
 from neuromotor import config, runs
@@ -22,6 +23,7 @@ def register(sub):
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seed", type=int, help="train one agent with this seed (default 0)")
     seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
+    p.add_argument("--shards", type=int, help="population shards stepped in parallel threads (default: one per CPU)")
     p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
     p.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
@@ -47,8 +49,12 @@ def _new_run(args):
         config.apply({"num_envs": args.envs}, run_cfg, algo_cfg)
     if args.steps is not None:
         run_cfg.steps = args.steps
+    if args.shards is not None:
+        run_cfg.shards = args.shards
     run_cfg.validate()
     seeds = config.parse_seeds(args.seeds) if args.seeds else [0 if args.seed is None else args.seed]
+    if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
+        run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
     cfg = {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
     algo = runs.build(cfg)  # bad hyperparameters fail here, before anything is written
     run_dir = args.run_dir or runs_dir() / runs.default_name(args.env, args.algo, seeds)

@@ -1,14 +1,17 @@
 """Fully connected networks for a whole population at once, with hand-written backward.
 
 All parameters of a network family (e.g. 16 agents x 2 critics) live in ONE flat
-float32 vector, laid out layer by layer: [W0 of every member][b0 of every member]
+vector, laid out layer by layer: [W0 of every member][b0 of every member]
 [W1 ...]. Each layer's weight is then a contiguous (*pop, in, out) view, which is
 what batched matmul wants, and the optimiser sees one vector. A member is
-selected by indexing the leading axes of the views (`net.member(views, k)`).
+selected by indexing the leading axes of the views (`MLP.member(views, k)`).
 
-Inputs are (*pop, batch, in); they may broadcast over population axes (a critic
-pair (P, 2) takes inputs (P, 1, batch, in)). Weights are stored (in, out), i.e.
-transposed relative to PyTorch and PolicySpec, so the forward pass is x @ W + b.
+Inputs are (*pop, batch, in). Weights are stored (in, out), i.e. transposed
+relative to PyTorch and PolicySpec, so the forward pass is x @ W + b.
+
+The hot path runs in a preallocated `Workspace` (one per call site and input
+shape): layer outputs and input gradients are written with `out=`, so a
+training step allocates almost nothing. The float dtype follows the flat vector.
 """
 
 import math
@@ -18,8 +21,17 @@ import numpy as np
 ACTIVATIONS = ("identity", "relu", "tanh")
 
 
+class Workspace:
+    """Buffers for one forward/backward pass of one input shape; doubles as the tape."""
+
+    def __init__(self, net, batch_shape, dtype):
+        self.x = None  # the input of the last forward pass
+        self.h = [np.empty(tuple(batch_shape) + (n,), dtype) for n in net.sizes[1:]]
+        self.dx = [np.empty(tuple(batch_shape) + (n,), dtype) for n in net.sizes[:-1]]
+
+
 class MLP:
-    def __init__(self, sizes, activations, pop=()):
+    def __init__(self, sizes, activations, pop=(), dtype=np.float32):
         if len(activations) != len(sizes) - 1:
             raise ValueError("one activation per layer")
         for a in activations:
@@ -28,6 +40,7 @@ class MLP:
         self.sizes = list(sizes)
         self.activations = list(activations)
         self.pop = tuple(pop)
+        self.dtype = dtype
         members = math.prod(self.pop)
         self.shapes = []  # per layer: (w_offset, b_offset, in, out)
         offset = 0
@@ -37,10 +50,9 @@ class MLP:
             self.shapes.append((w_off, offset, fan_in, fan_out))
             offset += members * fan_out
         self.size = offset  # length of the flat vector for the whole population
-        self.member_size = self.size // members
 
     def zeros(self) -> np.ndarray:
-        return np.zeros(self.size, np.float32)
+        return np.zeros(self.size, self.dtype)
 
     def views(self, flat: np.ndarray) -> list:
         """[(W (*pop, in, out), b (*pop, 1, out)), ...] sharing memory with `flat`."""
@@ -62,28 +74,34 @@ class MLP:
             w[...] = rng.uniform(-bound, bound, w.shape)
             b[...] = rng.uniform(-bound, bound, b.shape)
 
-    def forward(self, views: list, x: np.ndarray, tape: list = None) -> np.ndarray:
-        """y = f(x). With a tape (a list), records each layer's input and output for backward."""
-        for (w, b), act in zip(views, self.activations):
-            if tape is not None:
-                tape.append(x)
-            z = np.matmul(x, w)
+    def workspace(self, batch_shape, dtype=None) -> Workspace:
+        """batch_shape = (*pop, batch): the input shape without its feature axis."""
+        return Workspace(self, batch_shape, dtype or self.dtype)
+
+    def forward(self, views: list, x: np.ndarray, ws: Workspace = None) -> np.ndarray:
+        """f(x). With a workspace the result lives in it (valid until its next use) and the
+        pass is recorded for backward; without one, fresh arrays are returned."""
+        if ws is None:
+            pop = np.broadcast_shapes(x.shape[:-2], views[0][0].shape[:-2])
+            ws = self.workspace(pop + x.shape[-2:-1], np.result_type(x, views[0][0]))
+        ws.x = x
+        for (w, b), act, z in zip(views, self.activations, ws.h):
+            np.matmul(x, w, out=z)
             z += b
             if act == "relu":
-                np.maximum(z, np.float32(0), out=z)
+                np.maximum(z, 0, out=z)
             elif act == "tanh":
                 np.tanh(z, out=z)
             x = z
-        if tape is not None:
-            tape.append(x)
         return x
 
-    def backward(self, views: list, tape: list, dy: np.ndarray, grads: list = None, need_dx=False):
-        """Backpropagate dL/dy (overwritten). Writes dL/dparams into `grads` (views of a
-        flat gradient vector, or None to skip them) and returns dL/dx if need_dx."""
-        last = len(views) - 1
-        for i in range(last, -1, -1):
-            x, y = tape[i], tape[i + 1]
+    def backward(self, views: list, ws: Workspace, dy: np.ndarray, grads: list = None, need_dx=False):
+        """Backpropagate dL/dy (overwritten) through the last forward pass in `ws`.
+        Writes dL/dparams into `grads` (views of a flat gradient vector; None skips
+        them) and returns dL/dx (in the workspace) if need_dx."""
+        for i in range(len(views) - 1, -1, -1):
+            x = ws.h[i - 1] if i else ws.x
+            y = ws.h[i]
             act = self.activations[i]
             # Derivatives from the layer output: relu' = [y > 0], tanh' = 1 - y^2.
             if act == "relu":
@@ -92,19 +110,15 @@ class MLP:
                 dy *= 1 - y * y
             if grads is not None:
                 gw, gb = grads[i]
-                _sum_to(np.matmul(np.swapaxes(x, -1, -2), dy), gw)
-                _sum_to(np.sum(dy, axis=-2, keepdims=True), gb)
+                np.matmul(np.swapaxes(x, -1, -2), dy, out=gw)
+                np.sum(dy, axis=-2, keepdims=True, out=gb)
             if i or need_dx:
                 w = np.swapaxes(views[i][0], -1, -2)
+                dx = ws.dx[i]
                 # A one-output layer makes this an outer product, which gemm does slowly.
-                dy = dy * w if dy.shape[-1] == 1 else np.matmul(dy, w)
+                if dy.shape[-1] == 1:
+                    np.multiply(dy, w, out=dx)
+                else:
+                    np.matmul(dy, w, out=dx)
+                dy = dx
         return dy if need_dx else None
-
-
-def _sum_to(value: np.ndarray, out: np.ndarray) -> None:
-    """out[...] = value, summing away axes over which the input was broadcast."""
-    if value.shape == out.shape:
-        out[...] = value
-    else:
-        axes = tuple(i for i, (v, o) in enumerate(zip(value.shape, out.shape)) if v != o)
-        np.sum(value, axis=axes, keepdims=True, out=out)
