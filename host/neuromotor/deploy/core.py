@@ -197,10 +197,13 @@ class Deployer:
                 res[p] = None if h == "-" else h
         return res
 
-    def write(self, dest, data, chunk=512, pause_stage=None):
-        self.exec(f"_f = open({dest!r}, 'wb')\n_w = _f.write", f"open {dest}")
+    def write(self, dest, data, chunk=2048, pause_stage=None):
+        """Write through the raw REPL in base64 chunks (the board decodes them)."""
+        import base64
+        self.exec(f"import binascii\n_f = open({dest!r}, 'wb')\n_w = _f.write\n_d = binascii.a2b_base64",
+                  f"open {dest}")
         for i in range(0, len(data), chunk):
-            self.exec(f"_w({bytes(data[i:i + chunk])!r})", f"write {dest}")
+            self.exec(f"_w(_d({base64.b64encode(bytes(data[i:i + chunk]))!r}))", f"write {dest}")
             if pause_stage and i == 0:
                 _pause(pause_stage, self.log)
         self.exec("_f.close()", f"close {dest}")
