@@ -1,0 +1,99 @@
+"""TD3: population runs are exactly independent agents; the exported actor is the trained one."""
+
+import numpy as np
+import pytest
+
+from neuromotor import config, runs
+from neuromotor.algos.td3 import TD3, Config
+from neuromotor.envs import env_class
+from neuromotor.evaluation import Evaluator
+from neuromotor.nn import MLP
+from neuromotor.parallel import Sharded
+
+SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
+
+
+def _agent_arrays(algo: TD3, k: int) -> dict:
+    """Every parameter of agent k of one (unsharded) TD3 instance."""
+    out = {}
+    for name, net, views in (("actor", algo.actor, algo.actor_v), ("actor_t", algo.actor, algo.actor_tv),
+                             ("critic", algo.critic, algo.critic_v), ("critic_t", algo.critic, algo.critic_tv)):
+        for i, (w, b) in enumerate(MLP.member(views, k)):
+            out[f"{name}{i}"] = np.concatenate([w.ravel(), b.ravel()])
+    out["replay"] = algo.replay[k].copy()
+    return out
+
+
+def _train(seeds, steps, shards=1, cfg=None):
+    algo = Sharded(TD3, cfg or Config(**SMALL), env_class("pendulum"), seeds, shards)
+    for _ in range(steps):
+        algo.advance()
+    return algo
+
+
+def test_seed_alone_equals_seed_inside_a_population():
+    steps = 260  # crosses an episode boundary (200) and several actor/target updates
+    alone = _train([5], steps).shards[0]
+    population = _train([2, 5, 9], steps).shards[0]
+    sharded = _train([2, 5, 9, 11], steps, shards=2).shards[0]  # seed 5 is agent 1 of shard 0
+    a = _agent_arrays(alone, 0)
+    for other, k in ((population, 1), (sharded, 1)):
+        b = _agent_arrays(other, k)
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    # and different seeds really are different agents
+    assert not np.array_equal(_agent_arrays(population, 0)["actor0"], a["actor0"])
+
+
+def test_update_schedule():
+    algo = _train([0], 120).shards[0]
+    assert algo.critic_opt.t == 70          # one critic update per step from step 50 on
+    assert algo.actor_opt.t == 35           # actor (and targets) every second step
+    assert algo.replay_size == 120
+
+
+def test_policy_spec_is_the_deterministic_actor():
+    algo = _train([1, 2], 120)
+    obs = np.random.default_rng(0).standard_normal((2, 7, 3)).astype(np.float32)
+    acts = algo.act(obs)
+    for k in range(2):
+        spec = algo.policy_spec(k)
+        assert spec.activations == ["relu", "relu", "tanh"]
+        assert spec.sizes == [3, 64, 64, 1]
+        np.testing.assert_allclose(spec.action_scale, [2.0])
+        np.testing.assert_allclose(spec.obs_mean, 0)
+        np.testing.assert_allclose(spec.obs_std, 1)
+        np.testing.assert_allclose(spec.forward(obs[k]), acts[k], rtol=1e-5, atol=1e-6)
+        assert np.abs(acts[k]).max() <= 2.0
+
+
+def test_load_policy_spec_from_a_run_dir(tmp_path, cli):
+    run_dir = tmp_path / "run"
+    code, _, _ = cli("train", "pendulum", "--seeds", "3,4", "--steps", 150, "--run-dir", run_dir,
+                     "--set", "batch_size=16", "--quiet")
+    assert code == 0
+    cfg, algo = runs.load(run_dir)
+    assert cfg["seeds"] == [3, 4] and algo.steps == 150
+    spec = runs.load_policy_spec(run_dir, agent=1)
+    assert spec.meta["seed"] == 4 and spec.meta["env"] == "pendulum"
+    obs = np.array([[1.0, 0.0, 0.5]], np.float32)
+    np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)
+
+
+def test_config_dataclass_is_the_paper_configuration():
+    c = Config()
+    assert (c.actor_hidden, c.critic_hidden, c.activation) == ((64, 64), (64, 64), "relu")
+    assert (c.batch_size, c.buffer_size, c.learning_starts) == (100, 10_000, 100)
+    assert (c.exploration_noise, c.policy_noise, c.noise_clip) == (0.1, 0.2, 0.5)
+    assert (c.gamma, c.tau, c.actor_lr, c.critic_lr, c.policy_delay) == (0.99, 0.005, 1e-3, 1e-3, 2)
+    run = config.RunConfig()
+    assert (run.steps, run.eval_every, run.eval_episodes) == (10_000, 1000, 10)
+
+
+@pytest.mark.slow
+def test_td3_swings_up_the_pendulum():
+    """Two seeds of the paper configuration, 10k steps: both well past random (-1200)."""
+    algo = _train([0, 1], 10_000, shards=2, cfg=Config())
+    returns = Evaluator(env_class("pendulum"), [0, 1], 10).run(algo, 10_000)
+    assert returns.mean(axis=1).max() > -300
+    assert returns.mean() > -800
