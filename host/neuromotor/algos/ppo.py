@@ -142,6 +142,7 @@ class PPO:
         self.ep_return = np.zeros((P, E))
         self.ep_len = np.zeros((P, E), np.int64)
         self._finished = [[] for _ in range(P)]
+        self._workspaces = {}
         self.info = {}  # last iteration's diagnostics per agent: lr, kl, entropy, losses
 
     # ----- acting -----
@@ -158,7 +159,14 @@ class PPO:
         return np.clip(self.actor.forward(self.actor_v, self._normalize(obs)), self.low, self.high)
 
     def _value(self, x: np.ndarray) -> np.ndarray:
-        return self.critic.forward(self.critic_v, x)[..., 0]
+        return self.critic.forward(self.critic_v, x, self._workspace(self.critic, x))[..., 0]
+
+    def _workspace(self, net, x):
+        """The network's preallocated buffers for inputs shaped like x (a few shapes per run)."""
+        key = (id(net), x.shape)
+        if key not in self._workspaces:
+            self._workspaces[key] = net.workspace(x.shape[:-1])
+        return self._workspaces[key]
 
     def advance(self):
         """One iteration: a rollout of num_steps in every env, then the PPO update."""
@@ -175,7 +183,7 @@ class PPO:
             x = self._normalize(self.obs)
             self.b_raw[:, t] = self.obs
             self.b_obs[:, t] = x
-            mean = self.actor.forward(self.actor_v, x)
+            mean = self.actor.forward(self.actor_v, x, self._workspace(self.actor, x))
             self.b_mean[:, t] = mean
             self.b_val[:, t] = self._value(x)
             # a = mu + std * eps, so log pi(a) = -|eps|^2 / 2 - sum log std - a/2 log 2pi.
@@ -258,12 +266,12 @@ class PPO:
                 self.actor_opt.step(self.actor_p, self.actor_g)
 
                 # Value: L = mean (V(s) - R)^2 with R the GAE return.
-                tape = []
-                v = self.critic.forward(self.critic_v, x, tape)
+                ws = self._workspace(self.critic, x)
+                v = self.critic.forward(self.critic_v, x, ws)
                 dv = v - ret[rows, idx][..., None]
                 v_losses.append(np.square(dv).mean((1, 2)))
                 dv *= F32(2.0 / B)
-                self.critic.backward(self.critic_v, tape, dv, self.critic_gv)
+                self.critic.backward(self.critic_v, ws, dv, self.critic_gv)
                 self.critic_opt.step(self.critic_p, self.critic_g)
 
                 kls.append(kl)
@@ -282,8 +290,8 @@ class PPO:
         r = pi(a | s) / pi_old(a | s).
         """
         cfg, B, a = self.cfg, x.shape[1], self.act_dim
-        tape = []
-        mean = self.actor.forward(self.actor_v, x, tape)
+        ws = self._workspace(self.actor, x)
+        mean = self.actor.forward(self.actor_v, x, ws)
         std = np.exp(self.log_std)
         z = (act - mean) / std
         logp = -0.5 * np.square(z).sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
@@ -300,7 +308,7 @@ class PPO:
         dlogp = (-adv * ratio * unclipped / B).astype(F32)[..., None]
         # dlogp/dmu = z / std and dlogp/dlog_std = z^2 - 1; d entropy/dlog_std = 1.
         self.log_std_g[...] = (dlogp * (np.square(z) - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
-        self.actor.backward(self.actor_v, tape, dlogp * z / std, self.actor_gv)
+        self.actor.backward(self.actor_v, ws, dlogp * z / std, self.actor_gv)
         return loss, kl
 
     # ----- reporting, export, checkpoints -----

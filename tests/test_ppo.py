@@ -1,0 +1,144 @@
+"""PPO: its gradient, the adaptive learning rate, populations, checkpoints, export, the CLI."""
+
+import json
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from neuromotor.algos.ppo import PPO, Config
+from neuromotor.cli import main
+from neuromotor.envs import env_class
+
+TINY = Config(actor_hidden=(8,), critic_hidden=(8,), num_envs=4, num_steps=50, minibatch_size=50, epochs=2)
+
+
+def pendulum_ppo(cfg=TINY, seeds=(0,)):
+    return PPO(cfg, env_class("pendulum"), list(seeds))
+
+
+def test_policy_gradient_matches_finite_differences():
+    algo = pendulum_ppo(seeds=(0, 1))
+    rng = np.random.default_rng(0)
+    P, B, a = 2, 64, algo.act_dim
+    x = rng.standard_normal((P, B, algo.obs_dim), np.float32)
+    act = rng.standard_normal((P, B, a), np.float32)
+    adv = rng.standard_normal((P, B)).astype(np.float32)
+    mean_old = algo.actor.forward(algo.actor_v, x)
+    log_std_old = algo.log_std.copy()
+    logp_now = -0.5 * np.square((act - mean_old) / np.exp(log_std_old)).sum(-1) - log_std_old.sum(-1) - 0.5 * a * np.log(2 * np.pi)
+    # Old log-probs off by up to +-0.5: some ratios leave [0.8, 1.2], so both branches of the clip are used.
+    logp_old = (logp_now + rng.uniform(-0.5, 0.5, (P, B))).astype(np.float32)
+    algo.cfg = replace(algo.cfg, ent_coef=0.01)
+
+    def loss():
+        return algo._policy_grad(x, act, adv, logp_old, mean_old, log_std_old)[0].sum()
+
+    loss()
+    grad = algo.actor_g.copy()
+    n = algo.actor.size
+    picks = list(rng.choice(n, 40, replace=False)) + list(range(n, algo.actor_p.size))  # weights + every log-std
+    eps = np.float32(1e-3)  # small enough that no ratio crosses a clip boundary
+    for i in picks:
+        saved = algo.actor_p[i]
+        algo.actor_p[i] = saved + eps
+        up = loss()
+        algo.actor_p[i] = saved - eps
+        down = loss()
+        algo.actor_p[i] = saved
+        np.testing.assert_allclose((up - down) / (2 * eps), grad[i], rtol=0.02, atol=2e-4, err_msg=f"param {i}")
+
+
+def test_adaptive_lr_is_the_papers_bang_bang_rule():
+    updates = TINY.epochs * TINY.num_envs * TINY.num_steps // TINY.minibatch_size  # minibatch steps per iteration
+    # KL never above 2 * target: the lr grows by 1.5 per minibatch until clamped at lr_max.
+    algo = pendulum_ppo(replace(TINY, target_kl=1e9, actor_lr=1e-3))
+    algo.advance()
+    assert algo.lr[0] == pytest.approx(min(1e-3 * 1.5 ** updates, 1e-2))
+    assert algo.lr[0] == pytest.approx(1e-2)  # the clamp was reached (updates = 8)
+    # A tiny target: the first minibatch has KL = 0 (< target / 2, grow), every later one shrinks it.
+    algo = pendulum_ppo(replace(TINY, target_kl=1e-12, actor_lr=1e-3))
+    algo.advance()
+    assert algo.lr[0] == pytest.approx(1e-3 * 1.5 / 1.5 ** (updates - 1))
+    # And it is off when asked.
+    algo = pendulum_ppo(replace(TINY, adaptive_lr=False))
+    algo.advance()
+    assert algo.lr[0] == TINY.actor_lr and algo.actor_opt.lr == TINY.actor_lr
+
+
+def test_population_member_equals_agent_trained_alone():
+    pop, alone = pendulum_ppo(seeds=(5, 7)), pendulum_ppo(seeds=(7,))
+    for _ in range(2):
+        pop.advance()
+        alone.advance()
+    np.testing.assert_allclose(pop.lr[1], alone.lr[0])
+    for (w1, b1), (w2, b2) in zip(pop.actor.member(pop.actor_v, 1), alone.actor.member(alone.actor_v, 0)):
+        np.testing.assert_allclose(w1, w2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pop.log_std[1], alone.log_std[0], rtol=1e-5)
+    np.testing.assert_allclose(pop.obs_mean[1], alone.obs_mean[0])
+
+
+@pytest.mark.parametrize("env", ["pendulum", "ant"])
+def test_checkpoint_continues_bit_exactly(env):
+    if env == "ant":
+        pytest.importorskip("mujoco")
+    cfg = replace(TINY, num_steps=16, minibatch_size=32)
+    a = PPO(cfg, env_class(env), [3])
+    a.advance()
+    state = {k: np.copy(v) for k, v in a.state_dict().items()}
+    b = PPO(cfg, env_class(env), [3])
+    b.load_state_dict(state)
+    a.advance()
+    b.advance()
+    for k, v in a.state_dict().items():
+        np.testing.assert_array_equal(v, b.state_dict()[k], err_msg=k)
+
+
+def test_ant_policy_exports_as_27_256_256_8():
+    pytest.importorskip("mujoco")
+    algo = PPO(replace(Config(), num_envs=8, num_steps=16, minibatch_size=64, epochs=1), env_class("ant"), [0])
+    algo.advance()
+    spec = algo.policy_spec(0)
+    assert spec.sizes == [27, 256, 256, 8]
+    assert spec.activations == ["relu", "relu", "identity"]
+    assert np.all(spec.action_scale == 1) and np.all(spec.action_offset == 0)
+    np.testing.assert_allclose(spec.obs_mean, algo.obs_mean[0], rtol=1e-6)  # the running statistics
+    assert not np.allclose(spec.obs_std, 1)
+    obs = algo.obs[0]
+    mean = algo.actor.forward(algo.actor_v, algo._normalize(algo.obs))[0]
+    np.testing.assert_allclose(spec.forward(obs), mean, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(algo.act(algo.obs)[0], np.clip(mean, -1, 1), rtol=1e-4, atol=1e-5)
+
+
+def test_train_pendulum_cli_learns_and_resumes(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", "pendulum", "--algo", "ppo", "--steps", "25600", "--run-dir", str(run),
+                 "--set", "eval_every=12800", "--quiet", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["steps"] == 25600  # 8 iterations of 16 envs x 200 steps
+    assert main(["train", "--resume", str(run), "--steps", "48000", "--quiet", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 48000
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [0, 12800, 25600, 38400, 48000]
+    # The untrained policy scores about -1200; PPO's deterministic policy is far better after 48k steps.
+    assert summary["eval_return_mean"] > metrics[0]["eval_return_mean"] + 300
+    assert json.loads((run / "config.json").read_text())["algo_config"]["num_envs"] == 16  # pendulum's named config
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "walker", "--algo", "ppo"], "unknown environment"),
+    (["train", "ant", "--algo", "ppo", "--threads", "999"], "out of range"),
+    (["train", "ant", "--algo", "ppo", "--threads", "0"], "out of range"),
+    (["train", "pendulum", "--algo", "ppo", "--envs", "3"], "multiple of minibatch_size"),
+])
+def test_bad_input_is_a_clean_error(argv, message, tmp_path, capsys):
+    assert main(argv + ["--run-dir", str(tmp_path / "r")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_mujoco_says_what_to_install(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # what `import mujoco` sees when it is not installed
+    assert main(["train", "ant", "--algo", "ppo", "--run-dir", str(tmp_path / "r")]) == 2
+    assert "pip install 'neuromotor[mujoco]'" in capsys.readouterr().err
