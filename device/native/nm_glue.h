@@ -46,7 +46,8 @@ static NORETURN void nm_raise_msg(const mp_obj_type_t *type, nm_msg_t *m) {
 // "<what>: expected <expected><unit>, got <given>"
 static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t expected,
     const char *unit, size_t given) {
-    nm_msg_t m = { .n = 0 };
+    nm_msg_t m;
+    m.n = 0;
     nm_msg_str(&m, what);
     nm_msg_str(&m, ": expected ");
     nm_msg_str(&m, rel);
@@ -58,7 +59,8 @@ static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t
 }
 
 static NORETURN void nm_raise_text(const char *what, const char *text) {
-    nm_msg_t m = { .n = 0 };
+    nm_msg_t m;
+    m.n = 0;
     nm_msg_str(&m, what);
     nm_msg_str(&m, text);
     nm_raise_msg(&mp_type_ValueError, &m);
@@ -81,7 +83,8 @@ static nm_arr_t nm_get_array(mp_obj_t obj, const char *what, char typecode, size
     mp_buffer_info_t info;
     mp_get_buffer_raise(obj, &info, flags);
     if (info.typecode != typecode) {
-        nm_msg_t m = { .n = 0 };
+        nm_msg_t m;
+    m.n = 0;
         nm_msg_str(&m, what);
         nm_msg_str(&m, typecode == 'f' ? ": expected array('f'), got typecode '"
             : ": expected array('H'), got typecode '");
@@ -128,7 +131,8 @@ static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name
     uintptr_t a0 = (uintptr_t)a.buf, a1 = a0 + a.len * sizeof(float);
     uintptr_t b0 = (uintptr_t)b.buf, b1 = b0 + b.len * sizeof(float);
     if (a.len && b.len && a0 < b1 && b0 < a1) {
-        nm_msg_t m = { .n = 0 };
+        nm_msg_t m;
+    m.n = 0;
         nm_msg_str(&m, a_name);
         nm_msg_str(&m, " must not overlap ");
         nm_msg_str(&m, b_name);

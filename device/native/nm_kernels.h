@@ -183,6 +183,28 @@ static inline size_t nm_mlp_scratch_size(const uint16_t *sizes, size_t n_layers)
 }
 
 /* ---------------------------------------------------------------------------
+ * Division. NM_NO_FDIV (armv6m natmods: libgcc's soft-float divide has
+ * absolute relocations that mpy_ld cannot link) replaces a / b by a Newton
+ * reciprocal with one residual correction (within ~1 ulp for normal b).
+ */
+#if defined(NM_NO_FDIV)
+NM_INLINE float nm_divf(float a, float b) {
+    union { float f; uint32_t u; } v;
+    v.f = b;
+    v.u = 0x7EF311C7u - v.u; // ~1/b to 4 bits (sign carries over)
+    float r = v.f;
+    r = r * (2.0f - b * r);
+    r = r * (2.0f - b * r);
+    r = r * (2.0f - b * r);
+    r = r * (2.0f - b * r);
+    float q = a * r;
+    return q + r * (a - b * q);
+}
+#else
+#define nm_divf(a, b) ((a) / (b))
+#endif
+
+/* ---------------------------------------------------------------------------
  * Activations. tanh is our own (no libm): expm1 by range reduction and a
  * degree-7 polynomial, then tanh(a) = e / (e + 2) with e = expm1(2a);
  * relative error a few float32 ulps, identical on every target.
@@ -211,7 +233,7 @@ static inline float nm_tanhf(float x) {
         union { uint32_t u; float f; } two_k;
         two_k.u = (uint32_t)(127 + k) << 23;
         float e = two_k.f * p + (two_k.f - 1.0f); // expm1(y)
-        t = e / (e + 2.0f);
+        t = nm_divf(e, e + 2.0f);
     }
     return x < 0.0f ? -t : t;
 }
@@ -463,12 +485,12 @@ static inline void nm_mlp(float *out, const float *x, const float *net,
     float *cur = scratch, *nxt = scratch + half;
     const float *mean = net, *std = net + s0;
     for (size_t i = 0; i < s0; i++) {
-        cur[i] = (x[i] - mean[i]) / std[i];
+        cur[i] = nm_divf(x[i] - mean[i], std[i]);
     }
     const float *w = net + 2 * s0;
     for (size_t l = 0; l < n_layers; l++) {
-        size_t n_in = sizes[l], n_out = sizes[l + 1], len;
-        nm_layer_size(n_in, n_out, &len);
+        const size_t n_in = sizes[l], n_out = sizes[l + 1];
+        const size_t len = nm_blocks(n_out) * NM_BLOCK * (n_in + 1); // checked by the caller
         float *dst = l + 1 == n_layers ? out : nxt;
         nm_dense(dst, cur, w, n_in, n_out, acts[l]);
         w += len;
