@@ -1,0 +1,21 @@
+"""Boards: descriptors (boards/<name>/board.toml), USB detection, emulated boards in QEMU.
+
+    from neuromotor import boards
+    b = boards.start("qemu-m7")      # QEMU -icount shift=0 on a pty; b.port, b.pid
+    ...
+    b.stop()                          # or boards.stop("qemu-m7"): ends exactly that PID
+    boards.detect()                   # [Detected(name, port, kind, ...)]: USB boards + running QEMUs
+"""
+
+from .descriptor import (CORE_ARCHS, NATMOD_ARCHS, Board, board_names, list_boards, load_board,
+                         validate_board)
+from .detect import Detected, detect, emulated_ports, serial_ports, usb_table
+from .emulated import (EmulatedBoard, build_firmware, clean_stale, firmware_path, get, qemu_command,
+                       reset, running, stale, start, state_dir, stop)
+
+__all__ = [
+    "CORE_ARCHS", "NATMOD_ARCHS", "Board", "board_names", "list_boards", "load_board", "validate_board",
+    "Detected", "detect", "emulated_ports", "serial_ports", "usb_table",
+    "EmulatedBoard", "build_firmware", "clean_stale", "firmware_path", "get", "qemu_command", "reset",
+    "running", "stale", "start", "state_dir", "stop",
+]

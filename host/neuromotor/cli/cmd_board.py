@@ -1,0 +1,86 @@
+"""`neuromotor board start|stop|reset|build|check <name>`: emulated boards and descriptors."""
+
+import sys
+
+from neuromotor import boards
+from neuromotor.errors import UserError
+
+
+def register(sub):
+    p = sub.add_parser("board", help="start/stop/reset/build an emulated board; check descriptors",
+                       description="Emulated boards run in QEMU with -icount shift=0 and their UART on a "
+                       "pty. `board start` prints the pty; `board stop` ends exactly the QEMU it started.")
+    bsub = p.add_subparsers(dest="action", metavar="<action>")
+    s = bsub.add_parser("start", help="start an emulated board and print its port (a pty)")
+    s.add_argument("name", help="emulated board, e.g. qemu-m7, qemu-m4f, qemu-rv32")
+    s.add_argument("--instance", help="record it under this name (to run a second copy)")
+    s.add_argument("--firmware", help="firmware ELF (default: the one `board build` makes)")
+    s.add_argument("--build", action="store_true", help="build the firmware first if it is missing")
+    s.set_defaults(func=start)
+    t = bsub.add_parser("stop", help="stop an emulated board started with `board start`")
+    t.add_argument("name", nargs="?", help="instance (board name unless --instance was given)")
+    t.add_argument("--all", action="store_true", help="stop every emulated board neuromotor started")
+    t.set_defaults(func=stop)
+    r = bsub.add_parser("reset", help="hardware-reset an emulated board (RAM and its filesystem are kept)")
+    r.add_argument("name")
+    r.set_defaults(func=reset)
+    b = bsub.add_parser("build", help="build the firmware of an emulated board (make firmware BOARD=...)")
+    b.add_argument("name")
+    b.add_argument("-j", "--jobs", type=int, default=2)
+    b.set_defaults(func=build)
+    c = bsub.add_parser("check", help="check board descriptors and their files for consistency")
+    c.add_argument("name", nargs="*", help="boards to check (default: all)")
+    c.set_defaults(func=check)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def start(args) -> int:
+    b = boards.start(args.name, instance=args.instance, firmware=args.firmware, build=args.build)
+    print(f"{b.instance}: QEMU pid {b.pid}, -icount shift=0; stop with `neuromotor board stop {b.instance}`",
+          file=sys.stderr)
+    print(b.port)
+    return 0
+
+
+def stop(args) -> int:
+    if args.all:
+        names = [b.instance for b in boards.running()]
+    elif args.name:
+        names = [args.name]
+    else:
+        raise UserError("board stop: name a board (or --all)")
+    status = 0
+    for n in names:
+        if boards.stop(n):
+            print(f"{n}: stopped")
+        else:
+            print(f"{n}: not running", file=sys.stderr)
+            status = 1 if not args.all else status
+    return status
+
+
+def reset(args) -> int:
+    boards.reset(args.name)
+    print(f"{args.name}: reset")
+    return 0
+
+
+def build(args) -> int:
+    fw = boards.build_firmware(args.name, jobs=args.jobs)
+    print(fw)
+    return 0
+
+
+def check(args) -> int:
+    from neuromotor.paths import cache_dir
+
+    names = args.name or boards.board_names()
+    mpy_src = next(iter(sorted(cache_dir().glob("micropython-*/ports"))), None)
+    bad = 0
+    for n in names:
+        problems = boards.validate_board(boards.load_board(n), mpy_src.parent if mpy_src else None)
+        print(f"{n}: {'ok' if not problems else 'PROBLEMS'}")
+        for pr in problems:
+            print(f"  - {pr}")
+        bad += bool(problems)
+    return 1 if bad else 0
