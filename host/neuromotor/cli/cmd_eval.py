@@ -18,6 +18,8 @@ def register(sub):
     p.add_argument("--render", metavar="FILE.gif", help="also render the first episode of --agent to a GIF")
     p.add_argument("--agent", type=int, default=0, help="agent index for --render (default 0)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the initial states")
+    p.add_argument("--gymnasium", action="store_true",
+                   help="evaluate in gymnasium's own environment (MuJoCo envs) instead of neuromotor's")
     p.add_argument("--json", action="store_true", help="print one final JSON line")
     p.set_defaults(func=run)
 
@@ -33,10 +35,17 @@ def run(args) -> int:
         raise UserError(f"--agent {args.agent} out of range: the run has {len(seeds)} agent(s)")
     env_cls = env_class(cfg["env"])
     t0 = time.perf_counter()
-    evaluator = Evaluator(env_cls, seeds, args.episodes)
-    record = args.agent * args.episodes if args.render else None
-    out = evaluator.run(algo, args.seed, record_env=record)
-    returns, states = out if args.render else (out, None)
+    if args.gymnasium:
+        if args.render:
+            raise UserError("--render draws neuromotor's env; it does not combine with --gymnasium")
+        from neuromotor.envs.mujoco_vec import gymnasium_returns
+
+        returns, states = gymnasium_returns(env_cls, algo.act, len(seeds), args.episodes, args.seed), None
+    else:
+        evaluator = Evaluator(env_cls, seeds, args.episodes)
+        record = args.agent * args.episodes if args.render else None
+        out = evaluator.run(algo, args.seed, record_env=record)
+        returns, states = out if args.render else (out, None)
     wall = time.perf_counter() - t0
     if args.render:
         if not hasattr(env_cls, "draw"):

@@ -346,3 +346,35 @@ class HopperVec(MujocoVec):
 
     def _reward(self, x_velocity, actions, healthy):
         return super()._reward(x_velocity, actions, healthy) + self.healthy_reward * healthy
+
+
+def gymnasium_returns(env_cls, act, num_agents: int, episodes: int, seed: int) -> np.ndarray:
+    """(num_agents, episodes) returns of a deterministic policy in gymnasium's own env.
+
+    act: obs (num_agents, episodes, obs_dim) -> actions, e.g. an algorithm's `act`.
+    Episode e of every agent starts from gymnasium's `reset(seed=seed + e)`, so
+    agents are compared on the same initial states; an episode ends when
+    gymnasium says so (termination, or its TimeLimit at max_episode_steps).
+    """
+    if not hasattr(env_cls, "gym_id"):
+        raise UserError(f"{env_cls.__name__} has no gymnasium counterpart to evaluate in")
+    try:
+        import gymnasium as gym
+    except ImportError:
+        raise UserError(f"evaluating in gymnasium needs the mujoco extra: {INSTALL_HINT}") from None
+    _import_mujoco()
+    envs = [[gym.make(env_cls.gym_id, **env_cls.gym_kwargs) for _ in range(episodes)] for _ in range(num_agents)]
+    obs = np.array([[env.reset(seed=seed + e)[0] for e, env in enumerate(row)] for row in envs], np.float32)
+    returns = np.zeros((num_agents, episodes))
+    alive = np.ones((num_agents, episodes), bool)
+    while alive.any():
+        actions = act(obs)
+        for k, e in zip(*np.nonzero(alive)):
+            o, r, terminated, truncated, _ = envs[k][e].step(actions[k, e])
+            obs[k, e] = o
+            returns[k, e] += r
+            alive[k, e] = not (terminated or truncated)
+    for row in envs:
+        for env in row:
+            env.close()
+    return returns

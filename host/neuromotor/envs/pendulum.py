@@ -12,6 +12,7 @@ class PendulumVec:
     obs_dim = 3
     act_dim = 1
     max_episode_steps = 200
+    gym_id, gym_kwargs = "Pendulum-v1", {}  # the gymnasium env it equals (`eval --gymnasium`)
     max_speed = 8.0
     max_torque = 2.0
     dt = 0.05
@@ -60,9 +61,15 @@ class PendulumVec:
 
     @staticmethod
     def draw(ax, state_row) -> None:
-        """The rod as gymnasium draws it: upright is theta = 0, counter-clockwise positive."""
+        """The rod as gymnasium draws it: upright is theta = 0, counter-clockwise positive.
+        The first call on an axis creates the artists, later calls move them (fast GIFs)."""
         th = state_row[0]
-        ax.plot([0, -np.sin(th)], [0, np.cos(th)], lw=8, color="#cc4c4c", solid_capstyle="round")
+        xs, ys = [0, -np.sin(th)], [0, np.cos(th)]
+        rods = [line for line in ax.lines if line.get_gid() == "rod"]
+        if rods:
+            rods[0].set_data(xs, ys)
+            return
+        ax.plot(xs, ys, lw=8, color="#cc4c4c", solid_capstyle="round", gid="rod")
         ax.plot([0], [0], "ko", ms=6)
         ax.set_xlim(-1.2, 1.2)
         ax.set_ylim(-1.2, 1.2)
