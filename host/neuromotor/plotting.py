@@ -1,10 +1,10 @@
 """Pictures: the learning curve of a run and GIFs of evaluation episodes (matplotlib, Agg)."""
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.animation import FuncAnimation, PillowWriter  # noqa: E402
 
 
 def learning_curve(metrics: list, path, title: str) -> None:
@@ -32,14 +32,20 @@ def learning_curve(metrics: list, path, title: str) -> None:
 
 
 def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
-    """Animate `draw(ax, state_row)` over a trajectory of env states."""
-    fig, ax = plt.subplots(figsize=(3, 3))
+    """Animate `draw(ax, state_row)` over a trajectory of env states into a GIF.
 
-    def frame(i):
-        ax.clear()
-        draw(ax, states[i])
-        ax.set_title(f"{title} t={i}", fontsize=8)
+    `draw` creates its artists on the first call and moves them afterwards; each
+    frame is one Agg canvas draw handed to Pillow (much faster than savefig per frame).
+    """
+    from PIL import Image
 
-    anim = FuncAnimation(fig, frame, frames=len(states))
-    anim.save(path, writer=PillowWriter(fps=fps))
+    fig, ax = plt.subplots(figsize=(2.5, 2.5), dpi=72)
+    label = ax.set_title("", fontsize=8)
+    frames = []
+    for i, state in enumerate(states):
+        draw(ax, state)
+        label.set_text(f"{title} t={i}")
+        fig.canvas.draw()
+        frames.append(Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3]).quantize(16))
     plt.close(fig)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)
