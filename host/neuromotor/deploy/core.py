@@ -60,8 +60,16 @@ class Plan:
     remove: list       # stale files to delete at commit (e.g. .py shadowing a new .mpy)
 
 
-def _pause(stage, log):
-    if os.environ.get(PAUSE_ENV) == stage:
+def _pause(stage, log, deployer=None):
+    """Fault injection for the e2e tests: NEUROMOTOR_DEPLOY_PAUSE=<stage> sleeps there (so the
+    test can SIGKILL us); =reset-<stage> soft-resets the board there and carries on."""
+    want = os.environ.get(PAUSE_ENV)
+    if deployer is not None and want == "reset-" + stage:
+        log(f"deploy: resetting the board at {stage} ({PAUSE_ENV})")
+        deployer.t.exec_raw_no_follow("import machine\nmachine.soft_reset()")
+        time.sleep(1.0)
+        return
+    if want == stage:
         log(f"deploy: paused at {stage} ({PAUSE_ENV})")
         sys.stdout.flush()
         time.sleep(600)
@@ -178,8 +186,11 @@ class Deployer:
         try:
             return self.t.exec(code)
         except TransportExecError as exc:
-            raise DeployError(f"{self.port}: {what} failed on the board: "
-                              f"{exc.error_output.strip().splitlines()[-1]}") from exc
+            last = exc.error_output.strip().splitlines()[-1]
+            if "NameError" in last and "'_" in last:
+                raise DeployError(f"{self.port}: the board was reset during the deploy ({what} found its "
+                                  "state gone); nothing new was activated - run deploy again") from exc
+            raise DeployError(f"{self.port}: {what} failed on the board: {last}") from exc
         except self.TransportError as exc:
             raise DeployError(f"{self.port}: lost the board during {what}: {exc}") from exc
 
@@ -205,7 +216,7 @@ class Deployer:
         for i in range(0, len(data), chunk):
             self.exec(f"_w(_d({base64.b64encode(bytes(data[i:i + chunk]))!r}))", f"write {dest}")
             if pause_stage and i == 0:
-                _pause(pause_stage, self.log)
+                _pause(pause_stage, self.log, self)
         self.exec("_f.close()", f"close {dest}")
 
 

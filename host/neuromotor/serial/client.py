@@ -227,9 +227,10 @@ class BenchClient:
                     break
                 if msg.seq != seq:
                     if msg.seq == "-" and msg.word == "err":
-                        # the board could not read a request (garbled line)
+                        # the board could not read a line: maybe our request, garbled; retry now
                         last_problem = f"board could not read the request: {msg.payload}"
                         self.noise.append(last_problem)
+                        break
                     else:
                         self.stats["stale"] += 1
                     continue

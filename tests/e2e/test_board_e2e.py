@@ -1,0 +1,184 @@
+"""Deploy, run, bench, HIL and fault injection on emulated boards, end to end.
+
+Real QEMU boards on a pty, the real mpremote (deploy, board_exec) and pyserial
+(NMB/1 client). The order of the tests matters within a board: policy A is
+deployed first and is the "previous policy" the fault-injection tests protect.
+"""
+
+import numpy as np
+import pytest
+
+from neuromotor.serial import BenchClient, ProtocolError
+
+from .helpers import (board_exec, board_reset, board_listdir, board_sha256, last_json, make_spec, nm, sigkill,
+                      start_paused, write_spec)
+import hashlib
+
+pytestmark = [pytest.mark.qemu, pytest.mark.slow]
+
+
+def sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def board_actions(port, obs, backend="auto"):
+    with BenchClient(port) as c:
+        meta = c.load("/policy.nmp", backend)
+        acts = np.stack([c.act(o)[0] for o in obs])
+    return meta, acts
+
+
+def test_dry_run_writes_nothing(board, policies):
+    before = board_listdir(board.port)
+    res = nm("deploy", policies["A"][1], "--port", board.port, "--dry-run", check=True)
+    assert "dry run: nothing written" in res.stdout
+    assert "/policy.nmp" in res.stdout and ".mpy" in res.stdout
+    assert board_listdir(board.port) == before
+
+
+def test_deploy_and_run_matches_numpy(board, policies):
+    spec, path = policies["A"]
+    res = nm("deploy", path, "--port", board.port, "--json", check=True)
+    info = last_json(res.stdout)
+    assert info["arch"] in ("armv7emsp", "armv7emdp")
+    assert info["backend"] == "native"
+    assert board_sha256(board.port, "/policy.nmp") == sha(path)
+    names = board_listdir(board.port)
+    assert "nm_deploy.lock" not in names and not [n for n in names if n.endswith(".nmtmp")]
+    obs = np.random.default_rng(0).normal(0, 2, (24, spec.obs_dim)).astype(np.float32)
+    ref = spec.forward(obs)
+    for backend in ("native", "python"):
+        meta, acts = board_actions(board.port, obs, backend)
+        assert meta["backend"] == backend and meta["sizes"] == spec.sizes
+        np.testing.assert_allclose(acts, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_bench_plausible(board, tmp_path):
+    res = nm("bench", "--port", board.port, "-n", "200", "--out", tmp_path, "--json", check=True)
+    summary = last_json(res.stdout)
+    b = summary["backends"]
+    assert set(b) >= {"native", "python"}
+    assert "instruction-count" in res.stdout
+    for name, s in b.items():
+        assert 0 < s["median_us"] <= s["p99_us"]
+        assert s["instructions_per_mac"] > 0.3
+    # python is far slower than the fused kernels; the native figure is a sane multiple of the MACs
+    assert b["python"]["instructions_per_mac"] > 10 * b["native"]["instructions_per_mac"]
+    assert b["native"]["instructions_per_mac"] < 100
+    assert (tmp_path / "bench.json").stat().st_size > 0 and (tmp_path / "bench.png").stat().st_size > 0
+
+
+def test_hil_equals_host_eval(board, policies):
+    spec, path = policies["A"]
+    res = nm("hil", path, "--port", board.port, "--episodes", "2", "--steps", "100", "--json", check=True)
+    r = last_json(res.stdout)
+    assert r["returns_match"] is True
+    assert r["return_mean"] == pytest.approx(r["host_return_mean"], rel=1e-4, abs=1e-3)
+    assert r["steps"] == 200 and r["rtt_median_us"] > 0
+    assert r["link"]["retries"] == 0
+
+
+def test_hil_refuses_other_policy(board, policies):
+    res = nm("hil", policies["B"][1], "--port", board.port, "--episodes", "1", "--steps", "5")
+    assert res.returncode == 2
+    assert "deploy this run first" in res.stderr
+
+
+def test_sigkill_mid_upload_keeps_previous_policy(board, policies):
+    (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    # the deploying process dies after the first chunk of the new policy reached the board
+    p, out = start_paused("deploy", path_b, "--port", board.port, stage="upload")
+    assert "uploaded /lib/nm_bench.mpy.nmtmp" in out
+    sigkill(p)
+    # next command: a clear error, not garbage
+    res = nm("bench", "--port", board.port, "-n", "20")
+    assert res.returncode == 2
+    assert "interrupted" in res.stderr and "deploy" in res.stderr
+    # the active policy was never touched
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    obs = np.random.default_rng(1).normal(0, 1, (4, 3)).astype(np.float32)
+    _, acts = board_actions(board.port, obs)
+    np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
+    # a fresh deploy cleans up and succeeds
+    res = nm("deploy", path_b, "--port", board.port, check=True)
+    assert "cleaning up an earlier interrupted deploy" in res.stdout
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
+    assert not [n for n in board_listdir(board.port) if n.endswith(".nmtmp") or n.endswith(".lock")]
+    _, acts = board_actions(board.port, obs)
+    np.testing.assert_allclose(acts, spec_b.forward(obs), rtol=1e-5, atol=1e-5)
+
+
+def test_board_reset_mid_deploy_boots_previous_policy(board, policies):
+    (spec_b, path_b), (spec_a, path_a) = policies["B"], policies["A"]
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
+    # every new file is on the board under its temporary name, nothing renamed yet
+    p, out = start_paused("deploy", path_a, "--port", board.port, stage="commit")
+    assert "uploaded /policy.nmp.nmtmp" in out
+    sigkill(p)
+    # reset the board: a soft reset (a QEMU restart would lose the RAM filesystem, and
+    # machine.reset() on the qemu port exits QEMU); then look at what it boots with
+    board_reset(board.port)
+    out = board_exec(board.port, "from neuromotor_rt import Policy\np = Policy.load('/policy.nmp')\n"
+                     "print('BACKEND', p.backend)")
+    assert "BACKEND" in out
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
+    assert "policy.nmp.nmtmp" in board_listdir(board.port)
+    obs = np.random.default_rng(2).normal(0, 1, (4, 3)).astype(np.float32)
+    res = nm("hil", path_b, "--port", board.port, "--episodes", "1", "--steps", "5")
+    assert res.returncode == 2 and "interrupted" in res.stderr
+    res = nm("deploy", path_a, "--port", board.port, check=True)
+    _, acts = board_actions(board.port, obs)
+    np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
+
+
+def test_garbage_on_the_line(board, policies):
+    spec, _ = policies["A"]
+    obs = np.float32([0.5, -0.5, 1.0])
+    with BenchClient(board.port, timeout=5) as c:
+        c.load()
+        # junk from the board: banner-like text, a stale reply, lines with bad checksums
+        assert c.request("noise", 3) == "clean"
+        assert c.stats["bad_lines"] >= 3 and c.stats["stale"] >= 1
+        # junk towards the board without a newline: the request after it still gets through
+        c.ser.write(b"\xfe\xff garbage without newline ")
+        a, _, _ = c.act(obs)
+        np.testing.assert_allclose(a, spec.forward(obs), rtol=1e-5, atol=1e-5)
+        # a garbled request (bad checksum): the board says so, the client resyncs and retries
+        c.ser.write(b"@nm 999 act 00 ~0000\n")
+        retries = c.stats["retries"]
+        c.ser.write(b"noise line\n")
+        a, _, _ = c.act(obs)
+        np.testing.assert_allclose(a, spec.forward(obs), rtol=1e-5, atol=1e-5)
+        assert c.stats["retries"] >= retries
+        # Ctrl-C kills the server: a clear error, not a hang
+        c.ser.write(b"\x03")
+        with pytest.raises(ProtocolError, match="stopped"):
+            c.request("hello", timeout=5, retries=1)
+    # and the next session starts cleanly
+    with BenchClient(board.port, timeout=5) as c:
+        assert c.hello()["proto"] == 1
+
+
+def test_board_resets_during_upload(board, policies):
+    (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    # the deploying process stays alive; the board soft-resets under it mid-upload
+    res = nm("deploy", path_b, "--port", board.port, env={"NEUROMOTOR_DEPLOY_PAUSE": "reset-upload"})
+    assert res.returncode == 2
+    assert "reset during the deploy" in res.stderr
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    obs = np.random.default_rng(3).normal(0, 1, (4, 3)).astype(np.float32)
+    res = nm("deploy", path_a, "--port", board.port, check=True)
+    assert "cleaning up an earlier interrupted deploy" in res.stdout
+    _, acts = board_actions(board.port, obs)
+    np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
+
+
+def test_port_auto_finds_the_running_board(board, policies):
+    boards = pytest.importorskip("neuromotor.boards")
+    running = [b for b in boards.detect()]
+    if len(running) != 1:
+        pytest.skip(f"--port auto needs exactly one board; {len(running)} detected here")
+    res = nm("deploy", policies["A"][1], "--port", "auto", "--dry-run", check=True)
+    assert f"-> {board.port}" in res.stdout
