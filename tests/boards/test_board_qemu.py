@@ -1,0 +1,161 @@
+"""Emulated boards, driven with the real mpremote over QEMU's pty.
+
+Boots, time, the RAM littlefs across soft and hard resets, select (mpremote mount),
+Ctrl-C, the FPU, our kernels as a user C module and as natmods.
+"""
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from neuromotor.paths import cache_dir
+
+MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
+
+pytestmark = [pytest.mark.qemu]
+
+BOARDS = ["qemu-m4f", "qemu-m7"]
+ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp"}
+# sys.implementation._mpy >> 10 is the native arch index (py/persistentcode.h)
+ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8}
+
+
+@pytest.fixture(scope="module", params=BOARDS)
+def board(request, board_pool):
+    return board_pool.get(request.param)
+
+
+def test_boots_and_answers_mpremote_exec(board, mpremote):
+    out = mpremote(board.port, "exec", "import sys; print(1); print(sys.platform, sys.implementation._mpy)")
+    lines = out.split()
+    assert lines[0] == "1"
+    assert lines[1] == "qemu"
+    assert int(lines[2]) >> 10 == ARCH_INDEX[ARCH[board.name]]
+
+
+def test_fpu_hard_float(board, mpremote):
+    out = mpremote(board.port, "exec", "import math; print(repr(math.sqrt(2.0) * math.exp(1.5)))")
+    assert abs(float(out) - math.sqrt(2.0) * math.exp(1.5)) < 1e-5
+
+
+def test_ticks_advance_and_sleep(board, mpremote):
+    code = ("import time\n"
+            "a = time.ticks_us(); c = time.ticks_cpu(); m = time.ticks_ms()\n"
+            "time.sleep_ms(20)\n"
+            "print(time.ticks_diff(time.ticks_us(), a), time.ticks_diff(time.ticks_cpu(), c), "
+            "time.ticks_diff(time.ticks_ms(), m))")
+    us, cpu, ms = map(int, mpremote(board.port, "exec", code).split())
+    assert us >= 20000          # slept at least what was asked (guest time)
+    assert cpu > 0 and ms >= 20
+    # ticks_cpu runs at qemuboard.TICKS_CPU_HZ: consistent with ticks_us
+    hz = int(mpremote(board.port, "exec", "import qemuboard; print(qemuboard.TICKS_CPU_HZ)"))
+    assert abs(cpu / hz * 1e6 - us) <= us * 0.05 + 100
+
+
+def test_icount_time_counts_instructions(board, mpremote):
+    # two Thumb instructions per iteration: ticks_cpu * (1e9 / TICKS_CPU_HZ) = instructions
+    code = ("import time, micropython, qemuboard\n"
+            "@micropython.asm_thumb\n"
+            "def spin(r0):\n"
+            "    label(loop)\n"
+            "    sub(r0, r0, 1)\n"
+            "    bne(loop)\n"
+            "t = time.ticks_cpu(); spin(500000); d = time.ticks_diff(time.ticks_cpu(), t)\n"
+            "print(d * (1000000000 // qemuboard.TICKS_CPU_HZ))\n")
+    instructions = int(mpremote(board.port, "exec", code))
+    assert 1_000_000 <= instructions <= 1_000_000 + 2000
+
+
+def test_files_persist_across_soft_reset(board, mpremote, tmp_path):
+    src = tmp_path / "persist.py"
+    payload = os.urandom(8).hex()
+    src.write_text(f"TOKEN = {payload!r}\n")
+    mpremote(board.port, "cp", str(src), ":persist.py")
+    # mpremote soft-resets at each new invocation; do an explicit one too
+    out = mpremote(board.port, "soft-reset", "exec", "import os, persist; print(persist.TOKEN, os.getcwd())")
+    assert out.split() == [payload, "/"]
+    assert "persist.py" in mpremote(board.port, "fs", "ls", ":")
+    mpremote(board.port, "fs", "rm", ":persist.py")
+    assert "persist.py" not in mpremote(board.port, "fs", "ls", ":")
+
+
+def test_files_survive_hardware_reset(board, mpremote):
+    mpremote(board.port, "exec", "f = open('keep.txt', 'w'); f.write('kept'); f.close()")
+    board.reset()  # QMP system_reset: the MCU reboots, RAM (and the littlefs in it) stays
+    time.sleep(0.5)
+    assert mpremote(board.port, "exec", "print(open('keep.txt').read())").strip() == "kept"
+    mpremote(board.port, "fs", "rm", ":keep.txt")
+
+
+def test_mpremote_mount_uses_select(board, mpremote, tmp_path):
+    (tmp_path / "hostmod.py").write_text("VALUE = 6 * 7\n")
+    out = mpremote(board.port, "mount", str(tmp_path), "exec", "import hostmod, os; print(hostmod.VALUE, os.getcwd())")
+    assert "42 /remote" in out
+
+
+def test_ctrl_c_stops_a_running_program(board, mpremote):
+    # the host side of a running program dies; the board keeps looping ...
+    p = subprocess.Popen([MPREMOTE, "connect", board.port, "exec", "while True: pass"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    assert p.poll() is None  # still running the loop
+    p.kill()
+    p.wait()
+    # ... and the next mpremote interrupts it with Ctrl-C (KeyboardInterrupt from the UART)
+    assert mpremote(board.port, "exec", "print('alive')").strip() == "alive"
+
+
+# A tiny layer, computed by our kernels and by plain Python on the board.
+DENSE_CHECK = """
+from array import array
+K = {mod}
+n_in, n_out = 5, 6
+w = array('f', [((i * 7) % 11 - 5) * 0.125 for i in range(n_in * n_out)])
+b = array('f', [0.25 * (j - 3) for j in range(n_out)])
+x = array('f', [0.5, -1.0, 2.0, 0.75, -0.25])
+packed = array('f', bytes(4 * K.layer_size(n_in, n_out)))
+K.pack(packed, w, b, n_in, n_out)
+out = array('f', bytes(4 * n_out))
+K.dense(out, x, packed, 1)
+ref = [max(0.0, sum(w[j * n_in + i] * x[i] for i in range(n_in)) + b[j]) for j in range(n_out)]
+print(max(abs(out[j] - ref[j]) for j in range(n_out)), list(out))
+"""
+
+
+def test_user_c_module_kernels(board, mpremote):
+    out = mpremote(board.port, "exec", "import nm_kernels; print(nm_kernels.isa())")
+    assert out.strip()
+    err, _ = mpremote(board.port, "exec", DENSE_CHECK.format(mod="__import__('nm_kernels')")).split(" ", 1)
+    assert float(err) < 1e-5
+
+
+def test_natmod_import(board, mpremote):
+    mpy = cache_dir() / "natmods" / ARCH[board.name] / "nm_kernels_natmod.mpy"
+    if not mpy.exists():
+        pytest.skip(f"no {ARCH[board.name]} natmod: run `make natmods`")
+    mpremote(board.port, "cp", str(mpy), ":nm_kernels_natmod.mpy")
+    try:
+        code = DENSE_CHECK.format(mod="__import__('nm_kernels_natmod')")
+        natmod = mpremote(board.port, "exec", code).split(" ", 1)
+        builtin = mpremote(board.port, "exec", DENSE_CHECK.format(mod="__import__('nm_kernels')")).split(" ", 1)
+        assert float(natmod[0]) < 1e-5
+        assert natmod[1] == builtin[1]  # same kernel source, same arithmetic
+    finally:
+        mpremote(board.port, "fs", "rm", ":nm_kernels_natmod.mpy", check=False)
+
+
+def test_wrong_arch_natmod_is_refused(board, mpremote):
+    mpy = cache_dir() / "natmods" / "rv32imc" / "nm_kernels_natmod.mpy"
+    if not mpy.exists():
+        pytest.skip("no rv32imc natmod: run `make natmods`")
+    mpremote(board.port, "cp", str(mpy), ":wrongarch.mpy")
+    try:
+        out = mpremote(board.port, "exec", "try:\n import wrongarch\nexcept ValueError as e:\n print('refused', e)")
+        assert "refused" in out and "arch" in out
+    finally:
+        mpremote(board.port, "fs", "rm", ":wrongarch.mpy", check=False)
