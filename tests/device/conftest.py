@@ -10,14 +10,12 @@
 """
 
 import os
-import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
+from mp_helpers import random_spec, run_script
 
 from neuromotor.paths import cache_dir
-from neuromotor.policy import PolicySpec
 
 NATMOD_NAME = "nm_kernels_natmod.mpy"
 
@@ -51,40 +49,11 @@ def natmod_x64_dir(natmod_dir) -> Path:
     return path
 
 
-class MicroPythonError(AssertionError):
-    pass
-
-
-def run_script(binary, script: str, timeout: float = 120, check: bool = True, cwd=None):
-    """Run `script` (passed with -c) on a MicroPython binary; return the CompletedProcess.
-    With check, a non-zero exit raises with the script's output."""
-    proc = subprocess.run([str(binary), "-X", "heapsize=64M", "-c", script], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
-    if check and proc.returncode != 0:
-        raise MicroPythonError(f"micropython exited with {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
-                               f"stderr:\n{proc.stderr[-3000:]}")
-    return proc
-
-
 @pytest.fixture(scope="session")
 def run_mp(micropython):
     def run(script, **kw):
         return run_script(micropython, script, **kw)
     return run
-
-
-def random_spec(sizes, seed=0, activations=None) -> PolicySpec:
-    rng = np.random.default_rng(seed)
-    n = len(sizes) - 1
-    acts = activations or ["relu"] * (n - 1) + ["tanh"]
-    weights = [(rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32) for a, b in zip(sizes[:-1], sizes[1:])]
-    biases = [(0.1 * rng.standard_normal(b)).astype(np.float32) for b in sizes[1:]]
-    return PolicySpec(weights, biases, acts,
-                      obs_mean=rng.standard_normal(sizes[0]).astype(np.float32),
-                      obs_std=(0.5 + rng.random(sizes[0])).astype(np.float32),
-                      action_scale=(1.0 + rng.random(sizes[-1])).astype(np.float32),
-                      action_offset=(0.1 * rng.standard_normal(sizes[-1])).astype(np.float32),
-                      meta={"test": "random"})
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,253 @@
+"""Device runtime on the real unix MicroPython build: every backend against the
+host NumPy reference (PolicySpec.forward), the two native builds against each
+other, policy-file errors, and allocation-free native inference."""
+
+import os
+
+import numpy as np
+import pytest
+
+from neuromotor.export import write_policy
+
+from mp_helpers import random_spec, run_script
+
+NETS = {
+    "3-64-64-1": [3, 64, 64, 1],
+    "13-64-64-4": [13, 64, 64, 4],
+    "27-256-256-8": [27, 256, 256, 8],
+}
+N_OBS = 1000
+RTOL = 1e-5
+
+AGREE = """
+import sys
+from array import array
+sys.path.append({natmod_dir!r})
+import neuromotor_rt as rt
+kernels = None
+if {kind!r} == 'natmod':
+    import nm_kernels_natmod as kernels
+    assert kernels.HOME == 'natmod'
+elif {kind!r} == 'usermod':
+    import nm_kernels as kernels
+    assert kernels.HOME == 'usermod'
+if kernels is not None and {isa!r} != 'auto':
+    kernels.isa({isa!r})
+n, d, a = {n}, {d}, {a}
+obs = array('f', range(n * d))
+with open({obs_path!r}, 'rb') as f:
+    assert f.readinto(obs) == 4 * n * d
+p = rt.Policy.load({policy!r}, backend={backend!r}, kernels=kernels)
+assert p.backend == {backend!r}, p.backend
+out = array('f', range(n * a))
+x = array('f', range(d))
+for i in range(n):
+    for j in range(d):
+        x[j] = obs[i * d + j]
+    y = p(x)
+    for j in range(a):
+        out[i * a + j] = y[j]
+with open({out_path!r}, 'wb') as f:
+    f.write(out)
+print('isa', kernels.isa() if kernels else '-')
+"""
+
+
+def run_policy(binary, spec, obs, tmp_path, kind, natmod_dir="", isa="auto", tag=""):
+    policy = tmp_path / f"policy{tag}.nmp"
+    write_policy(spec, policy)
+    obs_path, out_path = tmp_path / f"obs{tag}.f32", tmp_path / f"out-{kind}-{isa}{tag}.f32"
+    obs.astype("<f4").tofile(obs_path)
+    backend = "python" if kind == "python" else ("ulab" if kind == "ulab" else "native")
+    script = AGREE.format(natmod_dir=str(natmod_dir), kind=kind, isa=isa, n=len(obs), d=spec.obs_dim,
+                          a=spec.act_dim, obs_path=str(obs_path), policy=str(policy), backend=backend,
+                          out_path=str(out_path))
+    proc = run_script(binary, script, timeout=600)
+    return np.fromfile(out_path, dtype="<f4").reshape(len(obs), spec.act_dim), proc.stdout
+
+
+def random_obs(spec, n=N_OBS, seed=1):
+    rng = np.random.default_rng(seed)
+    return (spec.obs_mean + 2 * spec.obs_std * rng.standard_normal((n, spec.obs_dim))).astype(np.float32)
+
+
+def assert_agrees(dev, ref, what):
+    """Relative agreement: every element within RTOL of the reference, measured
+    against the larger of its own magnitude and the output's typical scale (so
+    outputs that cross zero are not held to an absolute 1e-12)."""
+    scale = np.maximum(np.abs(ref), np.abs(ref).mean(axis=0))
+    rel = np.abs(dev.astype(np.float64) - ref) / scale
+    assert np.all(np.isfinite(dev)), what
+    assert rel.max() <= RTOL, f"{what}: max relative error {rel.max():.3g} > {RTOL} at {np.unravel_index(rel.argmax(), rel.shape)}"
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("net", list(NETS))
+@pytest.mark.parametrize("kind", ["usermod", "natmod", "python"])
+def test_backend_agrees_with_numpy(micropython, natmod_x64_dir, tmp_path, net, kind):
+    spec = random_spec(NETS[net], seed=len(net))
+    obs = random_obs(spec)
+    dev, _ = run_policy(micropython, spec, obs, tmp_path, kind, natmod_x64_dir)
+    assert_agrees(dev, spec.forward(obs), f"{kind} {net}")
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("isa", ["scalar", "sse2", "avx2"])
+def test_every_kernel_path_agrees_and_both_builds_identical(micropython, natmod_x64_dir, tmp_path, isa):
+    # Odd sizes exercise partial blocks and odd input counts; every activation.
+    spec = random_spec([5, 7, 18, 3], seed=3, activations=["tanh", "identity", "relu"])
+    big = random_spec([13, 64, 64, 4], seed=4)
+    for tag, s in (("odd", spec), ("paper", big)):
+        obs = random_obs(s, n=300)
+        try:
+            user, out = run_policy(micropython, s, obs, tmp_path, "usermod", natmod_x64_dir, isa, tag)
+        except AssertionError as exc:
+            if "not available here" in str(exc):
+                pytest.skip(f"this CPU has no {isa}")
+            raise
+        assert f"isa {isa}" in out
+        nat, _ = run_policy(micropython, s, obs, tmp_path, "natmod", natmod_x64_dir, isa, tag)
+        assert_agrees(user, s.forward(obs), f"usermod {isa} {tag}")
+        assert np.array_equal(user.view(np.uint32), nat.view(np.uint32)), f"{isa} {tag}: builds differ"
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("net", list(NETS))
+def test_native_builds_agree_exactly(micropython, natmod_x64_dir, tmp_path, net):
+    spec = random_spec(NETS[net], seed=7)
+    obs = random_obs(spec, seed=8)
+    user, out_u = run_policy(micropython, spec, obs, tmp_path, "usermod", natmod_x64_dir)
+    nat, out_n = run_policy(micropython, spec, obs, tmp_path, "natmod", natmod_x64_dir)
+    assert out_u.split()[-1] == out_n.split()[-1]  # same instruction-set path
+    assert np.array_equal(user.view(np.uint32), nat.view(np.uint32))
+
+
+@pytest.mark.device
+def test_ulab_backend_agrees_with_numpy(tmp_path):
+    binary = os.environ.get("NEUROMOTOR_MICROPYTHON_ULAB")
+    if not binary:
+        pytest.skip("no ulab-enabled micropython: set NEUROMOTOR_MICROPYTHON_ULAB=/path/to/micropython "
+                    "(build one with `make firmware BOARD=unix ULAB_DIR=<micropython-ulab checkout>`)")
+    for net, sizes in NETS.items():
+        spec = random_spec(sizes, seed=11)
+        obs = random_obs(spec, n=200)
+        dev, _ = run_policy(binary, spec, obs, tmp_path, "ulab", tag=net)
+        assert_agrees(dev, spec.forward(obs), f"ulab {net}")
+
+
+@pytest.mark.device
+def test_auto_backend_prefers_native_and_forced_missing_backend_is_clear(run_mp, tmp_path):
+    policy = tmp_path / "p.nmp"
+    write_policy(random_spec([3, 8, 1]), policy)
+    proc = run_mp(f"""
+import neuromotor_rt as rt
+p = rt.Policy.load({str(policy)!r})
+print('auto', p.backend, rt.available_backends())
+try:
+    rt.Policy.load({str(policy)!r}, backend='ulab')
+except rt.BackendUnavailableError as e:
+    print('ulab-missing', e)
+try:
+    rt.Policy.load({str(policy)!r}, backend='gpu')
+except ValueError as e:
+    print('bad-name', e)
+""")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "auto native ['native', 'python']"
+    assert lines[1].startswith("ulab-missing ulab backend unavailable: this firmware has no ulab module")
+    assert lines[2].startswith("bad-name unknown backend 'gpu'")
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("kind", ["usermod", "natmod"])
+def test_native_inference_does_not_allocate(run_mp, natmod_x64_dir, tmp_path, kind):
+    policy = tmp_path / "p.nmp"
+    write_policy(random_spec([13, 64, 64, 4]), policy)
+    kernels = "nm_kernels" if kind == "usermod" else "nm_kernels_natmod"
+    proc = run_mp(f"""
+import gc, sys
+from array import array
+sys.path.append({str(natmod_x64_dir)!r})
+import {kernels} as k
+import neuromotor_rt as rt
+p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
+obs = array('f', [0.1 * i for i in range(13)])
+def run(n):
+    i = 0
+    while i < n:  # no range object: the loop itself must not allocate
+        a = p(obs)
+        i += 1
+    return a
+a = run(10)
+before = after = 0  # globals exist before measuring (a new global would allocate)
+gc.collect()
+gc.disable()
+before = gc.mem_alloc()
+a = run(1000)
+after = gc.mem_alloc()
+gc.enable()
+print(before, after, a is p.out)
+""")
+    before, after, same = proc.stdout.split()
+    assert int(after) == int(before), f"native inference allocated {int(after) - int(before)} bytes over 1000 calls"
+    assert same == "True"
+
+
+FILE_ERRORS = """
+import neuromotor_rt as rt
+for name in {names!r}:
+    try:
+        rt.Policy.load(name)
+        print('LOADED', name)
+    except rt.PolicyFileError as e:
+        print(type(e).__name__, '|', e)
+"""
+
+
+def corrupt_files(spec, tmp_path):
+    from neuromotor.export import encode
+    good = encode(spec)
+    files = {
+        "good": good,
+        "truncated": good[:-10],
+        "magic": b"XXXX" + good[4:],
+        "version": good[:4] + (99).to_bytes(2, "little") + good[6:],
+        "crc": good[:100] + bytes([good[100] ^ 0x01]) + good[101:],
+        "empty": b"",
+    }
+    paths = {}
+    for name, data in files.items():
+        paths[name] = tmp_path / f"{name}.nmp"
+        paths[name].write_bytes(data)
+    return paths
+
+
+@pytest.mark.device
+def test_device_file_errors_are_distinct_and_clear(run_mp, tmp_path):
+    paths = corrupt_files(random_spec([13, 64, 64, 4]), tmp_path)
+    names = ["truncated", "magic", "version", "crc", "empty", "good"]
+    proc = run_mp(FILE_ERRORS.format(names=[str(paths[n]) for n in names]))
+    lines = dict(zip(names, proc.stdout.splitlines()))
+    assert lines["truncated"].startswith("TruncatedPolicyError | truncated policy file")
+    assert lines["magic"].startswith("BadMagicError | not a neuromotor policy file: magic b'XXXX'")
+    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads version 1")
+    assert lines["crc"].startswith("ChecksumError | policy file checksum mismatch")
+    assert lines["empty"].startswith("TruncatedPolicyError")
+    assert lines["good"].startswith("LOADED")
+
+
+@pytest.mark.device
+def test_device_writes_files_the_host_reads(run_mp, tmp_path):
+    from neuromotor.export import read_policy
+    spec = random_spec([4, 9, 2], seed=5, activations=["tanh", "identity"])
+    src, dst = tmp_path / "src.nmp", tmp_path / "dst.nmp"
+    write_policy(spec, src)
+    run_mp(f"""
+import neuromotor_rt as rt
+s, a, net = rt.read_policy({str(src)!r})
+rt.write_policy({str(dst)!r}, s, a, net)
+""")
+    assert dst.read_bytes() == src.read_bytes()
+    back = read_policy(dst)
+    assert back.activations == ["tanh", "identity"]
+    np.testing.assert_array_equal(back.weights[0], spec.weights[0])
