@@ -332,9 +332,20 @@ def _validate_custom_firmware(board: Board, port, mpy_src) -> list:
         p.append("firmware.files must include mpconfigboard.h")
     elif (board.path / "mpconfigboard.h").is_file():
         h = (board.path / "mpconfigboard.h").read_text()
+        stock_header = re.search(r'#include\s+"(?:ports/[\w-]+/)?boards/[\w-]+/mpconfigboard\.h"', h)
         for macro in ("MICROPY_HW_BOARD_NAME", "MICROPY_HW_MCU_NAME"):
-            if macro not in h:
-                p.append(f"mpconfigboard.h does not define {macro}")
+            if not re.search(rf"#define\s+{macro}\s", h) and not stock_header:
+                p.append(f"mpconfigboard.h neither defines {macro} nor includes a stock board's header")
+    # Every reference into MicroPython's tree (boards/X/..., ports/P/boards/X/...) must exist there.
+    if mpy_src is not None and port in PORT_BUILD:
+        for f in files:
+            fp = board.path / f
+            if not fp.is_file():
+                continue
+            for ref in re.findall(r"(?<![\w/$(<>.-])((?:ports/[\w-]+/)?boards/[\w.-]+(?:/[\w.-]+)*)", fp.read_text()):
+                real = Path(mpy_src) / ref if ref.startswith("ports/") else Path(mpy_src) / "ports" / port / ref
+                if not real.exists():
+                    p.append(f"{f}: {ref} does not exist in MicroPython's ports/{port}")
     build = PORT_BUILD.get(port)
     build_file = "mpconfigboard.cmake" if build == "cmake" else "mpconfigboard.mk"
     if build_file not in files:
