@@ -28,12 +28,21 @@ def board_label(port, info):
 def is_emulated(port, info):
     b = board_for_port(port)
     if b is not None:
-        em = getattr(b, "emulated", None)
-        if em is None and isinstance(b, dict):
-            em = b.get("emulated")
-        if em is not None:
-            return bool(em)
+        kind = getattr(b, "kind", None) or (b.get("kind") if isinstance(b, dict) else None)
+        if kind is not None:
+            return kind == "emulated"
     return info.get("platform") == "qemu"
+
+
+def emulated_clock(port):
+    """(guest instructions per guest µs, ticks_cpu Hz) from the board descriptor; (1000, None) by default."""
+    b = board_for_port(port)
+    try:
+        from neuromotor.boards import load_board
+        q = load_board(b.name).qemu if b is not None else {}
+    except Exception:
+        q = {}
+    return float(q.get("instructions_per_us", 1000)), q.get("ticks_cpu_hz")
 
 
 def check_deploy_state(port, info):
@@ -61,8 +70,10 @@ def bench_port(port, n=1000, backends=None, policy="/policy.nmp", predict_mhz=DE
         out = {"port": port, "board": board_label(port, info), "emulated": emulated,
                "platform": info.get("platform"), "version": info.get("version"),
                "n": n, "backends": {}, "unavailable": {b: s for b, s in avail.items() if s != "ok"}}
+        ipu, cpu_hz = emulated_clock(port) if emulated else (1000.0, None)
         if emulated:
             out["predict_mhz"] = predict_mhz
+            out["instructions_per_us"] = ipu
         for b in chosen:
             if avail.get(b) != "ok":
                 raise UserError(f"{port}: backend {b} is not available: {avail.get(b)}")
@@ -71,12 +82,12 @@ def bench_port(port, n=1000, backends=None, policy="/policy.nmp", predict_mhz=DE
             nb = max(20, n // 20) if b == "python" else n
             log(f"  {out['board']}: timing {nb} inferences on {b} ...")
             r = c.bench(nb, timeout=max(300.0, timeout))
-            out["backends"][b] = summarise(r, meta, emulated, predict_mhz)
+            out["backends"][b] = summarise(r, meta, emulated, predict_mhz, ipu, cpu_hz)
         out["link"] = dict(c.stats)
     return out
 
 
-def summarise(r, meta, emulated, predict_mhz):
+def summarise(r, meta, emulated, predict_mhz, instructions_per_us=1000.0, ticks_cpu_hz=None):
     us = r["us"]
     macs = meta.get("macs")
     mean = r.get("loop_mean_us") or us["median"]
@@ -87,8 +98,11 @@ def summarise(r, meta, emulated, predict_mhz):
     if "cpu_ticks" in r:
         s["cpu_ticks"] = r["cpu_ticks"]
     if emulated:
-        instr = mean * 1000.0              # icount shift=0: 1 instruction = 1 ns guest time
+        instr = mean * instructions_per_us   # icount shift=0: 1 instruction = 1 ns guest time
         s["instructions"] = instr
+        if ticks_cpu_hz and "cpu_ticks" in r:   # per-call median at ticks_cpu resolution
+            per_tick = instructions_per_us * 1e6 / ticks_cpu_hz
+            s["instructions_median_per_call"] = r["cpu_ticks"]["median"] * per_tick
         s["instructions_per_mac"] = instr / macs if macs else None
         s["predicted_us"] = instr / predict_mhz
         s["predicted_khz"] = 1000.0 / s["predicted_us"] if instr > 0 else None

@@ -5,6 +5,9 @@ Real QEMU boards on a pty, the real mpremote (deploy, board_exec) and pyserial
 deployed first and is the "previous policy" the fault-injection tests protect.
 """
 
+import os
+import signal
+
 import numpy as np
 import pytest
 
@@ -175,10 +178,29 @@ def test_board_resets_during_upload(board, policies):
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
 
 
+def test_hardware_reset_mid_upload(board, policies):
+    (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    p, out = start_paused("deploy", path_b, "--port", board.port, stage="upload")
+    board.reset()                      # QMP system_reset: the MCU reboots, RAM (and littlefs) kept
+    os.kill(p.pid, signal.SIGUSR1)     # the deploy carries on against a board that rebooted
+    rest, _ = p.communicate(timeout=120)
+    assert p.returncode == 2
+    assert "run deploy again" in rest and "Traceback" not in rest
+    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    obs = np.random.default_rng(4).normal(0, 1, (4, 3)).astype(np.float32)
+    _, acts = board_actions(board.port, obs)
+    np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
+    nm("deploy", path_a, "--port", board.port, check=True)
+
+
 def test_port_auto_finds_the_running_board(board, policies):
-    boards = pytest.importorskip("neuromotor.boards")
-    running = [b for b in boards.detect()]
+    from neuromotor import boards
+    running = boards.detect()
     if len(running) != 1:
-        pytest.skip(f"--port auto needs exactly one board; {len(running)} detected here")
+        # other boards (another session's) are visible: auto must refuse and name them
+        res = nm("deploy", policies["A"][1], "--port", "auto", "--dry-run")
+        assert res.returncode == 2 and "several boards" in res.stderr and board.port in res.stderr
+        return
     res = nm("deploy", policies["A"][1], "--port", "auto", "--dry-run", check=True)
     assert f"-> {board.port}" in res.stdout

@@ -17,6 +17,7 @@ clear message; the next deploy cleans up and completes.
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -70,9 +71,17 @@ def _pause(stage, log, deployer=None):
         time.sleep(1.0)
         return
     if want == stage:
+        # wait to be killed (SIGKILL) or told to carry on (SIGUSR1)
+        import signal
+        go = []
+        old = signal.signal(signal.SIGUSR1, lambda *a: go.append(1))
         log(f"deploy: paused at {stage} ({PAUSE_ENV})")
         sys.stdout.flush()
-        time.sleep(600)
+        deadline = time.monotonic() + 600
+        while not go and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.signal(signal.SIGUSR1, old)
+        log(f"deploy: resumed at {stage}")
 
 
 def natmod_dir(arch):
@@ -167,6 +176,7 @@ class Deployer:
             self.t = SerialTransport(port, baudrate=115200)
         except TransportError as exc:
             raise DeployError(f"cannot open {port}: {exc} (is another program using it?)") from exc
+        self.t.serial.timeout = 15  # never block forever on a board that went away
         try:
             self.t.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
         except TransportError as exc:
@@ -192,7 +202,11 @@ class Deployer:
                                   "state gone); nothing new was activated - run deploy again") from exc
             raise DeployError(f"{self.port}: {what} failed on the board: {last}") from exc
         except self.TransportError as exc:
-            raise DeployError(f"{self.port}: lost the board during {what}: {exc}") from exc
+            raise DeployError(f"{self.port}: lost the board during {what} (did it reset, or the line "
+                              f"fail?): {exc}; nothing new was activated - run deploy again") from exc
+        except (OSError, ValueError, struct.error) as exc:
+            raise DeployError(f"{self.port}: lost the board during {what} (did it reset, or the line "
+                              f"fail?): {exc!r}; nothing new was activated - run deploy again") from exc
 
     def probe(self) -> dict:
         return parse_probe(self.exec(PROBE, "probe"))
