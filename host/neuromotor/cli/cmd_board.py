@@ -28,6 +28,14 @@ def register(sub):
     b.add_argument("name")
     b.add_argument("-j", "--jobs", type=int, default=2)
     b.set_defaults(func=build)
+    m = bsub.add_parser("baremetal", help="run our kernel as a bare-metal program on an emulated board "
+                        "(the limit MicroPython's overhead is measured against)")
+    m.add_argument("name", nargs="?", default="qemu-m7", help="qemu-m7 (default) or qemu-m4f")
+    m.add_argument("--sizes", default="13,64,64,4", help="layer sizes (default 13,64,64,4)")
+    m.add_argument("--acts", help="activations per layer, e.g. relu,relu,tanh (default relu..., identity)")
+    m.add_argument("--repeat", type=int, default=200, help="inferences timed (default 200)")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.set_defaults(func=baremetal)
     c = bsub.add_parser("check", help="check board descriptors and their files for consistency")
     c.add_argument("name", nargs="*", help="boards to check (default: all)")
     c.set_defaults(func=check)
@@ -68,6 +76,24 @@ def reset(args) -> int:
 def build(args) -> int:
     fw = boards.build_firmware(args.name, jobs=args.jobs)
     print(fw)
+    return 0
+
+
+def baremetal(args) -> int:
+    import json
+
+    from neuromotor.boards.baremetal import run_baremetal
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    acts = args.acts.split(",") if args.acts else None
+    r = run_baremetal(args.name, sizes, acts, args.repeat)
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{args.name} bare metal, {'->'.join(map(str, sizes))}, {r['macs']} multiply-adds, {r['repeat']} runs")
+    print(f"  {r['instructions_per_inference']:.0f} instructions per inference, "
+          f"{r['instructions_per_mac']:.2f} per multiply-add (instruction-count time, -icount shift=0)")
+    print(f"  max |error| vs naive C reference: {r['max_abs_err']:.2e}")
     return 0
 
 

@@ -1,0 +1,280 @@
+/*
+ * neuromotor bare-metal timing program: the same kernel header the MicroPython
+ * user C module and the natmods compile (device/native/nm_kernels.h), without
+ * MicroPython, on the emulated MPS2 boards (Cortex-M7 AN500, Cortex-M4F AN386).
+ *
+ * It builds an MLP (NM_SIZES, default 13->64->64->4, ReLU hidden layers) with
+ * deterministic weights, checks nm_mlp against a naive reference, then times
+ * NM_REPEAT calls of nm_mlp with the CMSDK APB timer0 (25 MHz) - the clock behind
+ * time.ticks_cpu() on our emulated firmware. Under QEMU -icount shift=0 one
+ * instruction is 1 ns, so a timer tick is 40 instructions.
+ *
+ * Output (semihosting, one line): a JSON object with integer fields; then exit.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nm_kernels.h"
+
+#ifndef NM_SIZES
+#define NM_SIZES 13, 64, 64, 4
+#endif
+#ifndef NM_ACTS
+#define NM_ACTS NM_ACT_RELU, NM_ACT_RELU, NM_ACT_IDENTITY
+#endif
+#ifndef NM_REPEAT
+#define NM_REPEAT 200
+#endif
+#ifndef NM_BOARD
+#define NM_BOARD "qemu-m7"
+#endif
+
+static const uint16_t sizes[] = { NM_SIZES };
+static const uint16_t acts[] = { NM_ACTS };
+#define N_LAYERS (sizeof(sizes) / sizeof(sizes[0]) - 1)
+_Static_assert(sizeof(acts) / sizeof(acts[0]) == N_LAYERS, "one activation per layer");
+
+#define MAX_NET 40000
+#define MAX_WIDTH 512
+static float net[MAX_NET];
+static float scratch[2 * MAX_WIDTH];
+static float rowmajor_w[MAX_WIDTH * MAX_WIDTH / 4];
+static float bias[MAX_WIDTH];
+
+// ---- minimal runtime: what GCC may call, semihosting, the timer ----------------------
+
+void *memcpy(void *dst, const void *src, size_t n) {
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    while (n--) {
+        *d++ = *s++;
+    }
+    return dst;
+}
+
+void *memset(void *dst, int c, size_t n) {
+    uint8_t *d = dst;
+    while (n--) {
+        *d++ = (uint8_t)c;
+    }
+    return dst;
+}
+
+static int semihost(int op, const void *arg) {
+    register int r0 __asm__ ("r0") = op;
+    register const void *r1 __asm__ ("r1") = arg;
+    __asm__ volatile ("bkpt 0xab" : "+r" (r0) : "r" (r1) : "memory");
+    return r0;
+}
+
+static char line[512];
+static size_t line_len;
+
+static void put_str(const char *s) {
+    while (*s && line_len < sizeof(line) - 2) {
+        line[line_len++] = *s++;
+    }
+}
+
+static void put_int(int64_t v) {
+    char buf[24];
+    int i = 0;
+    uint64_t u = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
+    do {
+        buf[i++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) {
+        buf[i++] = '-';
+    }
+    while (i) {
+        char c[2] = { buf[--i], 0 };
+        put_str(c);
+    }
+}
+
+static void put_field(const char *key, int64_t v) {
+    put_str(", \"");
+    put_str(key);
+    put_str("\": ");
+    put_int(v);
+}
+
+__attribute__((noreturn)) static void finish(int code) {
+    line[line_len++] = '\n';
+    line[line_len] = 0;
+    semihost(0x04, line); // SYS_WRITE0
+    // SYS_EXIT; on AArch32 r1 is the reason itself: ApplicationExit (status 0) or
+    // RunTimeErrorUnknown (QEMU exits with status 1).
+    semihost(0x18, (void *)(code == 0 ? 0x20026 : 0x20023));
+    for (;;) {
+    }
+}
+
+typedef struct {
+    volatile uint32_t CTRL, VALUE, RELOAD, INTSTATUS;
+} cmsdk_timer_t;
+#define TIMER0 ((cmsdk_timer_t *)0x40000000)
+
+static inline uint32_t ticks(void) {
+    return TIMER0->VALUE; // down-counter
+}
+
+// ---- the measurement ----------------------------------------------------------------------
+
+static uint32_t lcg_state = 12345u;
+static float lcg(void) { // uniform in [-0.5, 0.5)
+    lcg_state = lcg_state * 1664525u + 1013904223u;
+    return (float)(lcg_state >> 8) * (1.0f / 16777216.0f) - 0.5f;
+}
+
+static void reference(float *out, const float *x) {
+    // Naive forward from the row-major weights regenerated with the same LCG.
+    static float a[MAX_WIDTH], b[MAX_WIDTH];
+    lcg_state = 12345u;
+    for (size_t i = 0; i < sizes[0]; i++) {
+        a[i] = x[i];
+    }
+    for (size_t l = 0; l < N_LAYERS; l++) {
+        size_t n_in = sizes[l], n_out = sizes[l + 1];
+        for (size_t k = 0; k < n_in * n_out; k++) {
+            rowmajor_w[k] = lcg() * 0.5f;
+        }
+        for (size_t k = 0; k < n_out; k++) {
+            bias[k] = lcg() * 0.1f;
+        }
+        for (size_t r = 0; r < n_out; r++) {
+            float s = bias[r];
+            for (size_t j = 0; j < n_in; j++) {
+                s += rowmajor_w[r * n_in + j] * a[j];
+            }
+            if (acts[l] == NM_ACT_RELU && s < 0.0f) {
+                s = 0.0f;
+            } else if (acts[l] == NM_ACT_TANH) {
+                s = nm_tanhf(s);
+            }
+            b[r] = s;
+        }
+        for (size_t r = 0; r < n_out; r++) {
+            a[r] = b[r];
+        }
+    }
+    for (size_t r = 0; r < sizes[N_LAYERS]; r++) {
+        out[r] = a[r];
+    }
+}
+
+int main(void) {
+    size_t total, macs = 0;
+    if (!nm_net_size(sizes, N_LAYERS, &total) || total > MAX_NET) {
+        put_str("{\"error\": \"network too large\"");
+        put_str("}");
+        finish(1);
+    }
+    // obs normalisation (mean 0, std 1), packed layers, action scale 1 / offset 0
+    float *p = net;
+    for (size_t i = 0; i < sizes[0]; i++) {
+        p[i] = 0.0f;
+        p[sizes[0] + i] = 1.0f;
+    }
+    p += 2 * sizes[0];
+    lcg_state = 12345u;
+    for (size_t l = 0; l < N_LAYERS; l++) {
+        size_t n_in = sizes[l], n_out = sizes[l + 1], len;
+        for (size_t k = 0; k < n_in * n_out; k++) {
+            rowmajor_w[k] = lcg() * 0.5f;
+        }
+        for (size_t k = 0; k < n_out; k++) {
+            bias[k] = lcg() * 0.1f;
+        }
+        nm_pack_layer(p, rowmajor_w, bias, n_in, n_out);
+        nm_layer_size(n_in, n_out, &len);
+        p += len;
+        macs += n_in * n_out;
+    }
+    for (size_t i = 0; i < sizes[N_LAYERS]; i++) {
+        p[i] = 1.0f;
+        p[sizes[N_LAYERS] + i] = 0.0f;
+    }
+
+    float x[MAX_WIDTH], out[MAX_WIDTH], ref[MAX_WIDTH];
+    for (size_t i = 0; i < sizes[0]; i++) {
+        x[i] = (float)i * 0.25f - 1.5f;
+    }
+    nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch); // warm-up (and ISA choice)
+    reference(ref, x);
+    float err = 0.0f, mag = 0.0f;
+    for (size_t i = 0; i < sizes[N_LAYERS]; i++) {
+        float d = out[i] - ref[i];
+        err = d < 0 ? (-d > err ? -d : err) : (d > err ? d : err);
+        mag = ref[i] < 0 ? (-ref[i] > mag ? -ref[i] : mag) : (ref[i] > mag ? ref[i] : mag);
+    }
+
+    // Empty loop first: the cost of the timing loop itself.
+    uint32_t t0 = ticks();
+    for (volatile int i = 0; i < NM_REPEAT; i++) {
+    }
+    uint32_t t1 = ticks();
+    for (volatile int i = 0; i < NM_REPEAT; i++) {
+        nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch);
+    }
+    uint32_t t2 = ticks();
+
+    put_str("{\"board\": \"" NM_BOARD "\"");
+    put_str(", \"sizes\": [");
+    for (size_t i = 0; i <= N_LAYERS; i++) {
+        if (i) {
+            put_str(", ");
+        }
+        put_int(sizes[i]);
+    }
+    put_str("]");
+    put_field("repeat", NM_REPEAT);
+    put_field("macs", (int64_t)macs);
+    put_field("ticks", (int64_t)(uint32_t)(t1 - t2));
+    put_field("loop_ticks", (int64_t)(uint32_t)(t0 - t1));
+    put_field("ticks_hz", 25000000);
+    put_field("instructions_per_tick", 40);
+    put_field("max_abs_err_e9", (int64_t)(err * 1e9f));
+    put_field("max_abs_ref_e6", (int64_t)(mag * 1e6f));
+    put_field("out0_e6", (int64_t)(out[0] * 1e6f));
+    put_str("}");
+    finish(0);
+}
+
+// ---- startup ----------------------------------------------------------------------------
+
+extern uint32_t _estack, _sidata, _sdata, _edata, _sbss, _ebss;
+
+__attribute__((naked, noreturn)) void Reset_Handler(void) {
+    __asm volatile ("ldr r0, =_estack\n mov sp, r0");
+    for (uint32_t *s = &_sidata, *d = &_sdata; d < &_edata;) {
+        *d++ = *s++;
+    }
+    for (uint32_t *d = &_sbss; d < &_ebss;) {
+        *d++ = 0;
+    }
+    #if defined(__ARM_FP)
+    *(volatile uint32_t *)0xE000ED88 |= 0xfu << 20; // CPACR: enable the FPU
+    __asm volatile ("dsb\n isb" ::: "memory");
+    #endif
+    TIMER0->CTRL = 0;
+    TIMER0->RELOAD = 0xffffffffu;
+    TIMER0->VALUE = 0xffffffffu;
+    TIMER0->CTRL = 1;
+    main();
+    finish(2);
+}
+
+static void Default_Handler(void) {
+    put_str("{\"error\": \"fault\"}");
+    finish(3);
+}
+
+const uint32_t isr_vector[16] __attribute__((section(".isr_vector"), used)) = {
+    (uint32_t)&_estack, (uint32_t)&Reset_Handler,
+    (uint32_t)&Default_Handler, (uint32_t)&Default_Handler, (uint32_t)&Default_Handler,
+    (uint32_t)&Default_Handler, (uint32_t)&Default_Handler, 0, 0, 0, 0,
+    (uint32_t)&Default_Handler, (uint32_t)&Default_Handler, 0,
+    (uint32_t)&Default_Handler, (uint32_t)&Default_Handler,
+};
