@@ -75,7 +75,7 @@ def assert_agrees(dev, ref, what):
     """Relative agreement: every element within RTOL of the reference, measured
     against the larger of its own magnitude and the output's typical scale (so
     outputs that cross zero are not held to an absolute 1e-12)."""
-    scale = np.maximum(np.abs(ref), np.abs(ref).mean(axis=0))
+    scale = np.maximum(np.maximum(np.abs(ref), np.abs(ref).mean(axis=0)), np.abs(ref).mean())
     rel = np.abs(dev.astype(np.float64) - ref) / scale
     assert np.all(np.isfinite(dev)), what
     assert rel.max() <= RTOL, f"{what}: max relative error {rel.max():.3g} > {RTOL} at {np.unravel_index(rel.argmax(), rel.shape)}"
@@ -251,3 +251,77 @@ rt.write_policy({str(dst)!r}, s, a, net)
     back = read_policy(dst)
     assert back.activations == ["tanh", "identity"]
     np.testing.assert_array_equal(back.weights[0], spec.weights[0])
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("kind", ["nm_kernels", "nm_kernels_natmod"])
+def test_layer_kernels_match_numpy(micropython, natmod_x64_dir, tmp_path, kind):
+    """dense, dense_batch and pack (row-major to block-4) against NumPy."""
+    rng = np.random.default_rng(12)
+    n_in, n_out, batch = 19, 37, 5
+    w = rng.standard_normal((n_out, n_in)).astype(np.float32)
+    b = rng.standard_normal(n_out).astype(np.float32)
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    for name, arr in (("w", w), ("b", b), ("x", x)):
+        arr.astype("<f4").tofile(tmp_path / f"{name}.f32")
+    proc = run_script(micropython, f"""
+import sys
+from array import array
+sys.path.append({str(natmod_x64_dir)!r})
+import {kind} as k
+def load(name, n):
+    a = array('f', range(n))
+    with open({str(tmp_path)!r} + '/' + name + '.f32', 'rb') as f:
+        f.readinto(a)
+    return a
+w, b, x = load('w', {n_out * n_in}), load('b', {n_out}), load('x', {batch * n_in})
+packed = array('f', range(k.layer_size({n_in}, {n_out})))
+k.pack(packed, w, b, {n_in}, {n_out})
+for act in (k.IDENTITY, k.RELU, k.TANH):
+    out = array('f', range({batch * n_out}))
+    k.dense_batch(out, x, packed, {n_in}, {n_out}, act)
+    one = array('f', range({n_out}))
+    k.dense(one, memoryview(x)[:{n_in}], packed, act)
+    print(list(out))
+    print(list(one))
+""")
+    lines = proc.stdout.splitlines()
+    z = x @ w.T + b
+    for i, ref in enumerate([z, np.maximum(z, 0), np.tanh(z)]):
+        got = np.array(eval(lines[2 * i]), np.float32).reshape(batch, n_out)
+        one = np.array(eval(lines[2 * i + 1]), np.float32)
+        assert_agrees(got, ref, f"dense_batch act {i}")
+        assert np.array_equal(one, got[0])
+
+
+@pytest.mark.device
+def test_native_errors_name_expected_and_given(run_mp):
+    proc = run_mp("""
+from array import array
+import nm_kernels as k
+lay = array('H', [2, 3, 8, 2, 1, 0])
+n = k.net_size(lay)
+def attempt(f, *a):
+    try:
+        f(*a)
+        print('ok')
+    except (TypeError, ValueError) as e:
+        print(type(e).__name__, e)
+attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n - 1)), lay, array('f', range(16)))
+attempt(k.mlp, array('f', [0, 0]), array('d', [0, 0, 0]), array('f', range(n)), lay, array('f', range(16)))
+attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), lay, array('f', range(3)))
+attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), array('H', [2, 3, 8, 2, 1, 9]), array('f', range(16)))
+attempt(k.dense, array('f', range(4)), array('f', range(3)), array('f', range(16)), 5)
+s = array('f', range(16))
+attempt(k.mlp, array('f', [0, 0]), memoryview(s)[:3], array('f', range(n)), lay, s)
+attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), lay, array('f', range(16)))
+""")
+    lines = proc.stdout.splitlines()
+    n = 2 * 3 + 2 * 2 + 2 * 4 * 4 + 1 * 4 * 9
+    assert lines[0] == f"ValueError net: expected {n} floats, got {n - 1}"
+    assert lines[1] == "TypeError x: expected array('f'), got typecode 'd'"
+    assert lines[2] == "ValueError scratch: expected >= 16 floats, got 3"
+    assert lines[3] == "ValueError layout activation code: expected < 3, got 9"
+    assert lines[4] == "ValueError act: expected <= 2, got 5"
+    assert lines[5] == "ValueError scratch must not overlap x"
+    assert lines[6] == "ok"

@@ -1,0 +1,42 @@
+"""The natmod cross builds: one .mpy per architecture, each tagged for its arch
+and MicroPython 1.25's .mpy version; the x64 one imports and a wrong-arch one
+is refused with a clear error. (armv7emsp etc. are imported on the emulated
+boards by tests/boards.)"""
+
+import pytest
+from mp_helpers import run_script
+
+ARCH_CODES = {"x64": 2, "armv6m": 4, "armv7m": 5, "armv7emsp": 7, "armv7emdp": 8, "xtensawin": 10, "rv32imc": 11}
+REQUIRED = ["x64", "armv6m", "armv7m", "armv7emsp", "armv7emdp", "rv32imc"]
+NAME = "nm_kernels_natmod.mpy"
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("arch", REQUIRED)
+def test_natmod_built_for_arch(natmod_dir, arch):
+    path = natmod_dir / arch / NAME
+    assert path.exists(), f"{path} missing: run `make natmods`"
+    head = path.read_bytes()[:4]
+    assert head[0:1] == b"M" and head[1] == 6, f"{path}: not a MicroPython 1.25 .mpy ({head!r})"
+    assert head[2] >> 2 == ARCH_CODES[arch], f"{path}: arch code {head[2] >> 2}, expected {ARCH_CODES[arch]}"
+    assert head[2] & 3 == 3, "native .mpy sub-version must be 3 for MicroPython 1.25"
+
+
+@pytest.mark.device
+def test_x64_natmod_imports_and_wrong_arch_is_refused(micropython, natmod_dir, natmod_x64_dir):
+    proc = run_script(micropython, f"""
+import sys
+sys.path.insert(0, {str(natmod_x64_dir)!r})
+import nm_kernels_natmod as k
+print(k.HOME, k.VERSION, k.layer_size(13, 64))
+del sys.modules['nm_kernels_natmod']
+sys.path[0] = {str(natmod_dir / 'armv7emsp')!r}
+try:
+    import nm_kernels_natmod
+    print('imported wrong arch')
+except ValueError as e:
+    print('refused', e)
+""")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"natmod 1 {16 * 4 * 14}"
+    assert lines[1] == "refused incompatible .mpy arch"
