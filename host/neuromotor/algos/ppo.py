@@ -24,9 +24,11 @@ value_bootstrap).
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
@@ -35,6 +37,7 @@ from neuromotor.rng import rng_state_array, set_rng_state
 
 F32 = np.float32
 LOG_2PI = math.log(2 * math.pi)
+BLAS = ThreadpoolController()
 
 
 @dataclass
@@ -143,6 +146,8 @@ class PPO:
         self.ep_len = np.zeros((P, E), np.int64)
         self._finished = [[] for _ in range(P)]
         self._workspaces = {}
+        # A second core (if the env may use one) for the critic's update.
+        self._critic_pool = ThreadPoolExecutor(1) if getattr(env, "threads", 1) > 1 else None
         self.info = {}  # last iteration's diagnostics per agent: lr, kl, entropy, losses
 
     # ----- acting -----
@@ -170,8 +175,12 @@ class PPO:
 
     def advance(self):
         """One iteration: a rollout of num_steps in every env, then the PPO update."""
-        self._rollout()
-        self._update()
+        # One BLAS thread: the cores go to our own threads (MuJoCo workers; actor and
+        # critic updated side by side). BLAS threads on these small matrices only
+        # wait on each other, and collapse when other processes share the machine.
+        with BLAS.limit(limits=1, user_api="blas"):
+            self._rollout()
+            self._update()
         self.steps += self.E * self.T
 
     def _rollout(self):
@@ -254,6 +263,9 @@ class PPO:
                 if cfg.normalize_advantage:
                     adv_b = (adv_b - adv_b.mean(1, keepdims=True)) / (adv_b.std(1, keepdims=True) + F32(1e-8))
 
+                # The critic's step does not depend on the actor's: with a spare core, run it beside it.
+                ret_b = ret[rows, idx]
+                critic = self._critic_pool.submit(self._critic_step, x, ret_b) if self._critic_pool else None
                 loss, kl = self._policy_grad(x, act[rows, idx], adv_b, logp_old[rows, idx],
                                              mean_old[rows, idx], log_std_old)
                 if cfg.adaptive_lr:
@@ -265,15 +277,7 @@ class PPO:
                     self.actor_opt.lr = self.lr.astype(F32)[self._owner]
                 self.actor_opt.step(self.actor_p, self.actor_g)
 
-                # Value: L = mean (V(s) - R)^2 with R the GAE return.
-                ws = self._workspace(self.critic, x)
-                v = self.critic.forward(self.critic_v, x, ws)
-                dv = v - ret[rows, idx][..., None]
-                v_losses.append(np.square(dv).mean((1, 2)))
-                dv *= F32(2.0 / B)
-                self.critic.backward(self.critic_v, ws, dv, self.critic_gv)
-                self.critic_opt.step(self.critic_p, self.critic_g)
-
+                v_losses.append(critic.result() if critic else self._critic_step(x, ret_b))
                 kls.append(kl)
                 pg_losses.append(loss)
         self.info = {
@@ -281,6 +285,17 @@ class PPO:
             "value_loss": np.mean(v_losses, 0),
             "entropy": self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI),
         }
+
+    def _critic_step(self, x, ret):
+        """One Adam step on L = mean (V(s) - R)^2, R the GAE return; returns L per agent."""
+        ws = self._workspace(self.critic, x)
+        v = self.critic.forward(self.critic_v, x, ws)
+        dv = v - ret[..., None]
+        loss = np.square(dv).mean((1, 2))
+        dv *= F32(2.0 / x.shape[1])
+        self.critic.backward(self.critic_v, ws, dv, self.critic_gv)
+        self.critic_opt.step(self.critic_p, self.critic_g)
+        return loss
 
     def _policy_grad(self, x, act, adv, logp_old, mean_old, log_std_old):
         """Writes the gradient of the clipped surrogate (minus the entropy bonus) into

@@ -1,0 +1,218 @@
+"""PPO on Ant-v5: training throughput against raw MuJoCo and Stable-Baselines3, and returns.
+
+    .venv/bin/python benchmarks/ppo_ant.py                       # throughput + 1.2M-step learning, 3 seeds
+    .venv/bin/python benchmarks/ppo_ant.py --env-steps 0 --json  # throughput only
+    .venv/bin/python benchmarks/ppo_ant.py --env-steps 10240000  # the paper's full schedule
+
+Everything is measured in the same run, one phase after the other, with the
+same number of threads:
+
+  raw_sps    env steps/s of bare `mj_step` (frame_skip substeps) on 64 Ant
+             models in a thread pool, random actions: the simulator's ceiling.
+  train_sps  env steps/s of whole PPO training (rollout with the policy, GAE,
+             4 epochs of minibatch updates) with the paper's Ant config.
+  sb3_sps    the same for Stable-Baselines3 PPO on gymnasium's Ant-v5 (8 envs,
+             DummyVecEnv, [256, 256] ReLU, the same rollout/minibatch/epoch sizes,
+             torch on CPU with the same threads), on a short budget. Needs
+             `make compare`; reported as null without it.
+
+raw_sps is measured before and after train_sps and averaged, because the
+machine may be shared. Then, unless --env-steps 0, every seed learns for
+--env-steps (one population in lockstep), evaluated deterministically in
+neuromotor's env every --eval-every steps and at the end in gymnasium's own
+Ant-v5 (10 episodes per seed): return_mean is the mean over seeds of that
+final gymnasium return. JSON and a learning-curve PNG go to --out; with --json
+the last line printed is the JSON summary.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor.algos.ppo import PPO
+from neuromotor.config import parse_seeds
+from neuromotor.envs.mujoco_vec import AntVec, gymnasium_returns, parse_threads
+from neuromotor.evaluation import Evaluator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def raw_sps(threads: int, num_envs: int, seconds: float) -> float:
+    """Env steps/s of bare mj_step on the Ant model, num_envs models split over threads."""
+    env = AntVec(num_envs, threads=1)  # only for its model, data and reset
+    mujoco, model, datas = env._mujoco, env.model, env.datas
+    env.reset([np.random.default_rng(i) for i in range(num_envs)])
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (256, num_envs, env.act_dim))
+    bounds = np.linspace(0, num_envs, threads + 1).astype(int)
+    chunks = [range(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def work(chunk, act):
+        for i in chunk:
+            datas[i].ctrl[:] = act[i]
+            mujoco.mj_step(model, datas[i], nstep=env.frame_skip)
+
+    pool = ThreadPoolExecutor(threads)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for act in actions:
+            list(pool.map(work, chunks, [act] * threads))
+            steps += num_envs
+        # Keep the models in the regime training sees: restart the ones that fell over.
+        fallen = [i for i, d in enumerate(datas) if not 0.2 <= d.qpos[2] <= 1.0]
+        for i in fallen:
+            env.set_qpos_qvel(i, env.init_qpos, env.init_qvel)
+    sps = steps / (time.perf_counter() - t0)
+    pool.shutdown()
+    return sps
+
+
+def train_sps(threads: int, iterations: int) -> float:
+    algo = PPO(PPO.defaults("ant")[0], lambda n: AntVec(n, threads=threads), [0])
+    algo.advance()  # warm-up: workspaces, first-touch memory
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        algo.advance()
+    return iterations * algo.E * algo.T / (time.perf_counter() - t0)
+
+
+def sb3_sps(threads: int, steps: int):
+    try:
+        import gymnasium as gym
+        import torch
+        from stable_baselines3 import PPO as SB3PPO
+        from stable_baselines3.common.vec_env import DummyVecEnv
+    except ImportError:
+        print("stable-baselines3/torch not installed (make compare): sb3_sps = null", file=sys.stderr)
+        return None
+    torch.set_num_threads(threads)
+    kwargs = AntVec.gym_kwargs
+    venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **kwargs) for _ in range(8)])
+    # The paper's sizes: 4096 steps per rollout (8 x 512), minibatches of 2048, 4 epochs.
+    model = SB3PPO("MlpPolicy", venv, n_steps=512, batch_size=2048, n_epochs=4, device="cpu", seed=0,
+                   policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU}, verbose=0)
+    model.learn(4096)  # warm-up iteration
+    t0 = time.perf_counter()
+    model.learn(steps, reset_num_timesteps=False)
+    return steps / (time.perf_counter() - t0)
+
+
+def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
+    """Learning curves of all seeds (one population), evaluated on the way and at the end."""
+    cfg = PPO.defaults("ant")[0]
+    algo = PPO(cfg, lambda n: AntVec(n, threads=threads), seeds)
+    evaluator = Evaluator(lambda n: AntVec(n, threads=threads), seeds, episodes)
+    curve = []
+    train_time = 0.0
+
+    def evaluate():
+        returns = evaluator.run(algo, algo.steps)
+        curve.append({"step": algo.steps, "returns": returns.mean(axis=1).tolist(), "train_s": round(train_time, 1)})
+        partial["curve"] = curve
+        out_json.write_text(json.dumps(partial, indent=2) + "\n")  # progress survives a kill
+        print(f"  step {algo.steps:>9}  eval return {returns.mean():8.1f}  "
+              f"({', '.join(f'{r:.0f}' for r in returns.mean(axis=1))})  {train_time:7.1f} s training",
+              file=sys.stderr, flush=True)
+
+    evaluate()
+    while algo.steps < env_steps:
+        before = algo.steps
+        t0 = time.perf_counter()
+        algo.advance()
+        train_time += time.perf_counter() - t0
+        if algo.steps // eval_every > before // eval_every or algo.steps >= env_steps:
+            evaluate()
+    gym = gymnasium_returns(AntVec, algo.act, len(seeds), episodes, seed=10_000)
+    return curve, gym, algo.steps * len(seeds) / train_time
+
+
+def plot(curve, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = np.array([c["step"] for c in curve])
+    r = np.array([c["returns"] for c in curve])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k in range(r.shape[1]):
+        ax.plot(steps, r[:, k], lw=0.8, alpha=0.5)
+    ax.plot(steps, r.mean(1), lw=2, color="k", label="mean over seeds")
+    ax.fill_between(steps, r.mean(1) - r.std(1), r.mean(1) + r.std(1), color="k", alpha=0.1)
+    ax.axhline(3000, ls="--", color="tab:red", lw=1, label="target 3000")
+    ax.set_xlabel("env steps per seed")
+    ax.set_ylabel("deterministic return (10 episodes)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--env-steps", type=int, default=1_228_800, help="learning steps per seed (0: skip learning)")
+    p.add_argument("--seeds", default="0,1,2", help="learning seeds (default 0,1,2)")
+    p.add_argument("--threads", default="auto", help="auto (all cores) or 1..cores")
+    p.add_argument("--train-iterations", type=int, default=10, help="PPO iterations (4096 steps) for train_sps")
+    p.add_argument("--raw-seconds", type=float, default=10.0, help="duration of each raw mj_step measurement")
+    p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 budget after a 4096-step warm-up (0: skip)")
+    p.add_argument("--eval-every", type=int, default=102_400, help="evaluation interval in env steps")
+    p.add_argument("--episodes", type=int, default=10, help="episodes per evaluation")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="output directory")
+    p.add_argument("--json", action="store_true", help="print the JSON summary as the last line")
+    args = p.parse_args(argv)
+    threads = parse_threads(args.threads)
+    seeds = parse_seeds(args.seeds)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out_json, out_png = args.out / "ppo_ant.json", args.out / "ppo_ant.png"
+
+    print(f"threads {threads}; measuring raw mj_step, PPO training and SB3 throughput ...", file=sys.stderr)
+    raw_before = raw_sps(threads, 64, args.raw_seconds)
+    train = train_sps(threads, args.train_iterations)
+    raw_after = raw_sps(threads, 64, args.raw_seconds)
+    raw = (raw_before + raw_after) / 2
+    sb3 = sb3_sps(threads, args.sb3_steps) if args.sb3_steps else None
+    summary = {
+        "threads": threads, "cpu_count": os.cpu_count(), "load_avg_1min": os.getloadavg()[0],
+        "raw_sps": round(raw, 1), "raw_sps_before": round(raw_before, 1), "raw_sps_after": round(raw_after, 1),
+        "train_sps": round(train, 1), "train_over_raw": round(train / raw, 3),
+        "sb3_sps": None if sb3 is None else round(sb3, 1),
+        "train_over_sb3": None if sb3 is None else round(train / sb3, 2),
+        "sb3_over_raw": None if sb3 is None else round(sb3 / raw, 3),
+        "config": asdict(PPO.defaults("ant")[0]),
+        "env_steps": args.env_steps, "seeds": seeds, "return_mean": None,
+    }
+    print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s  (before {raw_before:.0f}, after {raw_after:.0f})")
+    print(f"{'PPO training':>14} {train:10.0f} env-steps/s  = {train / raw:.2f} x raw")
+    if sb3 is not None:
+        print(f"{'SB3 PPO':>14} {sb3:10.0f} env-steps/s  = {sb3 / raw:.2f} x raw; neuromotor = {train / sb3:.1f} x SB3")
+
+    if args.env_steps > 0:
+        print(f"learning: {len(seeds)} seeds x {args.env_steps} env steps ...", file=sys.stderr)
+        curve, gym, learn_sps = learn(seeds, threads, args.env_steps, args.eval_every, args.episodes,
+                                      out_json, summary)
+        summary.update(
+            return_mean=round(float(gym.mean()), 1), return_std_over_seeds=round(float(gym.mean(1).std()), 1),
+            returns_gymnasium=[round(float(x), 1) for x in gym.mean(1)],
+            final_step=curve[-1]["step"], learn_sps_all_seeds=round(learn_sps, 1), curve=curve)
+        plot(curve, out_png, f"neuromotor PPO, Ant-v5 (27 obs), {len(seeds)} seeds")
+        print(f"{'seed':>6} {'gymnasium return':>17}")
+        for s, r in zip(seeds, gym.mean(1)):
+            print(f"{s:>6} {r:>17.1f}")
+        print(f"{'mean':>6} {gym.mean():>17.1f}   after {curve[-1]['step']} steps per seed; curve {out_png}")
+    out_json.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"wrote {out_json}")
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k not in ("curve", "config")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
