@@ -55,3 +55,13 @@ $(OUT)/%/$(MOD).mpy: $(HEADERS)
 	$(MAKE) -s -C $(OUT)/build/$* MPY_DIR=$(MPY_SRC) ARCH=$* CROSS=$(cross_$*) PYTHON=$(PYTHON) MAKEFLAGS=
 	@cp $(OUT)/build/$*/$(MOD).mpy $@.tmp && mv $@.tmp $@
 	@echo "natmods: $@"
+
+# Training kernels (device/native/natmod_train): nm_train_natmod.mpy beside the kernels, same archs.
+TRAIN_MOD := nm_train_natmod
+TRAIN_SRC := $(REPO)/device/native/natmod_train
+all natmods: $(foreach a,$(ARCHS),$(OUT)/$(a)/$(TRAIN_MOD).mpy)
+$(OUT)/%/$(TRAIN_MOD).mpy: $(HEADERS) $(wildcard $(REPO)/device/native/trainmod/*.h) $(TRAIN_SRC)/nm_train_natmod.c $(TRAIN_SRC)/Makefile
+	@rm -rf $(OUT)/build-train/$* && mkdir -p $(OUT)/build-train/$* $(OUT)/$*
+	@ln -sfn $(TRAIN_SRC)/Makefile $(OUT)/build-train/$*/Makefile
+	$(MAKE) -s -C $(OUT)/build-train/$* MPY_DIR=$(MPY_SRC) ARCH=$* CROSS=$(cross_$*) PYTHON=$(PYTHON) MAKEFLAGS=
+	@cp $(OUT)/build-train/$*/$(TRAIN_MOD).mpy $@.tmp && mv $@.tmp $@

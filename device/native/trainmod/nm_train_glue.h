@@ -1,0 +1,453 @@
+/*
+ * nm_train_glue.h - MicroPython bindings for nm_train.h, shared by the user C
+ * module (trainmod/nm_train_module.c) and the natmod (natmod_train/).
+ *
+ * Include after "py/runtime.h" or "py/dynruntime.h". Same discipline as
+ * nm_glue.h (whose helpers it reuses): every argument is checked before any
+ * memory is touched; float buffers must be array('f') and integer buffers
+ * array('I') (TypeError otherwise); lengths must match the shapes
+ * (ValueError naming expected and given); size arithmetic is overflow-checked;
+ * outputs may not overlap inputs.
+ */
+#ifndef NM_TRAIN_GLUE_H
+#define NM_TRAIN_GLUE_H
+
+// nm_glue.h's own entry points are unused here.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#pragma GCC diagnostic ignored "-Wunused-const-variable"
+#endif
+#include "nm_glue.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#include "nm_train.h"
+
+/* ---------------------------------------------------------------------------
+ * Helpers.
+ */
+static nm_arr_t nmt_u32(mp_obj_t obj, const char *what, int writable) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(obj, &info, writable ? MP_BUFFER_RW : MP_BUFFER_READ);
+    if (info.typecode != 'I' || (info.len % 4) != 0) {
+        nm_msg_t m;
+        m.n = 0;
+        nm_msg_str(&m, what);
+        nm_msg_str(&m, ": expected array('I'), got typecode '");
+        if (m.n < sizeof(m.buf) - 1) {
+            m.buf[m.n++] = (char)info.typecode;
+            m.buf[m.n++] = '\'';
+        }
+        nm_raise_msg(&mp_type_TypeError, &m);
+    }
+    nm_arr_t a = { info.buf, info.len / 4 };
+    return a;
+}
+
+static int nmt_is_none(mp_obj_t obj) {
+    return obj == mp_const_none;
+}
+
+static float nmt_float(mp_obj_t obj) {
+    return (float)mp_obj_get_float(obj);
+}
+
+// A training net: validated layout, its parameter count, and the batch of x.
+typedef struct {
+    nm_layout_t l;
+    size_t net_len;
+    size_t tape_per_sample;
+} nmt_net_t;
+
+static nmt_net_t nmt_get_net(mp_obj_t layout) {
+    nmt_net_t n;
+    n.l = nm_get_layout(layout);
+    if (!nm_train_net_size(n.l.sizes, n.l.n_layers, &n.net_len)) {
+        nm_raise_overflow("layout");
+    }
+    n.tape_per_sample = 0;
+    for (size_t i = 1; i <= n.l.n_layers; i++) {
+        n.tape_per_sample += n.l.sizes[i];
+    }
+    return n;
+}
+
+// batch = len(x) / s0, which must be a non-zero whole number.
+static size_t nmt_batch(nm_arr_t x, size_t s0) {
+    if (x.len == 0 || x.len % s0) {
+        nm_raise_expected("x (s0 x batch, feature-major)", "a non-zero multiple of ", s0, " floats", x.len);
+    }
+    return x.len / s0;
+}
+
+static void nmt_check_tape(const nmt_net_t *n, nm_arr_t tape, size_t batch) {
+    size_t need;
+    if (!nm_train_tape_size(n->l.sizes, n->l.n_layers, batch, &need)) {
+        nm_raise_overflow("tape");
+    }
+    nm_check_len("tape ((s1 + ... + sL) x batch)", need, tape.len);
+}
+
+/* ---------------------------------------------------------------------------
+ * Networks.
+ */
+
+// sizes(layout, batch) -> (net floats, tape floats, scratch floats)
+static mp_obj_t nmt_py_sizes(mp_obj_t layout, mp_obj_t batch_obj) {
+    nmt_net_t n = nmt_get_net(layout);
+    size_t batch = nm_get_dim(batch_obj, "batch", 1, 1u << 24);
+    size_t tape, scratch;
+    if (!nm_train_tape_size(n.l.sizes, n.l.n_layers, batch, &tape)
+        || !nm_train_scratch_size(n.l.sizes, n.l.n_layers, batch, &scratch)) {
+        nm_raise_overflow("batch");
+    }
+    mp_obj_t items[3] = {
+        mp_obj_new_int_from_uint(n.net_len), mp_obj_new_int_from_uint(tape), mp_obj_new_int_from_uint(scratch)
+    };
+    return mp_obj_new_tuple(3, items);
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_sizes_obj, nmt_py_sizes);
+
+// forward(net, layout, x, tape): batch = len(x) / s0; the output is the tape's last sL x batch floats.
+static mp_obj_t nmt_py_forward(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t net = nm_floats(args[0], "net", 0);
+    nmt_net_t n = nmt_get_net(args[1]);
+    nm_arr_t x = nm_floats(args[2], "x", 0);
+    nm_arr_t tape = nm_floats(args[3], "tape", 1);
+    nm_check_len("net (training layout)", n.net_len, net.len);
+    size_t batch = nmt_batch(x, n.l.sizes[0]);
+    nmt_check_tape(&n, tape, batch);
+    nm_check_disjoint("tape", tape, "x", x);
+    nm_check_disjoint("tape", tape, "net", net);
+    nm_train_forward(net.buf, n.l.sizes, n.l.acts, n.l.n_layers, x.buf, tape.buf, batch);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_forward_obj, 4, 4, nmt_py_forward);
+
+// backward(net, layout, x, tape, dy, grad, dx, scratch): grad and dx may be None.
+static mp_obj_t nmt_py_backward(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t net = nm_floats(args[0], "net", 0);
+    nmt_net_t n = nmt_get_net(args[1]);
+    nm_arr_t x = nm_floats(args[2], "x", 0);
+    nm_arr_t tape = nm_floats(args[3], "tape", 0);
+    nm_arr_t dy = nm_floats(args[4], "dy", 1);
+    nm_arr_t none = { NULL, 0 };
+    nm_arr_t grad = nmt_is_none(args[5]) ? none : nm_floats(args[5], "grad", 1);
+    nm_arr_t dx = nmt_is_none(args[6]) ? none : nm_floats(args[6], "dx", 1);
+    nm_arr_t scratch = nm_floats(args[7], "scratch", 1);
+    nm_check_len("net (training layout)", n.net_len, net.len);
+    size_t batch = nmt_batch(x, n.l.sizes[0]), need;
+    nmt_check_tape(&n, tape, batch);
+    nm_check_len("dy (sL x batch)", (size_t)n.l.sizes[n.l.n_layers] * batch, dy.len);
+    if (grad.buf) {
+        nm_check_len("grad (training layout)", n.net_len, grad.len);
+    }
+    if (dx.buf) {
+        nm_check_len("dx (s0 x batch)", x.len, dx.len);
+    }
+    if (!nm_train_scratch_size(n.l.sizes, n.l.n_layers, batch, &need)) {
+        nm_raise_overflow("scratch");
+    }
+    if (scratch.len < need) {
+        nm_raise_expected("scratch", ">= ", need, " floats", scratch.len);
+    }
+    static const char *const in_names[4] = { "net", "x", "tape", "dy" };
+    nm_arr_t ins[4] = { net, x, tape, dy };
+    for (int i = 0; i < 4; i++) {
+        nm_check_disjoint("scratch", scratch, in_names[i], ins[i]);
+        nm_check_disjoint("grad", grad, in_names[i], ins[i]);
+        nm_check_disjoint("dx", dx, in_names[i], ins[i]);
+        if (i < 3) {
+            nm_check_disjoint("dy", dy, in_names[i], ins[i]);
+        }
+    }
+    nm_check_disjoint("grad", grad, "dx", dx);
+    nm_check_disjoint("grad", grad, "scratch", scratch);
+    nm_check_disjoint("dx", dx, "scratch", scratch);
+    nm_train_backward(net.buf, n.l.sizes, n.l.acts, n.l.n_layers, x.buf, tape.buf, dy.buf,
+        grad.buf, dx.buf, scratch.buf, batch);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_backward_obj, 8, 8, nmt_py_backward);
+
+// pack(dst, net, layout): the layers in nm_kernels' block-4 layout (sum of layer_size floats).
+static mp_obj_t nmt_py_pack(mp_obj_t dst_obj, mp_obj_t net_obj, mp_obj_t layout) {
+    nm_arr_t dst = nm_floats(dst_obj, "dst", 1);
+    nm_arr_t net = nm_floats(net_obj, "net", 0);
+    nmt_net_t n = nmt_get_net(layout);
+    nm_check_len("net (training layout)", n.net_len, net.len);
+    size_t need = 0, s;
+    for (size_t i = 0; i < n.l.n_layers; i++) {
+        if (!nm_layer_size(n.l.sizes[i], n.l.sizes[i + 1], &s) || !nm_add_size(need, s, &need)) {
+            nm_raise_overflow("dst");
+        }
+    }
+    nm_check_len("dst (packed layers)", need, dst.len);
+    nm_check_disjoint("dst", dst, "net", net);
+    nm_train_pack(dst.buf, net.buf, n.l.sizes, n.l.n_layers);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_pack_obj, nmt_py_pack);
+
+/* ---------------------------------------------------------------------------
+ * Optimiser, targets, TD3.
+ */
+
+// adam(p, g, m, v, state): state = array('f', [lr, beta1, beta2, eps, beta1^t, beta2^t]).
+static mp_obj_t nmt_py_adam(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t p = nm_floats(args[0], "p", 1);
+    nm_arr_t g = nm_floats(args[1], "g", 0);
+    nm_arr_t m = nm_floats(args[2], "m", 1);
+    nm_arr_t v = nm_floats(args[3], "v", 1);
+    nm_arr_t st = nm_floats(args[4], "state", 1);
+    nm_check_len("g", p.len, g.len);
+    nm_check_len("m", p.len, m.len);
+    nm_check_len("v", p.len, v.len);
+    nm_check_len("state [lr, beta1, beta2, eps, beta1^t, beta2^t]", NM_ADAM_STATE, st.len);
+    nm_check_disjoint("p", p, "g", g);
+    nm_check_disjoint("p", p, "m", m);
+    nm_check_disjoint("p", p, "v", v);
+    nm_check_disjoint("m", m, "v", v);
+    nm_check_disjoint("m", m, "g", g);
+    nm_check_disjoint("v", v, "g", g);
+    nm_check_disjoint("state", st, "p", p);
+    nm_check_disjoint("state", st, "m", m);
+    nm_check_disjoint("state", st, "v", v);
+    nm_adam(p.buf, g.buf, m.buf, v.buf, p.len, st.buf);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_adam_obj, 5, 5, nmt_py_adam);
+
+// polyak(target, online, tau): target += tau * (online - target).
+static mp_obj_t nmt_py_polyak(mp_obj_t t_obj, mp_obj_t o_obj, mp_obj_t tau) {
+    nm_arr_t t = nm_floats(t_obj, "target", 1);
+    nm_arr_t o = nm_floats(o_obj, "online", 0);
+    nm_check_len("online", t.len, o.len);
+    nm_check_disjoint("target", t, "online", o);
+    nm_polyak(t.buf, o.buf, t.len, nmt_float(tau));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_polyak_obj, nmt_py_polyak);
+
+// smooth(a, noise, scale, clip): a = clip(a + clip(noise * scale, -clip, clip), -1, 1).
+static mp_obj_t nmt_py_smooth(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t a = nm_floats(args[0], "a", 1);
+    nm_arr_t noise = nm_floats(args[1], "noise", 0);
+    nm_check_len("noise", a.len, noise.len);
+    nm_check_disjoint("a", a, "noise", noise);
+    nm_td3_smooth(a.buf, noise.buf, a.len, nmt_float(args[2]), nmt_float(args[3]));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_smooth_obj, 4, 4, nmt_py_smooth);
+
+// bellman(y, q1, q2, r, not_done, gamma): y = r + gamma * not_done * min(q1, q2).
+static mp_obj_t nmt_py_bellman(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t y = nm_floats(args[0], "y", 1);
+    static const char *const names[4] = { "q1", "q2", "r", "not_done" };
+    nm_arr_t in[4];
+    for (int i = 0; i < 4; i++) {
+        in[i] = nm_floats(args[1 + i], names[i], 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        nm_check_len(names[i], y.len, in[i].len);
+        nm_check_disjoint("y", y, names[i], in[i]);
+    }
+    nm_td3_bellman(y.buf, in[0].buf, in[1].buf, in[2].buf, in[3].buf, y.len, nmt_float(args[5]));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_bellman_obj, 6, 6, nmt_py_bellman);
+
+// critic_grad(dq, q, y, scale, loss): dq = (q - y) * scale; loss[0] = mean (q - y)^2 (loss may be None).
+static mp_obj_t nmt_py_critic_grad(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t dq = nm_floats(args[0], "dq", 1);
+    nm_arr_t q = nm_floats(args[1], "q", 0);
+    nm_arr_t y = nm_floats(args[2], "y", 0);
+    float scale = nmt_float(args[3]);
+    nm_arr_t none = { NULL, 0 };
+    nm_arr_t loss = nmt_is_none(args[4]) ? none : nm_floats(args[4], "loss", 1);
+    nm_check_len("q", dq.len, q.len);
+    nm_check_len("y", dq.len, y.len);
+    if (loss.buf) {
+        nm_check_len("loss", 1, loss.len);
+    }
+    nm_check_disjoint("dq", dq, "q", q);
+    nm_check_disjoint("dq", dq, "y", y);
+    nm_check_disjoint("loss", loss, "dq", dq);
+    float l = nm_td3_critic_grad(dq.buf, q.buf, y.buf, dq.len, scale);
+    if (loss.buf) {
+        ((float *)loss.buf)[0] = l;
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_critic_grad_obj, 5, 5, nmt_py_critic_grad);
+
+// fill(dst, value)
+static mp_obj_t nmt_py_fill(mp_obj_t dst_obj, mp_obj_t value) {
+    nm_arr_t dst = nm_floats(dst_obj, "dst", 1);
+    float v = nmt_float(value);
+    float *d = dst.buf;
+    for (size_t i = 0; i < dst.len; i++) {
+        d[i] = v;
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_fill_obj, nmt_py_fill);
+
+// copy(dst, dst_offset, src, src_offset, n): n floats; the ranges may not overlap.
+static mp_obj_t nmt_py_copy(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t dst = nm_floats(args[0], "dst", 1);
+    size_t d_off = nm_get_dim(args[1], "dst_offset", 0, dst.len);
+    nm_arr_t src = nm_floats(args[2], "src", 0);
+    size_t s_off = nm_get_dim(args[3], "src_offset", 0, src.len);
+    size_t n = nm_get_dim(args[4], "n", 0, SIZE_MAX / 8);
+    if (n > dst.len - d_off) {
+        nm_raise_expected("n (room in dst after dst_offset)", "<= ", dst.len - d_off, "", n);
+    }
+    if (n > src.len - s_off) {
+        nm_raise_expected("n (floats in src after src_offset)", "<= ", src.len - s_off, "", n);
+    }
+    nm_arr_t dr = { (float *)dst.buf + d_off, n }, sr = { (float *)src.buf + s_off, n };
+    nm_check_disjoint("dst range", dr, "src range", sr);
+    float *d = dr.buf;
+    const float *s = sr.buf;
+    for (size_t i = 0; i < n; i++) {
+        d[i] = s[i];
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_copy_obj, 5, 5, nmt_py_copy);
+
+/* ---------------------------------------------------------------------------
+ * Random numbers: state is array('I') of 4 words.
+ */
+static uint32_t *nmt_rng(mp_obj_t obj) {
+    nm_arr_t s = nmt_u32(obj, "rng state", 1);
+    if (s.len != 4) {
+        nm_raise_expected("rng state", "", 4, " words (array('I'))", s.len);
+    }
+    return s.buf;
+}
+
+// seed(state, seed): seed is an int (any size; its low 32 bits are used).
+static mp_obj_t nmt_py_seed(mp_obj_t st, mp_obj_t seed) {
+    uint32_t *s = nmt_rng(st);
+    nm_rng_seed(s, (uint32_t)mp_obj_get_int_truncated(seed));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_seed_obj, nmt_py_seed);
+
+// uniform(state, out, lo, hi)
+static mp_obj_t nmt_py_uniform(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    uint32_t *s = nmt_rng(args[0]);
+    nm_arr_t out = nm_floats(args[1], "out", 1);
+    nm_rng_uniform(s, out.buf, out.len, nmt_float(args[2]), nmt_float(args[3]));
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_uniform_obj, 4, 4, nmt_py_uniform);
+
+// normal(state, out): standard normal samples.
+static mp_obj_t nmt_py_normal(mp_obj_t st, mp_obj_t out_obj) {
+    uint32_t *s = nmt_rng(st);
+    nm_arr_t out = nm_floats(out_obj, "out", 1);
+    nm_rng_normal(s, out.buf, out.len);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_normal_obj, nmt_py_normal);
+
+// randint(state, out, n): out (array('I')) filled with integers in [0, n), n <= 2^24.
+static mp_obj_t nmt_py_randint(mp_obj_t st, mp_obj_t out_obj, mp_obj_t n_obj) {
+    uint32_t *s = nmt_rng(st);
+    nm_arr_t out = nmt_u32(out_obj, "out", 1);
+    size_t n = nm_get_dim(n_obj, "n", 1, (size_t)1 << 24);
+    nm_rng_int(s, out.buf, out.len, (uint32_t)n);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_randint_obj, nmt_py_randint);
+
+/* ---------------------------------------------------------------------------
+ * Replay buffer: rows [s (o), a (na), r, not_done, s' (o)] in an array('f').
+ */
+
+// push(replay, pos, s, a, r, not_done, s2): write row pos.
+static mp_obj_t nmt_py_push(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t rep = nm_floats(args[0], "replay", 1);
+    nm_arr_t s = nm_floats(args[2], "s", 0);
+    nm_arr_t a = nm_floats(args[3], "a", 0);
+    float r = nmt_float(args[4]), nd = nmt_float(args[5]);
+    nm_arr_t s2 = nm_floats(args[6], "s2", 0);
+    if (s.len == 0 || a.len == 0) {
+        nm_raise_text(s.len ? "a" : "s", ": must not be empty");
+    }
+    nm_check_len("s2 (as s)", s.len, s2.len);
+    size_t row = 2 * s.len + a.len + 2; // buffers fit in memory: no overflow
+    if (rep.len == 0 || rep.len % row) {
+        nm_raise_expected("replay (capacity x row)", "a non-zero multiple of ", row, " floats", rep.len);
+    }
+    size_t pos = nm_get_dim(args[1], "pos", 0, rep.len / row - 1);
+    nm_check_disjoint("replay", rep, "s", s);
+    nm_check_disjoint("replay", rep, "a", a);
+    nm_check_disjoint("replay", rep, "s2", s2);
+    nm_replay_push(rep.buf, pos, s.buf, a.buf, r, nd, s2.buf, s.len, a.len);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_push_obj, 7, 7, nmt_py_push);
+
+// gather(replay, idx, n_stored, sa, r, not_done, s2): batch = len(idx); feature-major
+// sa ((o + na) x batch) and s2 (o x batch); every idx must be < n_stored.
+static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
+    (void)n_args;
+    nm_arr_t rep = nm_floats(args[0], "replay", 0);
+    nm_arr_t idx = nmt_u32(args[1], "idx", 0);
+    nm_arr_t sa = nm_floats(args[3], "sa", 1);
+    nm_arr_t r = nm_floats(args[4], "r", 1);
+    nm_arr_t nd = nm_floats(args[5], "not_done", 1);
+    nm_arr_t s2 = nm_floats(args[6], "s2", 1);
+    size_t B = idx.len;
+    if (B == 0) {
+        nm_raise_text("idx", ": must not be empty");
+    }
+    nm_check_len("r (batch)", B, r.len);
+    nm_check_len("not_done (batch)", B, nd.len);
+    if (s2.len == 0 || s2.len % B) {
+        nm_raise_expected("s2 (o x batch)", "a non-zero multiple of ", B, " floats", s2.len);
+    }
+    size_t o = s2.len / B;
+    if (sa.len % B || sa.len / B <= o) {
+        nm_raise_expected("sa ((o + na) x batch)", "a multiple of batch above ", s2.len, " floats", sa.len);
+    }
+    size_t na = sa.len / B - o, row = 2 * o + na + 2;
+    if (rep.len == 0 || rep.len % row) {
+        nm_raise_expected("replay (capacity x row)", "a non-zero multiple of ", row, " floats", rep.len);
+    }
+    size_t n_stored = nm_get_dim(args[2], "n_stored", 1, rep.len / row);
+    const uint32_t *ix = idx.buf;
+    for (size_t k = 0; k < B; k++) {
+        if (ix[k] >= n_stored) {
+            nm_raise_expected("idx entry", "< ", n_stored, " (rows stored)", ix[k]);
+        }
+    }
+    static const char *const out_names[4] = { "sa", "r", "not_done", "s2" };
+    nm_arr_t outs[4] = { sa, r, nd, s2 };
+    for (int i = 0; i < 4; i++) {
+        nm_check_disjoint(out_names[i], outs[i], "replay", rep);
+        for (int j = i + 1; j < 4; j++) {
+            nm_check_disjoint(out_names[i], outs[i], out_names[j], outs[j]);
+        }
+    }
+    nm_replay_gather(rep.buf, ix, B, o, na, sa.buf, r.buf, nd.buf, s2.buf);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_gather_obj, 7, 7, nmt_py_gather);
+
+#endif // NM_TRAIN_GLUE_H
