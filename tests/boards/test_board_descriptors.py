@@ -20,7 +20,8 @@ REAL = {  # name: (core, natmod arch, MHz, port, stock board)
     "stm32f405": ("cortex-m4f", "armv7emsp", 168, "stm32", "PYBV11"),
     "stm32h743": ("cortex-m7", "armv7emdp", 480, "stm32", "NUCLEO_H743ZI2"),
 }
-EMULATED = {"qemu-m4f": ("mps2-an386", "armv7emsp"), "qemu-m7": ("mps2-an500", "armv7emdp")}
+EMULATED = {"qemu-m4f": ("mps2-an386", "armv7emsp"), "qemu-m7": ("mps2-an500", "armv7emdp"),
+            "qemu-rv32": ("virt", "rv32imc")}
 
 
 def _mpy_src():
@@ -143,3 +144,10 @@ def test_validator_catches_missing_files(sandbox):
     (sandbox / "teensy41" / "board.toml").write_text("name = [unclosed\n")
     with pytest.raises(boards.descriptor.UserError, match="not valid TOML"):
         boards.load_board("teensy41", sandbox)
+
+
+def test_validator_follows_make_includes(sandbox):
+    _edit(sandbox / "qemu-common" / "virt_rv32.mk", "QEMU_MACHINE = virt", "QEMU_MACHINE = sifive_u")
+    assert "QEMU_MACHINE differs" in _problems(sandbox, "qemu-rv32")
+    (sandbox / "qemu-common" / "mps2.mk").unlink()
+    assert "includes $(BOARD_DIR)/../qemu-common/mps2.mk, which does not exist" in _problems(sandbox, "qemu-m7")

@@ -6,6 +6,7 @@ Ctrl-C, the FPU, our kernels as a user C module and as natmods.
 
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -19,15 +20,23 @@ MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
 
 pytestmark = [pytest.mark.qemu]
 
-BOARDS = ["qemu-m4f", "qemu-m7"]
-ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp"}
+# qemu-m4f and qemu-m7 are built when missing; qemu-rv32 runs when its firmware was
+# built (make firmware BOARD=qemu-rv32: needs the RISC-V toolchain, about 80 s).
+BOARDS = ["qemu-m4f", "qemu-m7", "qemu-rv32"]
+ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc"}
 # sys.implementation._mpy >> 10 is the native arch index (py/persistentcode.h)
-ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8}
+ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8, "rv32imc": 11}
+SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32"}
 
 
 @pytest.fixture(scope="module", params=BOARDS)
 def board(request, board_pool):
-    return board_pool.get(request.param)
+    name = request.param
+    if not shutil.which(SYSTEM[name]):
+        pytest.skip(f"{SYSTEM[name]} is not installed (make system)")
+    if name == "qemu-rv32" and not board_pool.firmware_ready(name):
+        pytest.skip("qemu-rv32 firmware not built (make firmware BOARD=qemu-rv32)")
+    return board_pool.get(name)
 
 
 def test_boots_and_answers_mpremote_exec(board, mpremote):
@@ -58,6 +67,8 @@ def test_ticks_advance_and_sleep(board, mpremote):
 
 
 def test_icount_time_counts_instructions(board, mpremote):
+    if board.name == "qemu-rv32":
+        pytest.skip("Thumb inline assembler: Arm boards only")
     # two Thumb instructions per iteration: ticks_cpu * (1e9 / TICKS_CPU_HZ) = instructions
     code = ("import time, micropython, qemuboard\n"
             "@micropython.asm_thumb\n"
@@ -150,9 +161,10 @@ def test_natmod_import(board, mpremote):
 
 
 def test_wrong_arch_natmod_is_refused(board, mpremote):
-    mpy = cache_dir() / "natmods" / "rv32imc" / "nm_kernels_natmod.mpy"
+    other = "armv7emsp" if board.name == "qemu-rv32" else "rv32imc"
+    mpy = cache_dir() / "natmods" / other / "nm_kernels_natmod.mpy"
     if not mpy.exists():
-        pytest.skip("no rv32imc natmod: run `make natmods`")
+        pytest.skip(f"no {other} natmod: run `make natmods`")
     mpremote(board.port, "cp", str(mpy), ":wrongarch.mpy")
     try:
         out = mpremote(board.port, "exec", "try:\n import wrongarch\nexcept ValueError as e:\n print('refused', e)")

@@ -268,6 +268,33 @@ def validate_board(board: Board, mpy_src: Path | None = None) -> list:
     return p
 
 
+def _make_text(mk: Path, board_dir: Path, depth: int = 0):
+    """A make file's text followed by the files it includes from the board folders.
+
+    `include $(BOARD_DIR)/x` is resolved against the board folder, `include $(VAR)/x`
+    against the including file's folder (our fragments set VAR to their own folder).
+    Returns (text, [includes that do not exist]).
+    """
+    text = mk.read_text()
+    missing = []
+    if depth > 4:
+        return text, missing
+    for inc in re.findall(r"^\s*-?include\s+(\S+)", text, re.M):
+        if inc.startswith("$(BOARD_DIR)/"):
+            path = board_dir / inc[len("$(BOARD_DIR)/"):]
+        elif inc.startswith("$("):
+            path = mk.parent / inc.split(")/", 1)[-1]
+        else:
+            continue  # relative to the port directory (MicroPython's tree)
+        if path.is_file():
+            sub, miss = _make_text(path, board_dir, depth + 1)
+            text += "\n" + sub
+            missing += miss
+        else:
+            missing.append(inc)
+    return text, missing
+
+
 def _validate_emulated(board: Board, core, arch) -> list:
     p = []
     q = board.qemu
@@ -297,7 +324,9 @@ def _validate_emulated(board: Board, core, arch) -> list:
     if not mk.is_file():
         p.append("mpconfigboard.mk is missing (the ports/qemu BOARD_DIR)")
     else:
-        text = mk.read_text()
+        text, missing = _make_text(mk, board.path)
+        for inc in missing:
+            p.append(f"mpconfigboard.mk includes {inc}, which does not exist")
         m = re.search(r"QEMU_MACHINE\s*=\s*(\S+)", text)
         if not m or m.group(1) != after("-machine"):
             p.append("mpconfigboard.mk QEMU_MACHINE differs from qemu.args -machine")
@@ -308,9 +337,6 @@ def _validate_emulated(board: Board, core, arch) -> list:
             p.append("cortex-m7 board should build with -mcpu=cortex-m7 -mfpu=fpv5-d16")
         if core == "cortex-m4f" and not ("-mcpu=cortex-m4" in text and "fpv4-sp-d16" in text):
             p.append("cortex-m4f board should build with -mcpu=cortex-m4 -mfpu=fpv4-sp-d16")
-        for inc in re.findall(r"include\s+\$\(BOARD_DIR\)/(\S+)", text):
-            if not (board.path / inc).is_file():
-                p.append(f"mpconfigboard.mk includes {inc}, which does not exist")
     return p
 
 
