@@ -30,7 +30,7 @@ def board(request):
 
 @pytest.fixture(scope="module")
 def policies(tmp_path_factory):
-    """Two different pendulum policies (3->64->64->1) as specs and .nmp files."""
+    """Two different pendulum policies (3->32->32->1, small: the pty moves ~4 KB/s) as specs and files."""
     d = tmp_path_factory.mktemp("policies")
-    a, b = make_spec(1), make_spec(2)
+    a, b = make_spec(1, sizes=(3, 32, 32, 1)), make_spec(2, sizes=(3, 32, 32, 1))
     return {"A": (a, write_spec(a, d / "A.nmp")), "B": (b, write_spec(b, d / "B.nmp"))}

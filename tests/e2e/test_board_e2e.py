@@ -48,6 +48,9 @@ def test_deploy_and_run_matches_numpy(board, policies):
     assert board_sha256(board.port, "/policy.nmp") == sha(path)
     names = board_listdir(board.port)
     assert "nm_deploy.lock" not in names and not [n for n in names if n.endswith(".nmtmp")]
+    # deploying the same thing again moves nothing but still checks every file
+    res = nm("deploy", path, "--port", board.port, check=True)
+    assert "committed 0 new file(s)" in res.stdout and "uploaded" not in res.stdout
     obs = np.random.default_rng(0).normal(0, 2, (24, spec.obs_dim)).astype(np.float32)
     ref = spec.forward(obs)
     for backend in ("native", "python"):
@@ -92,7 +95,7 @@ def test_sigkill_mid_upload_keeps_previous_policy(board, policies):
     assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
     # the deploying process dies after the first chunk of the new policy reached the board
     p, out = start_paused("deploy", path_b, "--port", board.port, stage="upload")
-    assert "uploaded /lib/nm_bench.mpy.nmtmp" in out
+    assert "unchanged /lib/nm_bench.mpy" in out      # only the policy differs from A's deploy
     sigkill(p)
     # next command: a clear error, not garbage
     res = nm("bench", "--port", board.port, "-n", "20")

@@ -5,7 +5,8 @@ Steps (each printed; `--dry-run` stops after printing the plan):
   2. build    device/lib/*.py -> .mpy with mpy-cross -march=<arch> (source .py if
               the board's .mpy version differs); pick the natmod for the arch
   3. lock     /nm_deploy.lock names the files about to change
-  4. upload   every file to <dest>.nmtmp, then its hash checked on the board
+  4. upload   every file whose hash differs on the board (all with --full) to
+              <dest>.nmtmp, then its hash checked on the board
   5. commit   rename every .nmtmp over its destination (policy last), write the
               manifest /nm_deploy.json, remove the lock
   6. check    hash every destination again, load the policy with the runtime
@@ -257,20 +258,20 @@ def cleanup_code(root_names, libdirs):
 
 
 def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
-           with_natmod=True, log=print) -> dict:
+           with_natmod=True, full=False, log=print) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
     try:
         source, data = export_policy(run_or_file)
         d = Deployer(port, log=log)
         try:
-            return _deploy(d, source, data, workdir, dry_run, policy_dest, with_natmod, log)
+            return _deploy(d, source, data, workdir, dry_run, policy_dest, with_natmod, full, log)
         finally:
             d.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmod, log):
+def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmod, full, log):
     board = d.probe()
     algo = board["hash"]
     plan = make_plan(board, source, data, workdir, policy_dest, with_natmod)
@@ -302,7 +303,13 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmo
     d.exec(f"with open({LOCK!r}, 'w') as _f:\n    _f.write({lock!r})", "write lock")
     # policy last, so everything it needs is in place before it is
     t0 = time.monotonic()
+    have = d.hashes(list(want), algo) if not full else {}
+    uploads = []
     for it in plan.items:
+        if have.get(it.dest) == want[it.dest]:
+            log(f"  unchanged {it.dest} ({algo} matches on the board)")
+            continue
+        uploads.append(it)
         tmp = it.dest + TMP_SUFFIX
         d.write(tmp, it.data, pause_stage="upload" if it.kind == "policy" else None)
         got = d.hashes([tmp], algo)[tmp]
@@ -323,7 +330,7 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmo
               "        os.rename(a, b)"]
     for p in plan.remove:
         commit.append(f"try:\n    os.remove({p!r})\nexcept OSError:\n    pass")
-    for it in plan.items:
+    for it in uploads:
         commit.append(f"_mv({it.dest + TMP_SUFFIX!r}, {it.dest!r})")
     commit.append(f"with open({MANIFEST + TMP_SUFFIX!r}, 'w') as _f:\n    _f.write({json.dumps(manifest)!r})")
     commit.append(f"_mv({MANIFEST + TMP_SUFFIX!r}, {MANIFEST!r})")
@@ -333,7 +340,7 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmo
     bad = [p for p in want if got.get(p) != want[p]]
     if bad:
         raise DeployError(f"{d.port}: after commit these files do not match: {', '.join(bad)}")
-    log(f"committed {len(want)} files in {time.monotonic() - t0:.1f} s; all {algo} checked on the board")
+    log(f"committed {len(uploads)} new file(s) in {time.monotonic() - t0:.1f} s; all {algo} checked on the board")
     check = d.exec(
         "import gc\ngc.collect()\ntry:\n    from neuromotor_rt import Policy\n"
         f"    _p = Policy.load({policy_dest!r})\n"
