@@ -33,7 +33,7 @@ def test_train_writes_a_run_dir_and_one_json_line(tmp_path, cli):
     steps = [r["step"] for r in runs.read_metrics(run_dir)]
     assert steps == [0, 100, 200, 300]
     with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
-        assert int(ck["steps"]) == 300 and ck["replay"].shape == (1, 10_000, 9)
+        assert int(ck["steps"]) == 300 and ck["replay"].shape == (1, 10_000, 11)
     assert (run_dir / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.nn.mlp import with_ones
 
 
 def _loss_and_grads(net, flat, x, target, need_dx):
@@ -26,20 +27,26 @@ def test_backward_matches_finite_differences(acts):
     views = net.views(flat)
     for idx in np.ndindex(2, 3):
         net.init_member(views, idx, rng)
-    x = rng.standard_normal((2, 3, 7, 4))
+    x = with_ones(rng.standard_normal((2, 3, 7, 4)))
     target = rng.standard_normal((2, 3, 7, 2))
     _, grad, dx = _loss_and_grads(net, flat, x, target, need_dx=True)
+    # the constant columns that carry the 1 from layer to layer are not parameters
+    for a, n_out in zip(net.views(grad)[:-1], sizes[1:-1]):
+        assert not a[..., n_out].any()
     eps = 1e-6
 
     def numeric(flat_, x_):
         return _loss_and_grads(net, flat_, x_, target, False)[0]
 
-    for i in rng.choice(net.size, 60, replace=False):
+    trainable = np.ones(net.size, bool)
+    for a in net.views(trainable)[:-1]:
+        a[..., -1] = False  # the constant columns
+    for i in rng.choice(np.flatnonzero(trainable), 60, replace=False):
         p, m = flat.copy(), flat.copy()
         p[i] += eps
         m[i] -= eps
         assert (numeric(p, x) - numeric(m, x)) / (2 * eps) == pytest.approx(grad[i], rel=1e-5, abs=1e-7)
-    for j in list(np.ndindex(x.shape))[::5]:
+    for j in [j for j in np.ndindex(x.shape) if j[-1] < 4][::5]:
         p, m = x.copy(), x.copy()
         p[j] += eps
         m[j] -= eps
@@ -53,10 +60,10 @@ def test_forward_broadcasts_inputs_over_population_axes():
     for idx in np.ndindex(2, 2):
         net.init_member(views, idx, np.random.default_rng(idx))
     x = np.random.default_rng(9).standard_normal((2, 1, 5, 3)).astype(np.float32)
-    y = net.forward(views, x)
+    y = net.forward(views, with_ones(x))
     assert y.shape == (2, 2, 5, 1)
     for k, c in np.ndindex(2, 2):
-        (w0, b0), (w1, b1) = MLP.member(views, (k, c))
+        (w0, b0), (w1, b1) = net.weights_and_biases(MLP.member(views, (k, c)))
         np.testing.assert_allclose(y[k, c], np.maximum(x[k, 0] @ w0 + b0, 0) @ w1 + b1, rtol=1e-5)
 
 
@@ -64,11 +71,11 @@ def test_views_share_the_flat_vector_and_init_is_pytorch_default():
     net = MLP([3, 64, 1], ["relu", "identity"], pop=(4,))
     flat = net.zeros()
     views = net.views(flat)
-    assert net.size == 4 * (3 * 64 + 64 + 64 + 1) and flat.dtype == np.float32
+    assert net.size == 4 * (4 * 65 + 65 * 1) and flat.dtype == np.float32
     for k in range(4):
         net.init_member(views, k, np.random.default_rng(k))
-    (w0, b0), (w1, b1) = views
-    assert w0.shape == (4, 3, 64) and b1.shape == (4, 1, 1)
+    (w0, b0), (w1, b1) = net.weights_and_biases(views)
+    assert w0.shape == (4, 3, 64) and b1.shape == (4, 1)
     assert np.abs(w0).max() <= 1 / np.sqrt(3) and np.abs(w1).max() <= 1 / 8
     assert np.abs(w0).max() > 0.9 / np.sqrt(3)  # uniform over the whole bound
     flat[:] = 0

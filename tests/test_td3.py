@@ -18,8 +18,8 @@ def _agent_arrays(algo: TD3, k: int) -> dict:
     out = {}
     for name, net, views in (("actor", algo.actor, algo.actor_v), ("actor_t", algo.actor, algo.actor_tv),
                              ("critic", algo.critic, algo.critic_v), ("critic_t", algo.critic, algo.critic_tv)):
-        for i, (w, b) in enumerate(MLP.member(views, k)):
-            out[f"{name}{i}"] = np.concatenate([w.ravel(), b.ravel()])
+        for i, layer in enumerate(MLP.member(views, k)):
+            out[f"{name}{i}"] = layer.copy()
     out["replay"] = algo.replay[k].copy()
     return out
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
@@ -60,7 +61,8 @@ class TD3:
 
         act = cfg.activation
         self.actor = MLP([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], pop=(P,))
-        self.critic = MLP([o + a, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], pop=(P, 2))
+        # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
+        self.critic = MLP([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], pop=(P, 2))
         # Flat parameter vectors (one per optimiser) and their per-layer views.
         self.actor_p, self.actor_t, self.actor_g = (self.actor.zeros() for _ in range(3))
         self.critic_p, self.critic_t, self.critic_g = (self.critic.zeros() for _ in range(3))
@@ -78,9 +80,14 @@ class TD3:
         self._tmp_a = np.empty(self.actor.size, F32)
         self._tmp_c = np.empty(self.critic.size, F32)
 
-        # Replay: one row per transition [s, a, r, not_done, s'], agents stacked (P, capacity).
-        self.row = o + a + 2 + o
+        # Replay: one row per transition [a, s, 1, r, not_done, s', 1], agents stacked
+        # (P, capacity). The 1s are the networks' bias inputs (see nn.mlp), so the critic
+        # input [a, s, 1], the actor input [s, 1] and the target actor input [s', 1] are
+        # slices of the sampled batch.
+        self.row = a + o + 1 + 2 + o + 1
         self.replay = np.zeros((P, cfg.buffer_size, self.row), F32)
+        self.replay[..., a + o] = 1
+        self.replay[..., -1] = 1
         self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row)
         self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None]
         self.replay_pos = 0
@@ -89,9 +96,10 @@ class TD3:
         # Preallocated inputs and workspaces of the hot path. Critic inputs are copied per
         # critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         B = cfg.batch_size
-        self._x_next = np.empty((P, 2, B, o + a), F32)    # target critics' input [s', a']
-        self._x_critic = np.empty((P, 2, B, o + a), F32)  # critics' input [s, a]
-        self._x_actor = np.empty((P, B, o + a), F32)      # critic 1's input for the actor loss [s, pi(s)]
+        self._obs1 = np.ones((P, 1, o + 1), F32)               # acting: [s, 1]
+        self._x_next = np.empty((P, 2, B, a + o + 1), F32)     # target critics' input [a', s', 1]
+        self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critics' input [a, s, 1]
+        self._x_actor = np.empty((P, B, a + o + 1), F32)       # critic 1's input for the actor loss [pi(s), s, 1]
         self._dq = np.empty((P, 2, B, 1), F32)
         self._dq_actor = np.empty((P, B, 1), F32)
         self._ws_act = self.actor.workspace((P, 1))
@@ -120,7 +128,7 @@ class TD3:
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
-        return self.actor.forward(self.actor_v, obs.astype(F32)) * self.act_scale + self.act_offset
+        return self.actor.forward(self.actor_v, with_ones(obs.astype(F32))) * self.act_scale + self.act_offset
 
     def advance(self):
         cfg, i = self.cfg, self.steps % RNG_BLOCK
@@ -130,18 +138,19 @@ class TD3:
         if self.steps < cfg.learning_starts:
             action = uniform
         else:
-            action = self.actor.forward(self.actor_v, self.obs[:, None, :], self._ws_act)[:, 0]
+            self._obs1[:, 0, :-1] = self.obs
+            action = self.actor.forward(self.actor_v, self._obs1, self._ws_act)[:, 0]
             action = action + explore * F32(cfg.exploration_noise)
             np.clip(action, -1, 1, out=action)
         next_obs, reward, terminated = self.env.step(action * self.act_scale + self.act_offset)
 
         o, a = self.obs_dim, self.act_dim
         row = self.replay[:, self.replay_pos]
-        row[:, :o] = self.obs
-        row[:, o:o + a] = action
-        row[:, o + a] = reward
-        row[:, o + a + 1] = ~terminated
-        row[:, o + a + 2:] = next_obs
+        row[:, :a] = action
+        row[:, a:a + o] = self.obs
+        row[:, a + o + 1] = reward
+        row[:, a + o + 2] = ~terminated
+        row[:, a + o + 3:-1] = next_obs
         self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
         self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
 
@@ -168,15 +177,14 @@ class TD3:
     # ----- the TD3 updates -----
     def _update_critic(self, batch, target_noise):
         cfg, o, a = self.cfg, self.obs_dim, self.act_dim
-        s_a, r, not_done, s2 = batch[..., :o + a], batch[..., o + a:o + a + 1], batch[..., o + a + 1:o + a + 2], batch[..., o + a + 2:]
+        r, not_done, s2 = batch[..., a + o + 1:a + o + 2], batch[..., a + o + 2:a + o + 3], batch[..., a + o + 3:]
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
         a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor)
         noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
         a2 += noise
-        np.clip(a2, -1, 1, out=a2)
         x2 = self._x_next
-        x2[..., :o] = s2[:, None]
-        x2[..., o:] = a2[:, None]
+        np.clip(a2[:, None], -1, 1, out=x2[..., :a])
+        x2[..., a:] = s2[:, None]
         # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
         q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic)   # (P, 2, B, 1)
         y = np.minimum(q2[:, 0], q2[:, 1])
@@ -185,7 +193,7 @@ class TD3:
         y += r
         # Both critics regress on y: L = mean (Q1 - y)^2 + mean (Q2 - y)^2
         x = self._x_critic
-        x[...] = s_a[:, None]
+        x[...] = batch[:, None, :, :a + o + 1]
         q = self.critic.forward(self.critic_v, x, self._ws_critic)      # (P, 2, B, 1)
         dq = self._dq
         np.subtract(q, y[:, None], out=dq)
@@ -194,16 +202,16 @@ class TD3:
         self.critic_opt.step(self.critic_p, self.critic_g)
 
     def _update_actor(self, batch):
-        o = self.obs_dim
-        s = batch[..., :o]
+        o, a = self.obs_dim, self.act_dim
+        s = batch[..., a:a + o + 1]
         # Deterministic policy gradient: maximise Q1(s, pi(s)), i.e. minimise -mean Q1.
         x = self._x_actor
-        x[..., :o] = s
-        x[..., o:] = self.actor.forward(self.actor_v, s, self._ws_actor)
+        x[..., a:] = s
+        x[..., :a] = self.actor.forward(self.actor_v, s, self._ws_actor)
         self.critic.forward(self.q1_v, x, self._ws_q1)
         self._dq_actor.fill(-1.0 / self.cfg.batch_size)
         dx = self.critic.backward(self.q1_v, self._ws_q1, self._dq_actor, None, need_dx=True)
-        self.actor.backward(self.actor_v, self._ws_actor, dx[..., o:], self.actor_gv)
+        self.actor.backward(self.actor_v, self._ws_actor, dx[..., :a], self.actor_gv)
         self.actor_opt.step(self.actor_p, self.actor_g)
 
     # ----- reporting, export, checkpoints -----
@@ -212,9 +220,9 @@ class TD3:
         return out
 
     def policy_spec(self, agent: int) -> PolicySpec:
-        layers = MLP.member(self.actor_v, agent)
+        layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
         return PolicySpec(
-            weights=[w.T for w, _ in layers], biases=[b[0] for _, b in layers],
+            weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
             activations=self.actor.activations,
             obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
             action_scale=self.act_scale, action_offset=self.act_offset,
