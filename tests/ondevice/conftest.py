@@ -1,0 +1,39 @@
+"""Fixtures for the train-on-device tests on the real unix MicroPython build.
+
+`micropython_train`: the unix `micropython` with nm_train built in
+($NEUROMOTOR_MICROPYTHON, else $NEUROMOTOR_CACHE/bin/micropython from
+`make firmware BOARD=unix`); the tests skip when it is missing and FAIL when it
+exists without the training kernels (a stale build).
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from neuromotor.paths import cache_dir
+
+
+def micropython_path() -> Path:
+    env = os.environ.get("NEUROMOTOR_MICROPYTHON")
+    return Path(env) if env else cache_dir() / "bin" / "micropython"
+
+
+def run_mp(binary, script, timeout=300, heap="64M", cwd=None):
+    proc = subprocess.run([str(binary), "-X", f"heapsize={heap}", "-c", script], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+    if proc.returncode != 0:
+        raise AssertionError(f"micropython exited with {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                             f"stderr:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def micropython_train() -> Path:
+    path = micropython_path()
+    if not path.exists():
+        pytest.skip(f"unix MicroPython not built ({path} missing): run `make firmware BOARD=unix`")
+    out = run_mp(path, "import nm_train, nm_td3; print(nm_train.VERSION)", timeout=30)
+    assert out.strip() == "1", f"unexpected nm_train version from {path}: {out!r}"
+    return path.resolve()
