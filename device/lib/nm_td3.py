@@ -52,7 +52,7 @@ DEFAULTS = {
 # Sized to real boards: teensy41 (1 MB RAM), small (STM32F405 / ESP32 without PSRAM).
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
-    "small": {"hidden": (32, 32), "replay": 1000, "batch": 32, "budget": 150 * 1024},
+    "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
 }
 OVERHEAD = 24 * 1024  # objects, views and code beside the float buffers (measured, rounded up)
 
@@ -98,9 +98,9 @@ def plan(profile, obs_dim=3, act_dim=1):
         "grad": max(pa, pc),
         "replay": p["replay"] * row,
         "tapes": tape_size(sa, B) + tape_size(sc, B),
-        "scratch": max(scratch_size(sa, B), scratch_size(sc, B)),
-        "batch": 4 * (obs_dim + act_dim) * B + 6 * B + act_dim * B,
-        "acting": tape_size(sa, 1) + 2 * obs_dim + 4 * act_dim + packed_size(sa) + 4 * obs_dim,
+        "scratch": max(scratch_size(sa, B), scratch_size(sc, B), packed_size(sa)),
+        "batch": 3 * (obs_dim + act_dim) * B + 5 * B + act_dim * B,
+        "acting": tape_size(sa, 1) + 2 * obs_dim + 4 * act_dim + 1,
     }
     total = sum(f.values())
     f["floats"] = total
@@ -397,6 +397,7 @@ class Trainer:
         self.plan = plan(prof, o, na)
         free = _mem_free()
         self.mem_free_before = free
+        self.heap_base = _mem_alloc()  # live heap before the trainer (interpreter, modules)
         if check_memory and free is not None and self.plan["bytes"] > free:
             raise ProfileTooLarge(
                 "profile %s needs about %d bytes (%d floats of buffers + %d of objects), "
@@ -442,20 +443,22 @@ class Trainer:
         self.idx = array("I", bytearray(4 * B))
         self.sa = _zeros((o + na) * B)          # [s; a] of the batch
         self.x2 = _zeros((o + na) * B)          # [s'; a'] for the target critics
-        self.xa = _zeros((o + na) * B)          # [s; pi(s)] for the actor loss
+        self.xa = self.x2                       # [s; pi(s)] for the actor loss (x2 is free by then)
         self.dxc = _zeros((o + na) * B)         # dQ1/d[s; a]
         self.x2_s = mv(self.x2)[:o * B]
         self.x2_a = mv(self.x2)[o * B:]
         self.xa_s = mv(self.xa)[:o * B]
         self.dxc_a = mv(self.dxc)[o * B:]
-        self.r, self.nd, self.y, self.q1, self.dq = (_zeros(B) for _ in range(5))
+        self.r, self.nd, self.y, self.dq = (_zeros(B) for _ in range(4))
+        self.q1 = self.dq                       # Q1'(s', a') until the Bellman target is formed
         self.noise = _zeros(na * B)
         self.loss = _zeros(1)
         self.tape_a = _zeros(tape_size(self.sa_sizes, B))
         self.tape_c = _zeros(tape_size(self.sc_sizes, B))
         self.a_out = len(self.tape_a) - na * B    # actor output offset in its tape
         self.q_view = mv(self.tape_c)[len(self.tape_c) - B:]
-        self.scratch = _zeros(max(scratch_size(self.sa_sizes, B), scratch_size(self.sc_sizes, B)))
+        self.scratch = _zeros(max(scratch_size(self.sa_sizes, B), scratch_size(self.sc_sizes, B),
+                                  packed_size(self.sa_sizes)))
         # acting: one sample
         self.tape_1 = _zeros(tape_size(self.sa_sizes, 1))
         self.a1_out = len(self.tape_1) - na
@@ -464,7 +467,7 @@ class Trainer:
         self.act = _zeros(na)
         self.n1 = _zeros(na)
         self.u1 = _zeros(1)
-        self.packed = _zeros(packed_size(self.sa_sizes))
+        self.packed = memoryview(self.scratch)[:packed_size(self.sa_sizes)]  # export only
         self.rng = array("I", [0, 0, 0, 0])
         K.seed(self.rng, seed)
         self.heap_setup = _mem_alloc() - a0
@@ -617,6 +620,7 @@ class Trainer:
             info["mem_free"] = gc.mem_free()
             info["heap_live"] = live
             info["heap_live_peak"] = self._live_peak
+            info["heap_peak"] = self._live_peak - self.heap_base
         return info
 
     def heap_live_peak(self):
@@ -772,7 +776,8 @@ class Server:
         episodes = int(args[4]) if len(args) > 4 else 10
         self.trainer = None
         self.policy = None
-        t = Trainer(profile, seed=seed)
+        # a board without native training kernels would take hours: refuse, do not crawl
+        t = Trainer(profile, seed=seed, kernels_=kernels("native"))
         self.trainer = t
         info = {"profile": profile, "steps": steps, "seed": seed, "kernels": getattr(t.K, "HOME", "?"),
                 "plan_bytes": t.plan["bytes"], "mem_free_before": t.mem_free_before,
@@ -793,6 +798,7 @@ class Server:
         return _json({"step": t.steps, "eval_return": ret, "eval_episodes": episodes, "wall_ms": wall_ms,
                       "policy_bytes": len(data), "policy_crc": _crc32(data), "policy_path": saved,
                       "heap_live_peak": t.heap_live_peak(), "heap_setup": t.heap_setup,
+                      "heap_peak": t.heap_live_peak() - t.heap_base, "heap_base": t.heap_base,
                       "mem_free_before": t.mem_free_before, "recent_return": t.recent_return(),
                       "updates": t.updates})
 

@@ -1,0 +1,53 @@
+"""`neuromotor train-on-device`: TD3 on the board itself (pendulum swing-up)."""
+
+import json
+from pathlib import Path
+
+from neuromotor.errors import UserError
+
+
+def register(sub):
+    p = sub.add_parser("train-on-device", help="train a pendulum policy with TD3 on the board itself",
+                       description="Uploads the trainer (device/lib + natmods), trains on the board "
+                       "(progress over serial, NMB/1), brings the policy back and writes a run directory "
+                       "that eval, export and hil accept.")
+    p.add_argument("--port", default="auto", help="serial port, or auto (a detected board or a running emulated one)")
+    p.add_argument("--profile", default="teensy41", help="teensy41 (64x64, replay 10000, batch 100) or small "
+                   "(32x32, replay 800, batch 32)")
+    p.add_argument("--steps", type=int, default=10000, help="environment steps (default 10000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--every", type=int, help="progress line every N steps")
+    p.add_argument("--eval-episodes", type=int, default=10)
+    p.add_argument("--run-dir", type=Path)
+    p.add_argument("--force", action="store_true", help="overwrite an existing run directory")
+    p.add_argument("--no-upload", action="store_true", help="the trainer is already on the board")
+    p.add_argument("--json", action="store_true", help="print one final JSON line (as train --json)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _resolve_port(port: str) -> str:
+    from neuromotor.serial.ports import resolve_port
+    return resolve_port(port)
+
+
+def run(args) -> int:
+    from neuromotor.ondevice import BoardResetError, train_on_device
+    port = _resolve_port(args.port)
+    quiet = args.quiet or args.json
+    log = (lambda *a, **k: None) if quiet else print
+    try:
+        summary = train_on_device(port, args.profile, args.steps, args.seed, run_dir=args.run_dir,
+                                  force=args.force, upload=not args.no_upload, every=args.every,
+                                  eval_episodes=args.eval_episodes, progress=not quiet, log=log)
+    except BoardResetError as exc:
+        raise UserError(str(exc)) from None
+    if not quiet:
+        od = summary["on_device"]
+        print(f"\nseed {args.seed}: eval return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
+              f"(host Pendulum-v1, {args.eval_episodes} episodes; on the board: {od['device_eval_return']:.1f})")
+        print(f"{summary['steps']} steps on the board in {od['device_wall_s']:.1f} s; heap live peak "
+              f"{od['heap_live_peak']} B; run dir {summary['run_dir']}")
+    if args.json:
+        print(json.dumps(summary))
+    return 0

@@ -1,0 +1,102 @@
+"""A normal run directory for a policy trained on the board.
+
+It holds what `neuromotor train` writes (config.json, checkpoint.npz, metrics.jsonl,
+summary.json, learning_curve.png), so `eval`, `export` and `hil` read it through
+`runs.load_policy_spec` like any other run, plus:
+  policy.nmp       the policy file exactly as the board wrote it (CRC checked)
+  on_device.json   board, profile, kernels, heap figures and the progress stream
+The checkpoint holds a host TD3 of the same configuration with the board's actor
+(critics and replay are not brought back: they never leave the board).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor import checkpoint, config, runs
+from neuromotor.algos.td3 import Config
+from neuromotor.errors import UserError
+from neuromotor.export.policy_file import atomic_write
+from neuromotor.nn import MLP
+
+# Mirrors device/lib/nm_td3.py PROFILES (checked by tests/ondevice).
+PROFILES = {
+    "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
+    "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
+}
+POLICY = "policy.nmp"
+ON_DEVICE = "on_device.json"
+
+
+def algo_config(profile: str) -> Config:
+    p = PROFILES[profile]
+    return Config(actor_hidden=tuple(p["hidden"]), critic_hidden=tuple(p["hidden"]),
+                  batch_size=p["batch"], buffer_size=p["replay"])
+
+
+def _set_actor(td3, spec) -> None:
+    """Write a PolicySpec's layers into agent 0 of a host TD3 (either host MLP layout)."""
+    member = MLP.member(td3.actor_v, 0)
+    if hasattr(td3.actor, "weights_and_biases"):
+        layers = td3.actor.weights_and_biases(member)
+    else:
+        layers = [(w, b.reshape(-1)) for w, b in member]
+    if len(layers) != len(spec.weights):
+        raise UserError(f"board policy has {len(spec.weights)} layers, the host config {len(layers)}")
+    for (w, b), sw, sb in zip(layers, spec.weights, spec.biases):
+        w[...] = sw.T
+        b[...] = sb
+    td3.actor_t[...] = td3.actor_p
+
+
+def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: int, steps: int,
+                  progress: list, device: dict, eval_episodes: int = 10) -> dict:
+    """Write config, checkpoint, policy file, metrics and summary; returns the summary."""
+    run_cfg = config.RunConfig(steps=steps, eval_episodes=eval_episodes, shards=1)
+    algo_cfg = algo_config(profile)
+    runs.write_config(run_dir, "pendulum", "td3", [seed], run_cfg, algo_cfg)
+    cfg = runs.read_config(run_dir)
+    algo = runs.build(cfg)
+    td3 = algo.shards[0]
+    _set_actor(td3, spec)
+    td3.steps = steps
+    checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
+    atomic_write(run_dir / POLICY, policy_bytes)
+    # the run directory must give back exactly the board's policy
+    back = runs.load_policy_spec(run_dir)
+    for a, b in zip(back.weights + back.biases, spec.weights + spec.biases):
+        if a.shape != b.shape or not np.array_equal(a, b):
+            raise UserError(f"{run_dir}: the host's run format did not round-trip the board's policy")
+
+    from neuromotor.envs import env_class
+    from neuromotor.evaluation import Evaluator
+    returns = Evaluator(env_class("pendulum"), [seed], eval_episodes).run(algo, steps)
+    records = [{"step": p["step"], "agent": 0, "seed": seed, "eval_return_mean": None,
+                "eval_return_std": None, "train_return": p.get("recent_return"),
+                "wall_s": p.get("wall_s")} for p in progress if p.get("step", 0) < steps]
+    records.append({"step": steps, "agent": 0, "seed": seed,
+                    "eval_return_mean": float(returns[0].mean()), "eval_return_std": float(returns[0].std()),
+                    "train_return": progress[-1].get("recent_return") if progress else None,
+                    "wall_s": device.get("wall_s")})
+    runs.append_metrics(run_dir, records)
+    try:
+        from neuromotor import plotting
+        plotting.learning_curve([r for r in records if r["eval_return_mean"] is not None],
+                                run_dir / runs.CURVE, f"td3 on pendulum, on the board ({profile})")
+    except Exception:  # a plot is a nicety
+        pass
+    (run_dir / ON_DEVICE).write_text(json.dumps({**device, "profile": profile, "progress": progress}, indent=2) + "\n")
+    summary = {
+        "steps": steps, "wall_s": device.get("wall_s"), "cpu_s": None,
+        "eval_return_mean": float(returns[0].mean()), "eval_return_std": float(returns[0].std()),
+        "run_dir": str(run_dir),
+        "agents": [{"seed": seed, "eval_return_mean": float(returns[0].mean()),
+                    "eval_return_std": float(returns[0].std())}],
+        "on_device": {k: device.get(k) for k in ("board", "profile", "kernels", "device_eval_return",
+                                                  "device_wall_s", "heap_peak", "heap_base", "heap_live_peak", "heap_setup",
+                                                  "mem_free_before", "plan_bytes", "updates")},
+    }
+    summary["on_device"]["profile"] = profile
+    (run_dir / runs.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
