@@ -16,8 +16,9 @@ same number of threads:
              torch on CPU with the same threads), on a short budget. Needs
              `make compare`; reported as null without it.
 
-raw_sps is measured before and after train_sps and averaged, because the
-machine may be shared. Then, unless --env-steps 0, every seed learns for
+raw and training are measured in alternating rounds and summed, so that a
+change of load on a shared machine affects both alike; SB3 is measured with
+torch using 1 and --threads threads, and the faster counts. Then, unless --env-steps 0, every seed learns for
 --env-steps (one population in lockstep), evaluated deterministically in
 neuromotor's env every --eval-every steps and at the end in gymnasium's own
 Ant-v5 (10 episodes per seed): return_mean is the mean over seeds of that
@@ -44,8 +45,8 @@ from neuromotor.evaluation import Evaluator
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def raw_sps(threads: int, num_envs: int, seconds: float) -> float:
-    """Env steps/s of bare mj_step on the Ant model, num_envs models split over threads."""
+def raw_steps(threads: int, num_envs: int, seconds: float):
+    """(env steps, seconds) of bare mj_step on the Ant model, num_envs models split over threads."""
     env = AntVec(num_envs, threads=1)  # only for its model, data and reset
     mujoco, model, datas = env._mujoco, env.model, env.datas
     env.reset([np.random.default_rng(i) for i in range(num_envs)])
@@ -69,21 +70,20 @@ def raw_sps(threads: int, num_envs: int, seconds: float) -> float:
         fallen = [i for i, d in enumerate(datas) if not 0.2 <= d.qpos[2] <= 1.0]
         for i in fallen:
             env.set_qpos_qvel(i, env.init_qpos, env.init_qvel)
-    sps = steps / (time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
     pool.shutdown()
-    return sps
+    return steps, seconds
 
 
-def train_sps(threads: int, iterations: int) -> float:
-    algo = PPO(PPO.defaults("ant")[0], lambda n: AntVec(n, threads=threads), [0])
-    algo.advance()  # warm-up: workspaces, first-touch memory
+def train_steps(algo, iterations: int):
+    """(env steps, seconds) of whole PPO iterations."""
     t0 = time.perf_counter()
     for _ in range(iterations):
         algo.advance()
-    return iterations * algo.E * algo.T / (time.perf_counter() - t0)
+    return iterations * algo.E * algo.T, time.perf_counter() - t0
 
 
-def sb3_sps(threads: int, steps: int):
+def sb3_sps(torch_threads: int, steps: int):
     try:
         import gymnasium as gym
         import torch
@@ -92,7 +92,7 @@ def sb3_sps(threads: int, steps: int):
     except ImportError:
         print("stable-baselines3/torch not installed (make compare): sb3_sps = null", file=sys.stderr)
         return None
-    torch.set_num_threads(threads)
+    torch.set_num_threads(torch_threads)
     kwargs = AntVec.gym_kwargs
     venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **kwargs) for _ in range(8)])
     # The paper's sizes: 4096 steps per rollout (8 x 512), minibatches of 2048, 4 epochs.
@@ -160,8 +160,9 @@ def main(argv=None) -> int:
     p.add_argument("--env-steps", type=int, default=1_228_800, help="learning steps per seed (0: skip learning)")
     p.add_argument("--seeds", default="0,1,2", help="learning seeds (default 0,1,2)")
     p.add_argument("--threads", default="auto", help="auto (all cores) or 1..cores")
-    p.add_argument("--train-iterations", type=int, default=10, help="PPO iterations (4096 steps) for train_sps")
-    p.add_argument("--raw-seconds", type=float, default=10.0, help="duration of each raw mj_step measurement")
+    p.add_argument("--rounds", type=int, default=3, help="alternating raw/training measurement rounds")
+    p.add_argument("--train-iterations", type=int, default=4, help="PPO iterations (4096 steps) per round")
+    p.add_argument("--raw-seconds", type=float, default=4.0, help="raw mj_step seconds per round")
     p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 budget after a 4096-step warm-up (0: skip)")
     p.add_argument("--eval-every", type=int, default=102_400, help="evaluation interval in env steps")
     p.add_argument("--episodes", type=int, default=10, help="episodes per evaluation")
@@ -174,22 +175,28 @@ def main(argv=None) -> int:
     out_json, out_png = args.out / "ppo_ant.json", args.out / "ppo_ant.png"
 
     print(f"threads {threads}; measuring raw mj_step, PPO training and SB3 throughput ...", file=sys.stderr)
-    raw_before = raw_sps(threads, 64, args.raw_seconds)
-    train = train_sps(threads, args.train_iterations)
-    raw_after = raw_sps(threads, 64, args.raw_seconds)
-    raw = (raw_before + raw_after) / 2
-    sb3 = sb3_sps(threads, args.sb3_steps) if args.sb3_steps else None
+    algo = PPO(PPO.defaults("ant")[0], lambda n: AntVec(n, threads=threads), [0])
+    algo.advance()  # warm-up: workspaces, first-touch memory
+    raw_n = raw_s = train_n = train_s = 0
+    for _ in range(args.rounds):
+        n, s = raw_steps(threads, 64, args.raw_seconds)
+        raw_n, raw_s = raw_n + n, raw_s + s
+        n, s = train_steps(algo, args.train_iterations)
+        train_n, train_s = train_n + n, train_s + s
+    raw, train = raw_n / raw_s, train_n / train_s
+    sb3_by_threads = {t: sb3_sps(t, args.sb3_steps) for t in sorted({1, threads})} if args.sb3_steps else {}
+    sb3 = max(sb3_by_threads.values()) if sb3_by_threads and None not in sb3_by_threads.values() else None
     summary = {
         "threads": threads, "cpu_count": os.cpu_count(), "load_avg_1min": os.getloadavg()[0],
-        "raw_sps": round(raw, 1), "raw_sps_before": round(raw_before, 1), "raw_sps_after": round(raw_after, 1),
-        "train_sps": round(train, 1), "train_over_raw": round(train / raw, 3),
+        "raw_sps": round(raw, 1), "train_sps": round(train, 1), "train_over_raw": round(train / raw, 3),
         "sb3_sps": None if sb3 is None else round(sb3, 1),
+        "sb3_sps_by_torch_threads": {t: None if v is None else round(v, 1) for t, v in sb3_by_threads.items()},
         "train_over_sb3": None if sb3 is None else round(train / sb3, 2),
         "sb3_over_raw": None if sb3 is None else round(sb3 / raw, 3),
         "config": asdict(PPO.defaults("ant")[0]),
         "env_steps": args.env_steps, "seeds": seeds, "return_mean": None,
     }
-    print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s  (before {raw_before:.0f}, after {raw_after:.0f})")
+    print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s")
     print(f"{'PPO training':>14} {train:10.0f} env-steps/s  = {train / raw:.2f} x raw")
     if sb3 is not None:
         print(f"{'SB3 PPO':>14} {sb3:10.0f} env-steps/s  = {sb3 / raw:.2f} x raw; neuromotor = {train / sb3:.1f} x SB3")

@@ -10,6 +10,7 @@ import pytest
 from neuromotor.algos.ppo import PPO, Config
 from neuromotor.cli import main
 from neuromotor.envs import env_class
+from neuromotor.nn.mlp import with_ones
 
 TINY = Config(actor_hidden=(8,), critic_hidden=(8,), num_envs=4, num_steps=50, minibatch_size=50, epochs=2)
 
@@ -22,7 +23,7 @@ def test_policy_gradient_matches_finite_differences():
     algo = pendulum_ppo(seeds=(0, 1))
     rng = np.random.default_rng(0)
     P, B, a = 2, 64, algo.act_dim
-    x = rng.standard_normal((P, B, algo.obs_dim), np.float32)
+    x = with_ones(rng.standard_normal((P, B, algo.obs_dim), np.float32))
     act = rng.standard_normal((P, B, a), np.float32)
     adv = rng.standard_normal((P, B)).astype(np.float32)
     mean_old = algo.actor.forward(algo.actor_v, x)
@@ -38,7 +39,11 @@ def test_policy_gradient_matches_finite_differences():
     loss()
     grad = algo.actor_g.copy()
     n = algo.actor.size
-    picks = list(rng.choice(n, 40, replace=False)) + list(range(n, algo.actor_p.size))  # weights + every log-std
+    # Real parameters only: the augmented matrices' constant column feeds the next layer's 1.
+    is_param = np.zeros(n, bool)
+    for w, b in algo.actor.weights_and_biases(algo.actor.views(is_param)):
+        w[...] = b[...] = True
+    picks = list(rng.choice(np.flatnonzero(is_param), 40, replace=False)) + list(range(n, algo.actor_p.size))
     eps = np.float32(1e-3)  # small enough that no ratio crosses a clip boundary
     for i in picks:
         saved = algo.actor_p[i]
@@ -73,8 +78,8 @@ def test_population_member_equals_agent_trained_alone():
         pop.advance()
         alone.advance()
     np.testing.assert_allclose(pop.lr[1], alone.lr[0])
-    for (w1, b1), (w2, b2) in zip(pop.actor.member(pop.actor_v, 1), alone.actor.member(alone.actor_v, 0)):
-        np.testing.assert_allclose(w1, w2, rtol=1e-5, atol=1e-6)
+    for a1, a2 in zip(pop.actor.member(pop.actor_v, 1), alone.actor.member(alone.actor_v, 0)):
+        np.testing.assert_allclose(a1, a2, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(pop.log_std[1], alone.log_std[0], rtol=1e-5)
     np.testing.assert_allclose(pop.obs_mean[1], alone.obs_mean[0])
 

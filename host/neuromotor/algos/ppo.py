@@ -32,6 +32,7 @@ from threadpoolctl import ThreadpoolController
 
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
+from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
@@ -115,13 +116,13 @@ class PPO:
             self.actor.init_member(self.actor_v, k, rng)
             self.critic.init_member(self.critic_v, k, rng)
         # A small last actor layer starts the policy near mean 0 (CleanRL uses a 0.01 gain).
-        self.actor_v[-1][0][...] *= F32(0.01)
+        self.actor.weights_and_biases(self.actor_v)[-1][0][...] *= F32(0.01)
         self.log_std[...] = math.log(cfg.init_std)
         self.actor_opt = Adam(self.actor_p.size, lr=cfg.actor_lr)
         self.critic_opt = Adam(self.critic.size, lr=cfg.critic_lr)
         self.lr = np.full(P, cfg.actor_lr, np.float64)  # per agent, adapted by KL
         # Which agent owns each element of the actor's flat vector (for per-agent lrs).
-        owner = [np.repeat(np.arange(P), size) for _, _, i, j in self.actor.shapes for size in (i * j, j)]
+        owner = [np.repeat(np.arange(P), (hi - lo) // P) for lo, hi in zip(self.actor.offsets, self.actor.offsets[1:])]
         self._owner = np.concatenate(owner + [np.repeat(np.arange(P), a)])
 
         # Running observation statistics per agent (float64: Chan et al.'s parallel update).
@@ -130,7 +131,7 @@ class PPO:
         self.obs_count = np.zeros(P)
 
         # Rollout storage, (P, T, E, ...) so that (P, T*E, ...) is a free reshape.
-        self.b_obs = np.zeros((P, T, E, o), F32)         # normalised, as the policy saw them
+        self.b_obs = np.zeros((P, T, E, o + 1), F32)     # normalised, with the MLP's trailing 1
         self.b_act = np.zeros((P, T, E, a), F32)
         self.b_logp = np.zeros((P, T, E), F32)
         self.b_mean = np.zeros((P, T, E, a), F32)        # for KL(pi_old || pi)
@@ -152,9 +153,10 @@ class PPO:
 
     # ----- acting -----
     def _normalize(self, obs: np.ndarray) -> np.ndarray:
-        if not self.cfg.normalize_obs:
-            return obs.astype(F32)
-        return ((obs - self.obs_mean[:, None]) / self._obs_std()[:, None]).astype(F32)
+        """Network input for obs (P, E, obs_dim): normalised, with the MLP's trailing 1."""
+        if self.cfg.normalize_obs:
+            obs = (obs - self.obs_mean[:, None]) / self._obs_std()[:, None]
+        return with_ones(obs.astype(F32))
 
     def _obs_std(self) -> np.ndarray:
         return np.sqrt(self.obs_var + 1e-8)
@@ -337,10 +339,10 @@ class PPO:
         Actions outside the env's bounds are clipped by the env (MuJoCo's ctrl
         range) or the runtime, as in training.
         """
-        layers = MLP.member(self.actor_v, agent)
+        layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
         normalize = self.cfg.normalize_obs
         return PolicySpec(
-            weights=[w.T for w, _ in layers], biases=[b[0] for _, b in layers],
+            weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
             activations=self.actor.activations,
             obs_mean=self.obs_mean[agent] if normalize else np.zeros(self.obs_dim),
             obs_std=self._obs_std()[agent] if normalize else np.ones(self.obs_dim),
