@@ -12,6 +12,7 @@ from collections import deque
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from neuromotor import checkpoint, plotting, runs
@@ -41,8 +42,32 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
 
     if algo.steps == 0:
         evaluate()
+    # Shards already keep the cores busy; BLAS threads on top would only fight over them.
+    with threadpool_limits(1 if len(getattr(algo, "shards", ())) > 1 else None, "blas"):
+        returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress, f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    if returns is None:  # resumed a run that had already finished
+        returns = evaluator.run(algo, algo.steps)
+
+    metrics = runs.read_metrics(run_dir)
+    plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{cfg['algo']} on {cfg['env']}")
+    # eval_return_std: over episodes for one agent, over the agents' means for a population.
+    summary = {
+        "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+        "eval_return_mean": float(returns.mean(axis=1).mean()),
+        "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
+        "run_dir": str(run_dir),
+        "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
+                    "eval_return_std": float(returns[k].std())} for k, s in enumerate(seeds)],
+    }
+    (run_dir / runs.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc):
+    """Advance to run_cfg.steps, evaluating and checkpointing on the way; the last returns."""
     bar = tqdm(total=run_cfg.steps, initial=algo.steps, unit="step", disable=not progress,
-               dynamic_ncols=True, desc=f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
+               dynamic_ncols=True, desc=desc)
     returns = None
     shown = algo.steps
     while algo.steps < run_cfg.steps:
@@ -62,20 +87,4 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
             if any(recent):
                 bar.set_postfix_str(f"recent return {np.mean([np.mean(r) for r in recent if r]):.0f}")
     bar.close()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    if returns is None:  # resumed a run that had already finished
-        returns = evaluator.run(algo, algo.steps)
-
-    metrics = runs.read_metrics(run_dir)
-    plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{cfg['algo']} on {cfg['env']}")
-    # eval_return_std: over episodes for one agent, over the agents' means for a population.
-    summary = {
-        "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-        "eval_return_mean": float(returns.mean(axis=1).mean()),
-        "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
-        "run_dir": str(run_dir),
-        "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
-                    "eval_return_std": float(returns[k].std())} for k, s in enumerate(seeds)],
-    }
-    (run_dir / runs.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+    return returns
