@@ -46,6 +46,12 @@ class Config:
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
 
 
+def _clip(x, bound, out):
+    """np.clip(x, -bound, bound, out=out) without np.clip's Python-level overhead."""
+    np.maximum(x, F32(-bound), out=out)
+    return np.minimum(out, F32(bound), out=out)
+
+
 class TD3:
     Config = Config
 
@@ -141,7 +147,7 @@ class TD3:
             self._obs1[:, 0, :-1] = self.obs
             action = self.actor.forward(self.actor_v, self._obs1, self._ws_act)[:, 0]
             action = action + explore * F32(cfg.exploration_noise)
-            np.clip(action, -1, 1, out=action)
+            _clip(action, 1, out=action)
         next_obs, reward, terminated = self.env.step(action * self.act_scale + self.act_offset)
 
         o, a = self.obs_dim, self.act_dim
@@ -180,10 +186,10 @@ class TD3:
         r, not_done, s2 = batch[..., a + o + 1:a + o + 2], batch[..., a + o + 2:a + o + 3], batch[..., a + o + 3:]
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
         a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor)
-        noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
-        a2 += noise
+        noise = target_noise * F32(cfg.policy_noise)
+        a2 += _clip(noise, cfg.noise_clip, out=noise)
         x2 = self._x_next
-        np.clip(a2[:, None], -1, 1, out=x2[..., :a])
+        _clip(a2[:, None], 1, out=x2[..., :a])
         x2[..., a:] = s2[:, None]
         # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
         q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic)   # (P, 2, B, 1)
