@@ -29,6 +29,10 @@
 #include "extmod/vfs_lfs.h"
 #include "uart.h"
 
+#ifndef QEMUBOARD_IDLE_WFI
+#define QEMUBOARD_IDLE_WFI (1)
+#endif
+
 #if defined(QEMU_SOC_MPS2)
 
 // ---- MPS2 (AN386 Cortex-M4F, AN500 Cortex-M7) --------------------------------
@@ -129,9 +133,11 @@ static void hw_idle(uint32_t max_ticks) {
         TIMER1->CTRL = TIMER_CTRL_EN | TIMER_CTRL_IRQEN;
     }
     NVIC_ICPR0 = (1u << IRQ_UART0_RX) | (1u << IRQ_TIMER1);
+    #if QEMUBOARD_IDLE_WFI
     if (!hw_rx_ready()) {
         __asm volatile ("wfi" ::: "memory");
     }
+    #endif
     TIMER1->CTRL = 0;
     TIMER1->INTSTATUS = 1;
 }
