@@ -133,7 +133,7 @@ def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
     return curve, gym, algo.steps * len(seeds) / train_time
 
 
-def plot(curve, path, title):
+def plot(curve, path, title, episodes):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -147,7 +147,7 @@ def plot(curve, path, title):
     ax.fill_between(steps, r.mean(1) - r.std(1), r.mean(1) + r.std(1), color="k", alpha=0.1)
     ax.axhline(3000, ls="--", color="tab:red", lw=1, label="target 3000")
     ax.set_xlabel("env steps per seed")
-    ax.set_ylabel("deterministic return (10 episodes)")
+    ax.set_ylabel(f"deterministic return ({episodes} episodes)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
@@ -209,7 +209,7 @@ def main(argv=None) -> int:
             return_mean=round(float(gym.mean()), 1), return_std_over_seeds=round(float(gym.mean(1).std()), 1),
             returns_gymnasium=[round(float(x), 1) for x in gym.mean(1)],
             final_step=curve[-1]["step"], learn_sps_all_seeds=round(learn_sps, 1), curve=curve)
-        plot(curve, out_png, f"neuromotor PPO, Ant-v5 (27 obs), {len(seeds)} seeds")
+        plot(curve, out_png, f"neuromotor PPO, Ant-v5 (27 obs), {len(seeds)} seeds", args.episodes)
         print(f"{'seed':>6} {'gymnasium return':>17}")
         for s, r in zip(seeds, gym.mean(1)):
             print(f"{s:>6} {r:>17.1f}")
