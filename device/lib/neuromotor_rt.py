@@ -236,10 +236,7 @@ class Policy:
         self.obs_dim = sizes[0]
         self.act_dim = sizes[-1]
         self.out = array("f", range(sizes[-1]))
-
-    @property
-    def backend(self):
-        return self.name
+        self.backend = self.name
 
     @classmethod
     def create(cls, sizes, acts, net, backend=None, kernels=None):
@@ -281,16 +278,21 @@ class NativePolicy(Policy):
         self.scratch = array("f", range(k.scratch_size(self.layout)))
         self.x = array("f", range(sizes[0]))
 
-    def __call__(self, obs):
+    def __call__(self, obs, _array=array):
         # array('f') goes straight to the kernel (which checks its length);
-        # anything else indexable is copied into a preallocated buffer.
-        if type(obs) is not array:
-            x = self.x
-            for i in range(len(x)):
-                x[i] = obs[i]
-            obs = x
+        # anything else is copied into a preallocated buffer first. Kept this
+        # small on purpose: a bytecode frame with more locals than
+        # VM_MAX_STATE_ON_STACK would be heap-allocated (and freed) per call.
+        if type(obs) is not _array:
+            obs = self._copy_in(obs)
         self.mlp(self.out, obs, self.net, self.layout, self.scratch)
         return self.out
+
+    def _copy_in(self, obs):
+        x = self.x
+        for i in range(len(x)):
+            x[i] = obs[i]
+        return x
 
 
 def _ulab_numpy():

@@ -383,13 +383,27 @@ NM_AVX2_INLINE void nm_block4_avx2(float *y, const float *x, const float *w, siz
     const size_t stride = NM_BLOCK * (n_in + 1);
     __m256 c0 = nm_avx_bias(w), c1 = nm_avx_bias(w + stride);
     __m256 c2 = nm_avx_bias(w + 2 * stride), c3 = nm_avx_bias(w + 3 * stride);
-    const float *p = w + NM_BLOCK, *xp = x, *x_end = x + (n_in & ~(size_t)1);
-    for (; xp != x_end; xp += 2, p += 2 * NM_BLOCK) {
+    const float *p = w + NM_BLOCK, *xp = x;
+    const float *x_end4 = x + (n_in & ~(size_t)3), *x_end2 = x + (n_in & ~(size_t)1);
+    for (; xp != x_end4; xp += 4, p += 4 * NM_BLOCK) { // two pairs per pass
+        const __m256 xa = nm_avx_pair(xp, idx), xb = nm_avx_pair(xp + 2, idx);
+        c0 = _mm256_fmadd_ps(_mm256_loadu_ps(p), xa, c0);
+        c1 = _mm256_fmadd_ps(_mm256_loadu_ps(p + stride), xa, c1);
+        c2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * stride), xa, c2);
+        c3 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 3 * stride), xa, c3);
+        c0 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 8), xb, c0);
+        c1 = _mm256_fmadd_ps(_mm256_loadu_ps(p + stride + 8), xb, c1);
+        c2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * stride + 8), xb, c2);
+        c3 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 3 * stride + 8), xb, c3);
+    }
+    if (xp != x_end2) {
         const __m256 xv = nm_avx_pair(xp, idx);
         c0 = _mm256_fmadd_ps(_mm256_loadu_ps(p), xv, c0);
         c1 = _mm256_fmadd_ps(_mm256_loadu_ps(p + stride), xv, c1);
         c2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * stride), xv, c2);
         c3 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 3 * stride), xv, c3);
+        xp += 2;
+        p += 2 * NM_BLOCK;
     }
     const int odd = n_in & 1;
     _mm_storeu_ps(y, nm_avx_finish(c0, p, xp, odd, relu));
