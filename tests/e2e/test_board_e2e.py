@@ -43,7 +43,8 @@ def test_deploy_and_run_matches_numpy(board, policies):
     spec, path = policies["A"]
     res = nm("deploy", path, "--port", board.port, "--json", check=True)
     info = last_json(res.stdout)
-    assert info["arch"] in ("armv7emsp", "armv7emdp")
+    from neuromotor.boards import load_board
+    assert info["arch"] == load_board(board.name).natmod_arch
     assert info["backend"] == "native"
     assert board_sha256(board.port, "/policy.nmp") == sha(path)
     names = board_listdir(board.port)
@@ -90,51 +91,51 @@ def test_hil_refuses_other_policy(board, policies):
     assert "deploy this run first" in res.stderr
 
 
-def test_sigkill_mid_upload_keeps_previous_policy(board, policies):
+def test_sigkill_mid_upload_keeps_previous_policy(fault_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
     # the deploying process dies after the first chunk of the new policy reached the board
-    p, out = start_paused("deploy", path_b, "--port", board.port, stage="upload")
+    p, out = start_paused("deploy", path_b, "--port", fault_board.port, stage="upload")
     assert "unchanged /lib/nm_bench.mpy" in out      # only the policy differs from A's deploy
     sigkill(p)
     # next command: a clear error, not garbage
-    res = nm("bench", "--port", board.port, "-n", "20")
+    res = nm("bench", "--port", fault_board.port, "-n", "20")
     assert res.returncode == 2
     assert "interrupted" in res.stderr and "deploy" in res.stderr
     # the active policy was never touched
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
     obs = np.random.default_rng(1).normal(0, 1, (4, 3)).astype(np.float32)
-    _, acts = board_actions(board.port, obs)
+    _, acts = board_actions(fault_board.port, obs)
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
     # a fresh deploy cleans up and succeeds
-    res = nm("deploy", path_b, "--port", board.port, check=True)
+    res = nm("deploy", path_b, "--port", fault_board.port, check=True)
     assert "cleaning up an earlier interrupted deploy" in res.stdout
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
-    assert not [n for n in board_listdir(board.port) if n.endswith(".nmtmp") or n.endswith(".lock")]
-    _, acts = board_actions(board.port, obs)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
+    assert not [n for n in board_listdir(fault_board.port) if n.endswith(".nmtmp") or n.endswith(".lock")]
+    _, acts = board_actions(fault_board.port, obs)
     np.testing.assert_allclose(acts, spec_b.forward(obs), rtol=1e-5, atol=1e-5)
 
 
-def test_board_reset_mid_deploy_boots_previous_policy(board, policies):
+def test_board_reset_mid_deploy_boots_previous_policy(fault_board, policies):
     (spec_b, path_b), (spec_a, path_a) = policies["B"], policies["A"]
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
     # every new file is on the board under its temporary name, nothing renamed yet
-    p, out = start_paused("deploy", path_a, "--port", board.port, stage="commit")
+    p, out = start_paused("deploy", path_a, "--port", fault_board.port, stage="commit")
     assert "uploaded /policy.nmp.nmtmp" in out
     sigkill(p)
     # reset the board: a soft reset (a QEMU restart would lose the RAM filesystem, and
     # machine.reset() on the qemu port exits QEMU); then look at what it boots with
-    board_reset(board.port)
-    out = board_exec(board.port, "from neuromotor_rt import Policy\np = Policy.load('/policy.nmp')\n"
+    board_reset(fault_board.port)
+    out = board_exec(fault_board.port, "from neuromotor_rt import Policy\np = Policy.load('/policy.nmp')\n"
                      "print('BACKEND', p.backend)")
     assert "BACKEND" in out
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_b)
-    assert "policy.nmp.nmtmp" in board_listdir(board.port)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
+    assert "policy.nmp.nmtmp" in board_listdir(fault_board.port)
     obs = np.random.default_rng(2).normal(0, 1, (4, 3)).astype(np.float32)
-    res = nm("hil", path_b, "--port", board.port, "--episodes", "1", "--steps", "5")
+    res = nm("hil", path_b, "--port", fault_board.port, "--episodes", "1", "--steps", "5")
     assert res.returncode == 2 and "interrupted" in res.stderr
-    res = nm("deploy", path_a, "--port", board.port, check=True)
-    _, acts = board_actions(board.port, obs)
+    res = nm("deploy", path_a, "--port", fault_board.port, check=True)
+    _, acts = board_actions(fault_board.port, obs)
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
 
 
@@ -166,35 +167,35 @@ def test_garbage_on_the_line(board, policies):
         assert c.hello()["proto"] == 1
 
 
-def test_board_resets_during_upload(board, policies):
+def test_board_resets_during_upload(fault_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
     # the deploying process stays alive; the board soft-resets under it mid-upload
-    res = nm("deploy", path_b, "--port", board.port, env={"NEUROMOTOR_DEPLOY_PAUSE": "reset-upload"})
+    res = nm("deploy", path_b, "--port", fault_board.port, env={"NEUROMOTOR_DEPLOY_PAUSE": "reset-upload"})
     assert res.returncode == 2
     assert "reset during the deploy" in res.stderr
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
     obs = np.random.default_rng(3).normal(0, 1, (4, 3)).astype(np.float32)
-    res = nm("deploy", path_a, "--port", board.port, check=True)
+    res = nm("deploy", path_a, "--port", fault_board.port, check=True)
     assert "cleaning up an earlier interrupted deploy" in res.stdout
-    _, acts = board_actions(board.port, obs)
+    _, acts = board_actions(fault_board.port, obs)
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
 
 
-def test_hardware_reset_mid_upload(board, policies):
+def test_hardware_reset_mid_upload(fault_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
-    p, out = start_paused("deploy", path_b, "--port", board.port, stage="upload")
-    board.reset()                      # QMP system_reset: the MCU reboots, RAM (and littlefs) kept
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
+    p, out = start_paused("deploy", path_b, "--port", fault_board.port, stage="upload")
+    fault_board.reset()                      # QMP system_reset: the MCU reboots, RAM (and littlefs) kept
     os.kill(p.pid, signal.SIGUSR1)     # the deploy carries on against a board that rebooted
     rest, _ = p.communicate(timeout=120)
     assert p.returncode == 2
     assert "run deploy again" in rest and "Traceback" not in rest
-    assert board_sha256(board.port, "/policy.nmp") == sha(path_a)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
     obs = np.random.default_rng(4).normal(0, 1, (4, 3)).astype(np.float32)
-    _, acts = board_actions(board.port, obs)
+    _, acts = board_actions(fault_board.port, obs)
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
-    nm("deploy", path_a, "--port", board.port, check=True)
+    nm("deploy", path_a, "--port", fault_board.port, check=True)
 
 
 def test_port_auto_finds_the_running_board(board, policies):
@@ -207,3 +208,19 @@ def test_port_auto_finds_the_running_board(board, policies):
         return
     res = nm("deploy", policies["A"][1], "--port", "auto", "--dry-run", check=True)
     assert f"-> {board.port}" in res.stdout
+
+
+def test_mip_install_from_local_package_json(board, tmp_path):
+    if board.name != "qemu-m7":
+        pytest.skip("one board is enough for mip")
+    from .helpers import REPO
+    import subprocess
+    import sys
+    from pathlib import Path
+    mpremote = str(Path(sys.executable).parent / "mpremote")
+    res = subprocess.run([mpremote, "connect", board.port, "mip", "install", "--target", "/miptest",
+                          str(REPO / "device" / "package.json")], capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = board_exec(board.port, "import sys\nsys.path.insert(0, '/miptest')\n"
+                     "import neuromotor_rt, nm_bench\nprint('FILES', neuromotor_rt.__file__, nm_bench.__file__)")
+    assert "/miptest/neuromotor_rt.py" in out and "/miptest/nm_bench.py" in out
