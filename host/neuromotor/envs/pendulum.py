@@ -25,14 +25,16 @@ class PendulumVec:
         self.action_low = np.full(1, -self.max_torque, np.float32)
         self.action_high = np.full(1, self.max_torque, np.float32)
         self.state = np.zeros((num_envs, 2))
-        self._obs = np.empty((num_envs, 3), np.float32)
+        self._never = np.zeros(num_envs, bool)  # Pendulum-v1 never terminates, it only truncates
+        self._never.flags.writeable = False
 
     def _observe(self) -> np.ndarray:
         th = self.state[:, 0]
-        self._obs[:, 0] = np.cos(th)
-        self._obs[:, 1] = np.sin(th)
-        self._obs[:, 2] = self.state[:, 1]
-        return self._obs.copy()
+        obs = np.empty((self.num_envs, 3), np.float32)
+        np.cos(th, out=obs[:, 0])
+        np.sin(th, out=obs[:, 1])
+        obs[:, 2] = self.state[:, 1]
+        return obs
 
     def reset(self, rngs, mask=None) -> np.ndarray:
         high = np.array([np.pi, 1.0])
@@ -51,14 +53,14 @@ class PendulumVec:
         newthdot = np.minimum(np.maximum(newthdot, -self.max_speed), self.max_speed)
         self.state[:, 0] = th + newthdot * self.dt
         self.state[:, 1] = newthdot
-        return self._observe(), (-costs).astype(np.float32), np.zeros(self.num_envs, bool)
+        reward = np.negative(costs, out=np.empty(self.num_envs, np.float32))
+        return self._observe(), reward, self._never
 
     def get_state(self) -> np.ndarray:
         return self.state.copy()
 
     def set_state(self, state) -> None:
         self.state[...] = state
-        self._observe()
 
     @staticmethod
     def draw(ax, state_row) -> None:
