@@ -23,6 +23,10 @@ def two_boards():
 
 def test_bench_two_boards_side_by_side(two_boards, tmp_path):
     policy = write_spec(make_spec(5, sizes=(3, 16, 16, 1)), tmp_path / "p.nmp")
+    # a fresh board has no bench server yet: a clear message, not a hang
+    res = nm("bench", "--port", two_boards[0].port, "-n", "20")
+    assert res.returncode == 2
+    assert "nm_bench" in res.stderr and "neuromotor deploy" in res.stderr
     for b in two_boards:
         nm("deploy", policy, "--port", b.port, check=True)
     # --port auto must refuse: there are two boards
