@@ -97,3 +97,16 @@ def test_td3_swings_up_the_pendulum():
     returns = Evaluator(env_class("pendulum"), [0, 1], 10).run(algo, 10_000)
     assert returns.mean(axis=1).max() > -300
     assert returns.mean() > -800
+
+
+def test_state_dict_round_trip_mid_rng_block_continues_exactly():
+    a = _train([4, 6], 170)
+    saved = {k: np.array(v) for k, v in a.state_dict().items()}
+    for _ in range(90):  # crosses the 200-step episode boundary (env resets draw from the agents' RNGs)
+        a.advance()
+    b = _train([4, 6], 0)
+    b.load_state_dict(saved)
+    for _ in range(90):
+        b.advance()
+    for key, value in a.state_dict().items():
+        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)

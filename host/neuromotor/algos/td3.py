@@ -114,18 +114,19 @@ class TD3:
         self._ws_q1 = self.critic.workspace((P, B))
 
         self.steps = 0
-        self._block = self._empty_block()
+        self._block = None
+        self._block_rng = self._rng_states()
         self.obs = env.reset(self.rngs)
         self.ep_return = np.zeros(P, F32)
         self.ep_len = np.zeros(P, np.int64)
         self._finished = [[] for _ in range(P)]
 
     # ----- randomness, drawn per agent in blocks -----
-    def _empty_block(self):
-        n, P, B, a = RNG_BLOCK, self.P, self.cfg.batch_size, self.act_dim
-        return [np.zeros((n, P, a), F32), np.zeros((n, P, a), F32), np.zeros((n, P, B), np.int64), np.zeros((n, P, B, a), F32)]
+    def _rng_states(self) -> np.ndarray:
+        return np.stack([rng_state_array(r) for r in self.rngs])
 
     def _draw_block(self):
+        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
         n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
         parts = [(r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
                   r.integers(0, 1 << 40, (n, B)), r.standard_normal((n, B, a), F32)) for r in self.rngs]
@@ -243,7 +244,6 @@ class TD3:
             "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
             "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
             "replay": self.replay, "ep_return": self.ep_return, "ep_len": self.ep_len,
-            **{f"rng_block_{i}": x for i, x in enumerate(self._block)},
         }
 
     def state_dict(self) -> dict:
@@ -252,7 +252,7 @@ class TD3:
             "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
             "actor_opt_t": np.int64(self.actor_opt.t), "critic_opt_t": np.int64(self.critic_opt.t),
             "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
-            "rng": np.stack([rng_state_array(r) for r in self.rngs]),
+            "rng": self._rng_states(), "rng_block_start": self._block_rng,
             "env_state": self.env.get_state(), "obs": self.obs,
         }
 
@@ -262,6 +262,10 @@ class TD3:
         self.steps = int(d["steps"])
         self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
         self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
+        if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
+            for r, st in zip(self.rngs, d["rng_block_start"]):
+                set_rng_state(r, st)
+            self._draw_block()
         for r, st in zip(self.rngs, d["rng"]):
             set_rng_state(r, st)
         self.env.set_state(d["env_state"])
