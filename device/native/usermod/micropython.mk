@@ -1,6 +1,7 @@
 # neuromotor kernels as a user C module for make-based ports.
 NM_USERMOD_DIR := $(USERMOD_DIR)
-NM_NATIVE_DIR := $(abspath $(USERMOD_DIR)/..)
+# realpath: USERMOD_DIR may be a symlink (unix.mk links us beside ulab).
+NM_NATIVE_DIR := $(realpath $(USERMOD_DIR)/..)
 
 SRC_USERMOD_C += $(NM_USERMOD_DIR)/nm_module.c
 CFLAGS_USERMOD += -I$(NM_NATIVE_DIR) -ffp-contract=off
