@@ -117,9 +117,10 @@ def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
         curve.append({"step": algo.steps, "returns": returns.mean(axis=1).tolist(), "train_s": round(train_time, 1)})
         partial["curve"] = curve
         out_json.write_text(json.dumps(partial, indent=2) + "\n")  # progress survives a kill
+        lr = algo.info.get("lr", algo.lr)  # the adaptive learning rates, per seed
         print(f"  step {algo.steps:>9}  eval return {returns.mean():8.1f}  "
-              f"({', '.join(f'{r:.0f}' for r in returns.mean(axis=1))})  {train_time:7.1f} s training",
-              file=sys.stderr, flush=True)
+              f"({', '.join(f'{r:.0f}' for r in returns.mean(axis=1))})  actor lr "
+              f"{', '.join(f'{x:.1e}' for x in lr)}  {train_time:7.1f} s training", file=sys.stderr, flush=True)
 
     evaluate()
     while algo.steps < env_steps:

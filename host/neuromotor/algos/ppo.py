@@ -138,7 +138,6 @@ class PPO:
         self.b_val = np.zeros((P, T + 1, E), F32)
         self.b_rew = np.zeros((P, T, E), F32)
         self.b_done = np.zeros((P, T, E), bool)          # episode ended after step t
-        self.b_term = np.zeros((P, T, E), bool)
         self.b_raw = np.zeros((P, T, E, o))              # raw observations for the statistics
 
         self.steps = 0
@@ -213,7 +212,6 @@ class PPO:
                 reward = reward + F32(cfg.gamma) * truncated * self._value(self._normalize(obs))
             self.b_rew[:, t] = reward
             self.b_done[:, t] = done
-            self.b_term[:, t] = terminated
             if done.any():
                 for k, j in zip(*np.nonzero(done)):
                     self._finished[k].append(float(self.ep_return[k, j]))
