@@ -101,3 +101,4 @@ def print_table(summary: dict) -> None:
     print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
           f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
           f"run dir {summary['run_dir']}")
+    print(f"learning curve: {Path(summary['run_dir']) / runs.CURVE}")
