@@ -8,6 +8,7 @@ An algorithm class trains a population of independent agents in lockstep
                               env_factory(num_envs) builds a vectorised env (see
                               neuromotor.envs); the algorithm decides how many envs
                               each agent gets and lays them out agent-major.
+  seeds                       the list it was given (one agent per seed)
   steps                       env steps taken per agent so far
   advance()                   one iteration (TD3: one env step + updates; PPO: one
                               rollout + epochs); increases `steps`
@@ -19,6 +20,10 @@ An algorithm class trains a population of independent agents in lockstep
                               everything needed to continue bit-exactly, as a flat
                               dict of numpy arrays (no pickles): parameters,
                               optimiser state, buffers, RNG states, env state, step
+
+The trainer never sees an algorithm directly: neuromotor.runs.build wraps it in
+neuromotor.parallel.Sharded, which splits a population into shards stepped in
+parallel threads and presents the same interface.
 """
 
 import importlib
