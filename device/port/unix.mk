@@ -63,6 +63,8 @@ endif
 	$(MAKE) -C $(MPY_SRC)/ports/unix -j$(JOBS) BUILD=$(BUILD_DIR) USER_C_MODULES=$(USERMODS) \
 		MPY_LIB_DIR=$(EMPTY_LIB) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
 	@ln -sfn $(BUILD_DIR)/micropython $(BIN_LINK)
+	@find $(NEUROMOTOR_CACHE)/build -maxdepth 1 -regextype posix-extended \
+		-regex '.*/$(FLAVOR)-[0-9a-f]{12}' ! -name '$(FLAVOR)-$(KEY)' -exec rm -rf {} + # stale configs
 	@echo "built: $(BIN_LINK) -> $(BUILD_DIR)/micropython"
 	@echo $(BUILD_DIR)/micropython
 
