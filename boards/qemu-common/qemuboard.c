@@ -182,9 +182,58 @@ static inline int hw_rx_read(void) {
     return UART0->RBR_THR;
 }
 
+#define UART_IER_RX (0x01)
+#define IRQ_UART0 (10)
+#define PLIC_PRIORITY(irq) (*(volatile uint32_t *)(0x0c000000u + 4u * (irq)))
+#define PLIC_ENABLE_CTX0 (*(volatile uint32_t *)0x0c002000u)   // hart 0, M mode
+#define PLIC_THRESHOLD_CTX0 (*(volatile uint32_t *)0x0c200000u)
+#define PLIC_CLAIM_CTX0 (*(volatile uint32_t *)0x0c200004u)
+#define CLINT_MTIMECMP_LO (*(volatile uint32_t *)0x02004000u)
+#define CLINT_MTIMECMP_HI (*(volatile uint32_t *)0x02004004u)
+#define MIE_MTIE (1u << 7)
+#define MIE_MEIE (1u << 11)
+
+// "No timer": far ahead but not UINT64_MAX, which overflows QEMU 7.2's deadline
+// arithmetic into a timer that fires continuously (an idle QEMU then spins).
+#define MTIMECMP_OFF() (qemuboard_ticks() + (1ull << 40))
+
+static void mtimecmp_set(uint64_t t) {
+    CLINT_MTIMECMP_HI = 0xffffffffu; // no spurious match while the halves change
+    CLINT_MTIMECMP_LO = (uint32_t)t;
+    CLINT_MTIMECMP_HI = (uint32_t)(t >> 32);
+}
+
+// _entry_point calls uart_init after the stock trap table setup (which enables
+// mstatus.MIE). We mask interrupts globally again and enable the UART RX (through
+// the PLIC) and machine-timer interrupts only as WFI wake-up sources.
+void __real_uart_init(void);
+void __wrap_uart_init(void) {
+    __real_uart_init();
+    __asm volatile ("csrci mstatus, 8" ::: "memory");
+    mtimecmp_set(MTIMECMP_OFF());
+    UART0->IER = UART_IER_RX;
+    PLIC_PRIORITY(IRQ_UART0) = 1;
+    PLIC_THRESHOLD_CTX0 = 0;
+    PLIC_ENABLE_CTX0 = 1u << IRQ_UART0;
+    __asm volatile ("csrs mie, %0" :: "r" (MIE_MTIE | MIE_MEIE) : "memory");
+}
+
 static void hw_idle(uint32_t max_ticks) {
-    // No interrupt controller set up here: spin (the caller re-checks).
+    #if QEMUBOARD_IDLE_WFI
+    if (max_ticks) {
+        mtimecmp_set(qemuboard_ticks() + max_ticks);
+    }
+    if (!hw_rx_ready()) {
+        __asm volatile ("wfi" ::: "memory");
+    }
+    mtimecmp_set(MTIMECMP_OFF());
+    uint32_t id = PLIC_CLAIM_CTX0;
+    if (id) {
+        PLIC_CLAIM_CTX0 = id;
+    }
+    #else
     (void)max_ticks;
+    #endif
 }
 
 #else
