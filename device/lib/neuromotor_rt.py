@@ -172,7 +172,7 @@ def read_policy(path):
     crc = crc32(net, crc)
     if crc != stored:
         raise ChecksumError("policy file checksum mismatch: stored %08x, computed %08x (file corrupted)" % (stored, crc))
-    sizes = list(struct.unpack("<%dH" % (n_layers + 1), rest))
+    sizes = list(struct.unpack_from("<%dH" % (n_layers + 1), rest, 0))
     acts = list(rest[2 * (n_layers + 1):2 * (n_layers + 1) + n_layers])
     if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
         raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))

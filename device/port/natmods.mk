@@ -48,7 +48,7 @@ endif
 $(OUT)/%/$(MOD).mpy: $(HEADERS)
 	@if ! command -v $(cross_$*)gcc >/dev/null 2>&1; then \
 	    echo "natmods: $*: compiler $(cross_$*)gcc not found" \
-	         "$(if $(filter xtensawin,$*),(set CROSS to your ESP32 toolchain prefix, e.g. CROSS=xtensa-esp32-elf-),(run device/port/setup_system.sh))" >&2; \
+	         "$(if $(filter xtensawin,$*),(ESP-IDF provides it; no registry package does: install ESP-IDF, then make natmods CROSS=xtensa-esp32-elf-),(run device/port/setup_system.sh))" >&2; \
 	    exit 1; fi
 	@rm -rf $(OUT)/build/$* && mkdir -p $(OUT)/build/$* $(OUT)/$*
 	@ln -sfn $(NATMOD_SRC)/Makefile $(OUT)/build/$*/Makefile

@@ -325,3 +325,44 @@ attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), 
     assert lines[4] == "ValueError act: expected <= 2, got 5"
     assert lines[5] == "ValueError scratch must not overlap x"
     assert lines[6] == "ok"
+
+
+@pytest.mark.device
+def test_forced_native_without_kernels_is_clear(run_mp, tmp_path):
+    policy = tmp_path / "p.nmp"
+    write_policy(random_spec([3, 8, 1]), policy)
+    proc = run_mp(f"""
+import neuromotor_rt as rt
+rt.NATIVE_MODULES = ('nm_kernels_absent',)
+try:
+    rt.Policy.load({str(policy)!r}, backend='native')
+except rt.BackendUnavailableError as e:
+    print(e)
+print(rt.Policy.load({str(policy)!r}).backend)
+""")
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("native backend unavailable: no built-in nm_kernels and no loadable nm_kernels_natmod.mpy")
+    assert lines[1] == "python"
+
+
+def test_runtime_imports_without_micropython_modules(tmp_path):
+    """CircuitPython has neither `micropython` nor `machine`: the runtime must
+    import and run its python backend without them (checked under CPython)."""
+    import importlib.util
+    import sys
+
+    from neuromotor.paths import DEVICE_DIR
+    spec_ = importlib.util.spec_from_file_location("neuromotor_rt_cpython", DEVICE_DIR / "lib" / "neuromotor_rt.py")
+    rt = importlib.util.module_from_spec(spec_)
+    assert "micropython" not in sys.modules
+    spec_.loader.exec_module(rt)
+    policy = tmp_path / "p.nmp"
+    spec = random_spec([5, 16, 2], seed=3)
+    write_policy(spec, policy)
+    p = rt.Policy.load(str(policy))
+    assert p.backend == "python"
+    obs = random_obs(spec, n=20)
+    got = np.array([list(p(o.tolist())) for o in obs], np.float32)
+    assert_agrees(got, spec.forward(obs), "python backend under CPython")
+    with pytest.raises(rt.BackendUnavailableError, match="ulab backend unavailable"):
+        rt.Policy.load(str(policy), backend="ulab")
