@@ -768,6 +768,11 @@ class Server:
     def cmd_sync(self, args):
         return args[0] if args else ""
 
+    def cmd_train_custom(self, args):
+        # train_custom <h1> <h2> <batch> <replay> <steps> <seed> [every] [eval_episodes]
+        prof = {"hidden": (int(args[0]), int(args[1])), "batch": int(args[2]), "replay": int(args[3])}
+        return self.cmd_train([prof] + list(args[4:]))
+
     def cmd_train(self, args):
         # train <profile> <steps> <seed> [every] [eval_episodes]: progress lines, then done
         profile = args[0]
@@ -779,7 +784,7 @@ class Server:
         # a board without native training kernels would take hours: refuse, do not crawl
         t = Trainer(profile, seed=seed, kernels_=kernels("native"))
         self.trainer = t
-        info = {"profile": profile, "steps": steps, "seed": seed, "kernels": getattr(t.K, "HOME", "?"),
+        info = {"profile": t.profile_name, "steps": steps, "seed": seed, "kernels": getattr(t.K, "HOME", "?"),
                 "plan_bytes": t.plan["bytes"], "mem_free_before": t.mem_free_before,
                 "heap_setup": t.heap_setup, "hidden": list(t.sa_sizes[1:-1]), "batch": t.B,
                 "replay": t.capacity}

@@ -63,11 +63,11 @@ class TrainClient(BenchClient):
         seq = str(self.seq)
         self.ser.write(encode(seq, "train", f"{profile} {steps} {seed} {every} {episodes}"))
         last_step = 0
+        last_seen = time.monotonic()
+        del self.noise[:]  # start-up output (REPL banner) is not a reset
         while True:
-            deadline = time.monotonic() + silence
-            n_noise = len(self.noise)
             try:
-                msg = self._read_message(deadline)
+                msg = self._read_message(time.monotonic() + 1.0)
             except ProtocolError as exc:
                 raise BoardResetError(
                     f"{self.port}: the board stopped training after step {last_step} of {steps}: {exc}. "
@@ -75,15 +75,20 @@ class TrainClient(BenchClient):
                     "Start train-on-device again.") from exc
             except BadLine:
                 continue
-            for line in self.noise[n_noise:] if len(self.noise) > n_noise else []:
+            # non-protocol lines (boot banners) are collected in self.noise while reading
+            seen, self.noise[:] = list(self.noise), []
+            for line in seen:
                 if any(m in line for m in RESET_MARKERS):
                     raise BoardResetError(
                         f"{self.port}: the board reset during training (after step {last_step} of {steps}; "
                         f"it printed {line[:80]!r}); the run directory keeps the progress so far but no "
                         "policy. Start train-on-device again.")
             if msg is None:
-                raise BoardResetError(f"{self.port}: no word from the board for {silence:.0f} s during training "
-                                      f"(last step {last_step} of {steps}); it hangs or was reset")
+                if time.monotonic() - last_seen > silence:
+                    raise BoardResetError(f"{self.port}: no word from the board for {silence:.0f} s during "
+                                          f"training (last step {last_step} of {steps}); it hangs or was reset")
+                continue
+            last_seen = time.monotonic()
             if msg.seq == "-" and msg.word in ("started", "progress"):
                 info = json.loads(msg.payload)
                 last_step = info.get("step", last_step)

@@ -1,0 +1,86 @@
+"""A short TD3 run on the emulated Cortex-M7 (qemu-m7) through `train-on-device`'s code:
+upload, train (progress over NMB/1), policy back, run directory; the heap high-water
+mark stays under the profile's budget; a board reset mid-training is a clear error.
+
+QEMU comes from neuromotor.boards.testing.BoardPool (the boards' test fixture): it
+builds a missing firmware, runs -icount shift=0 on a pty, and always stops exactly
+the QEMU it started.
+"""
+
+import json
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+from neuromotor import runs
+from neuromotor.export.policy_file import decode
+from neuromotor.ondevice import PROFILES, BoardResetError, train_on_device
+
+
+@pytest.fixture(scope="module")
+def m7():
+    if not shutil.which("qemu-system-arm"):
+        pytest.skip("qemu-system-arm is not installed (make system)")
+    from neuromotor.boards.testing import BoardPool
+    pool = BoardPool(build=True)
+    try:
+        yield pool, pool.get("qemu-m7")
+    finally:
+        pool.close()
+
+
+def test_short_run_on_qemu_m7(m7, tmp_path):
+    _, board = m7
+    run_dir = tmp_path / "run"
+    lines = []
+    s = train_on_device(board.port, "small", 300, seed=1, run_dir=run_dir, every=100, eval_episodes=2,
+                        progress=False, log=lines.append)
+    od = s["on_device"]
+    assert od["kernels"] in ("usermod", "natmod"), od  # native training kernels on the board
+    assert od["updates"] == 300 - 100                   # one update per step after learning_starts
+    assert 0 < od["heap_peak"] <= PROFILES["small"]["budget"], od
+    assert np.isfinite(s["eval_return_mean"]) and -2000 < s["eval_return_mean"] < 0
+    # progress arrived over serial, in order, with the fields the bar shows
+    prog = json.loads((run_dir / "on_device.json").read_text())["progress"]
+    assert [p["step"] for p in prog] == [100, 200, 300]
+    assert all("mem_free" in p and "recent_return" in p for p in prog)
+    # a normal run dir: load_policy_spec gives exactly the board's policy file
+    spec = runs.load_policy_spec(run_dir)
+    board_spec = decode((run_dir / "policy.nmp").read_bytes())
+    for a, b in zip(spec.weights, board_spec.weights):
+        assert np.array_equal(a, b)
+    assert spec.sizes == [3, 32, 32, 1]
+    assert json.loads((run_dir / runs.SUMMARY).read_text())["steps"] == 300
+
+
+def test_profile_too_large_is_refused(m7):
+    """A profile bigger than the board's free heap is refused before training, with the numbers."""
+    from neuromotor.ondevice import TrainClient
+    from neuromotor.serial.client import ServerError
+    _, board = m7
+    with TrainClient(board.port, timeout=30) as c:
+        with pytest.raises(ServerError) as exc:
+            # teensy41 plus a 3 MB replay: more than the 1 MiB heap
+            c.request("train_custom", 64, 64, 100, 100000, 10, 0, timeout=60)
+    msg = str(exc.value)
+    assert "ProfileTooLarge" in msg and "bytes free" in msg, msg
+
+
+def test_reset_during_training_is_a_clear_error(m7, tmp_path):
+    pool, board = m7
+    from neuromotor.boards import emulated
+    timer = threading.Timer(12.0, lambda: emulated.reset(board.instance))
+    timer.start()
+    try:
+        with pytest.raises(BoardResetError) as exc:
+            train_on_device(board.port, "small", 100000, seed=2, run_dir=tmp_path / "run", every=100,
+                            progress=False, log=lambda *a: None, upload=False)
+    finally:
+        timer.cancel()
+    msg = str(exc.value)
+    assert "reset" in msg and "train-on-device again" in msg, msg
+    # the progress before the reset was kept
+    assert runs.read_metrics(tmp_path / "run"), "metrics before the reset were lost"
+    pool.restart("qemu-m7")
