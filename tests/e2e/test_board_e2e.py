@@ -116,6 +116,33 @@ def test_sigkill_mid_upload_keeps_previous_policy(fault_board, policies):
     np.testing.assert_allclose(acts, spec_b.forward(obs), rtol=1e-5, atol=1e-5)
 
 
+def test_sigkill_mid_transfer_no_pause(fault_board, policies):
+    """No pause hook: kill while bytes of the new policy are on the wire (the serial line
+    drops mid raw-paste); the board is left inside a half-received command."""
+    import subprocess
+    import time
+    from .helpers import REPO, nm_cmd
+    (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
+    p = subprocess.Popen(nm_cmd("deploy", path_a, "--port", fault_board.port), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                         env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    seen = ""
+    while "unchanged /lib/nm_bench.mpy" not in seen:
+        line = p.stdout.readline()
+        assert line, seen
+        seen += line
+    time.sleep(0.4)                    # inside the upload of /policy.nmp.nmtmp
+    sigkill(p)
+    res = nm("hil", path_b, "--port", fault_board.port, "--episodes", "1", "--steps", "5")
+    assert res.returncode == 2 and "interrupted" in res.stderr, (seen, res.stdout, res.stderr)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
+    nm("deploy", path_a, "--port", fault_board.port, check=True)
+    assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_a)
+    # back to B, which the next test expects to be active
+    nm("deploy", path_b, "--port", fault_board.port, check=True)
+
+
 def test_board_reset_mid_deploy_boots_previous_policy(fault_board, policies):
     (spec_b, path_b), (spec_a, path_a) = policies["B"], policies["A"]
     assert board_sha256(fault_board.port, "/policy.nmp") == sha(path_b)
