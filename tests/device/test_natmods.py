@@ -40,3 +40,31 @@ except ValueError as e:
     lines = proc.stdout.splitlines()
     assert lines[0] == f"natmod 1 {16 * 4 * 14}"
     assert lines[1] == "refused incompatible .mpy arch"
+
+
+def test_cmake_user_module_configures(tmp_path):
+    """cmake-based ports (esp32, rp2) include USER_C_MODULES=<repo>/device/native/micropython.cmake
+    into a project that defines an INTERFACE target `usermod`; configure such a
+    project and check our module's source, include dir and flags arrive."""
+    import shutil
+    import subprocess
+
+    from neuromotor.paths import DEVICE_DIR
+    if not shutil.which("cmake"):
+        pytest.skip("cmake not installed")
+    (tmp_path / "CMakeLists.txt").write_text(f"""
+cmake_minimum_required(VERSION 3.13)
+project(usermod_check C)
+add_library(usermod INTERFACE)
+include({DEVICE_DIR / 'native' / 'micropython.cmake'})
+get_target_property(srcs usermod_nm_kernels INTERFACE_SOURCES)
+get_target_property(incs usermod_nm_kernels INTERFACE_INCLUDE_DIRECTORIES)
+get_target_property(opts usermod_nm_kernels INTERFACE_COMPILE_OPTIONS)
+get_target_property(libs usermod INTERFACE_LINK_LIBRARIES)
+message(STATUS "NM srcs=${{srcs}} incs=${{incs}} opts=${{opts}} libs=${{libs}}")
+""")
+    proc = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if "NM srcs=" in l)
+    assert str(DEVICE_DIR / "native" / "usermod" / "nm_module.c") in line
+    assert "-ffp-contract=off" in line and "libs=usermod_nm_kernels" in line
