@@ -6,12 +6,14 @@ NM := $(VENV)/bin/neuromotor
 BOARD ?= unix
 export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
-.PHONY: demo test venv compare system micropython firmware natmods bench clean
+.PHONY: demo test venv compare system micropython firmware natmods emulated bench clean
 
 demo: venv
 	$(NM) train pendulum --algo td3 --steps 10000 --seed 0 --run-dir runs/demo --force
 
-test: venv system firmware natmods
+EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
+
+test: venv system firmware natmods emulated
 	$(VENV)/bin/python -m pytest -q
 
 venv: $(VENV)/.installed
@@ -38,6 +40,9 @@ firmware: venv system
 
 natmods: venv system
 	$(MAKE) -C device/port natmods
+
+emulated: venv system
+	for b in $(EMULATED_BOARDS); do $(MAKE) -C device/port firmware BOARD=$$b || exit 1; done
 
 bench: venv firmware natmods
 	$(VENV)/bin/python benchmarks/td3_pendulum.py
