@@ -34,7 +34,9 @@ FLAVOR := unix
 endif
 
 MP_VARS := MICROPY_PY_BTREE=0 MICROPY_PY_SSL=0 FROZEN_MANIFEST=$(PORT_DIR)/unix_manifest.py
-CONFIG_FILES := $(PORT_DIR)/unix.mk $(PORT_DIR)/unix_manifest.py $(NATIVE_DIR)/usermod/micropython.mk
+# Every user C module in device/native (one folder each with a micropython.mk).
+NATIVE_MODS := $(patsubst %/micropython.mk,%,$(wildcard $(NATIVE_DIR)/*/micropython.mk))
+CONFIG_FILES := $(PORT_DIR)/unix.mk $(PORT_DIR)/unix_manifest.py $(addsuffix /micropython.mk,$(NATIVE_MODS))
 KEY := $(shell { echo "$(MPY_SRC) $(MP_VARS) $(ULAB_CODE) $(CFLAGS_EXTRA)"; cat $(CONFIG_FILES); } \
 	| sha256sum | cut -c1-12)
 BUILD_DIR := $(NEUROMOTOR_CACHE)/build/$(FLAVOR)-$(KEY)
@@ -58,7 +60,9 @@ all firmware:
 	@mkdir -p $(EMPTY_LIB) $(dir $(BIN_LINK)) $(NEUROMOTOR_CACHE)/build
 	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
 ifneq ($(ULAB_DIR),)
-	@mkdir -p $(USERMODS) && ln -sfn $(NATIVE_DIR)/usermod $(USERMODS)/neuromotor && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
+	@mkdir -p $(USERMODS) && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
+	@for m in $(NATIVE_MODS); do ln -sfn $$m $(USERMODS)/nm_$$(basename $$m); done
+	@for h in $(wildcard $(NATIVE_DIR)/*.h); do ln -sfn $$h $(USERMODS)/; done # for modules that include ../*.h
 endif
 	$(MAKE) -C $(MPY_SRC)/ports/unix -j$(JOBS) BUILD=$(BUILD_DIR) USER_C_MODULES=$(USERMODS) \
 		MPY_LIB_DIR=$(EMPTY_LIB) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
