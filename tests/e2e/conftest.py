@@ -12,8 +12,9 @@ import pytest
 
 from .helpers import make_spec, write_spec
 
-# qemu-rv32 runs the deploy/run/bench/HIL tests where its QEMU is installed; the fault
-# injection tests run on the two Arm boards (the requirement) to keep the time down.
+# qemu-rv32 runs the deploy/run/bench/HIL tests where its QEMU is installed; fault injection,
+# garbage and the other protocol tests run on the two Arm boards (the requirement),
+# which keeps the whole directory at a few minutes.
 E2E_BOARDS = ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else [])
 FAULT_BOARDS = ("qemu-m4f", "qemu-m7")
 
@@ -42,7 +43,7 @@ def policies(tmp_path_factory):
 
 
 @pytest.fixture
-def fault_board(board):
+def arm_board(board):
     if board.name not in FAULT_BOARDS:
-        pytest.skip(f"fault injection runs on {', '.join(FAULT_BOARDS)}")
+        pytest.skip(f"runs on {', '.join(FAULT_BOARDS)} only")
     return board

@@ -123,11 +123,12 @@ class BenchClient:
     def _readline(self, deadline):
         while True:
             i = self._buf.find(b"\n")
+            k = self._buf.find(b"\x04")
+            if k >= 0 and (i < 0 or k < i):  # raw REPL: the server's program ended
+                return self._server_ended(deadline)
             if i >= 0:
                 line, self._buf = self._buf[:i], self._buf[i + 1:]
                 return line
-            if b"\x04" in self._buf:  # raw REPL: the server's program ended
-                return self._server_ended(deadline)
             if len(self._buf) > 65536:  # a flood of garbage without newlines
                 self.noise.append(self._buf[-200:].decode("utf-8", "replace"))
                 self._buf = b""
@@ -149,7 +150,7 @@ class BenchClient:
         out, _, rest = self._buf.partition(b"\x04")
         err = rest.partition(b"\x04")[0].decode("utf-8", "replace").strip()
         self._buf = b""
-        last = err.splitlines()[-1] if err else "no error output"
+        last = err.splitlines()[-1] if err else "it ended without an error message"
         self._server_exited = err or "exited"
         hint = ""
         if "nm_bench" in err and "ImportError" in err:
