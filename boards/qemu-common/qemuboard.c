@@ -458,7 +458,13 @@ static void qemuboard_mount_root(void) {
         vfs = make_lfs2(bdev);
         nlr_pop();
     } else {
-        // No valid littlefs yet (first boot after QEMU started): create one.
+        // Create a filesystem only where there is none yet (first boot after QEMU
+        // started: the RAM is zero). littlefs survives resets mid-write, so a mount
+        // failure with a superblock present is reported, never "repaired" by mkfs.
+        const uint8_t *base = (const uint8_t *)(uintptr_t)QEMUBOARD_FS_BASE;
+        if (memcmp(base + 8, "littlefs", 8) == 0 || memcmp(base + FS_BLOCK_SIZE + 8, "littlefs", 8) == 0) {
+            nlr_raise(MP_OBJ_FROM_PTR(nlr.ret_val));
+        }
         mp_obj_t mkfs = mp_load_attr(MP_OBJ_FROM_PTR(&mp_type_vfs_lfs2), MP_QSTR_mkfs);
         mp_call_function_1(mkfs, bdev);
         vfs = make_lfs2(bdev);
@@ -475,7 +481,8 @@ void qemuboard_init(void) {
         mp_obj_list_append(mp_sys_path, mp_obj_new_str("/lib", 4));
         nlr_pop();
     } else {
-        mp_printf(&mp_plat_print, "qemuboard: could not mount the filesystem: ");
+        mp_printf(&mp_plat_print, "qemuboard: could not mount the filesystem (to start afresh: "
+            "os.VfsLfs2.mkfs(qemuboard.bdev), then soft reset): ");
         mp_obj_print_exception(&mp_plat_print, MP_OBJ_FROM_PTR(nlr.ret_val));
     }
 }
