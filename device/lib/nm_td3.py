@@ -75,9 +75,8 @@ def tape_size(sizes, batch):
 
 def scratch_size(sizes, batch):
     widest = max(sizes)
-    io = max(sizes[i] + sizes[i + 1] for i in range(len(sizes) - 1))
     wt = max(sizes[i] * sizes[i + 1] for i in range(len(sizes) - 1))
-    return (2 * widest + io) * batch + wt
+    return 2 * widest * batch + wt
 
 
 def packed_size(sizes):

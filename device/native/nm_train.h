@@ -10,8 +10,9 @@
  *       W[n_in][n_out] row-major (y = x W + b, as the host's MLP), then b[n_out]
  *   activations are FEATURE-MAJOR: a batch of B samples of width n is n x B
  *   floats, row i holding feature i of every sample. Every matrix product of
- *   the forward and backward pass is then the same kernel, C = A^T B with
- *   both operands read along contiguous rows (nm_gemm_tn).
+ *   the forward and backward pass then reads both operands along contiguous
+ *   rows (nm_gemm_tn for outputs and input gradients, nm_gemm_nt for weight
+ *   gradients), with no transposed copies of the activations.
  *   tape: the outputs of every layer after activation, layer after layer,
  *   (s1 + ... + sL) x B floats; forward writes it, backward reads it.
  *   layout: uint16 L, s0..sL, act0..act(L-1), as nm_kernels.h.
@@ -54,24 +55,21 @@ static inline int nm_train_tape_size(const uint16_t *sizes, size_t n_layers, siz
     return nm_mul_size(widths, batch, out);
 }
 
-// Scratch floats backward needs: two delta buffers (widest x B), the
-// transposed input and delta of a layer (B x (n_in + n_out)), and W^T.
+// Scratch floats backward needs: two delta buffers (widest x B) and W^T of
+// the largest layer.
 static inline int nm_train_scratch_size(const uint16_t *sizes, size_t n_layers, size_t batch, size_t *out) {
-    size_t widest = 0, io = 0, wt = 0;
+    size_t widest = 0, wt = 0;
     for (size_t l = 0; l <= n_layers; l++) {
         widest = sizes[l] > widest ? sizes[l] : widest;
     }
     for (size_t l = 0; l < n_layers; l++) {
-        size_t a = (size_t)sizes[l] + sizes[l + 1], w = (size_t)sizes[l] * sizes[l + 1];
-        io = a > io ? a : io;
+        size_t w = (size_t)sizes[l] * sizes[l + 1];
         wt = w > wt ? w : wt;
     }
-    size_t d, t, total;
-    if (!nm_mul_size(2 * widest + io, batch, &d) || !nm_add_size(d, wt, &total)) {
+    size_t d;
+    if (!nm_mul_size(2 * widest, batch, &d) || !nm_add_size(d, wt, out)) {
         return 0;
     }
-    (void)t;
-    *out = total;
     return 1;
 }
 
@@ -197,10 +195,15 @@ static inline void nm_rng_int(uint32_t *s, uint32_t *out, size_t count, uint32_t
 }
 
 /* ---------------------------------------------------------------------------
- * The one matrix kernel: C[m][n] (=|+=) sum_k A[k][m] * B[k][n]
- * for m < M, n < N, k < K; rows of A, B, C are lda, ldb, ldc floats apart.
- * Tiles of 4 x 4 outputs (4 x 8 with SSE) in registers; each k step loads 4
- * values of A and 4 of B for 16 multiply-adds.
+ * Matrix kernels. Both keep a tile of 4 x 4 outputs (4 x 8 with SSE) in
+ * registers; a k step loads 4 values of each operand for 16 multiply-adds.
+ *
+ * nm_gemm_tn: C[m][n] = init(m, n) + sum_k A[k][m] * B[k][n]  (rows of A, B, C
+ *   are lda, ldb, ldc floats apart); init is bias[m] (bias != NULL), else C
+ *   itself (acc), else 0; ReLU applied on the way out when relu != 0.
+ *   Forward (A = W, B = X) and input gradients (A = W^T, B = dY).
+ * nm_gemm_nt: C[m][n] = sum_k A[m][k] * B[n][k]: dot products of rows;
+ *   weight gradients (A = X, B = dY, both feature-major).
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #define NM_HOT __attribute__((optimize("O2")))
@@ -208,16 +211,89 @@ static inline void nm_rng_int(uint32_t *s, uint32_t *out, size_t count, uint32_t
 #define NM_HOT
 #endif
 
-NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
-    const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc) {
+#define NM_RELU(v) ((v) > 0.0f ? (v) : 0.0f)
+
+#define NM_TN_STEP(a, b) do { \
+        const float a0 = (a)[0], a1 = (a)[1], a2 = (a)[2], a3 = (a)[3]; \
+        const float b0 = (b)[0], b1 = (b)[1], b2 = (b)[2], b3 = (b)[3]; \
+        c00 = NM_MADD(a0, b0, c00); c01 = NM_MADD(a0, b1, c01); \
+        c02 = NM_MADD(a0, b2, c02); c03 = NM_MADD(a0, b3, c03); \
+        c10 = NM_MADD(a1, b0, c10); c11 = NM_MADD(a1, b1, c11); \
+        c12 = NM_MADD(a1, b2, c12); c13 = NM_MADD(a1, b3, c13); \
+        c20 = NM_MADD(a2, b0, c20); c21 = NM_MADD(a2, b1, c21); \
+        c22 = NM_MADD(a2, b2, c22); c23 = NM_MADD(a2, b3, c23); \
+        c30 = NM_MADD(a3, b0, c30); c31 = NM_MADD(a3, b1, c31); \
+        c32 = NM_MADD(a3, b2, c32); c33 = NM_MADD(a3, b3, c33); \
+} while (0)
+
+NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
+    const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     size_t m = 0;
+    if (K <= 2 && !acc) {
+        // outer-product-like shapes (gradients through a 1-2 output layer, 1-2
+        // inputs): one pass over C with the A values in registers
+        for (; m < M; m++) {
+            const float a0 = A[m], a1 = K > 1 ? A[lda + m] : 0.0f, init = bias ? bias[m] : 0.0f;
+            const float *b0 = B, *b1 = K > 1 ? B + ldb : B;
+            float *c = C + m * ldc;
+            if (K > 1) {
+                for (size_t n = 0; n < N; n++) {
+                    const float v = NM_MADD(a1, b1[n], NM_MADD(a0, b0[n], init));
+                    c[n] = relu ? NM_RELU(v) : v;
+                }
+            } else {
+                for (size_t n = 0; n < N; n++) {
+                    const float v = NM_MADD(a0, b0[n], init);
+                    c[n] = relu ? NM_RELU(v) : v;
+                }
+            }
+        }
+        return;
+    }
+    if (K <= 4 && !acc) {
+        // short sums (input layers of 3-4 features): 4 rows of A in registers,
+        // one column of outputs per step, no tile set-up
+        for (; m + 4 <= M; m += 4) {
+            float a[4][4];
+            for (size_t k = 0; k < 4; k++) {
+                for (size_t i = 0; i < 4; i++) {
+                    a[k][i] = k < K ? A[k * lda + m + i] : 0.0f;
+                }
+            }
+            const float i0 = bias ? bias[m] : 0.0f, i1 = bias ? bias[m + 1] : 0.0f;
+            const float i2 = bias ? bias[m + 2] : 0.0f, i3 = bias ? bias[m + 3] : 0.0f;
+            const float *b0 = B, *b1 = B + ldb, *b2 = B + 2 * ldb, *b3 = K > 3 ? B + 3 * ldb : B;
+            const float k3 = K > 3 ? 1.0f : 0.0f; // b3 aliases b0 when K == 3 (and a[3] is 0)
+            float *c = C + m * ldc;
+            for (size_t n = 0; n < N; n++) {
+                const float x0 = b0[n], x1 = b1[n], x2 = b2[n], x3 = b3[n] * k3;
+                float v0 = NM_MADD(a[0][0], x0, i0), v1 = NM_MADD(a[0][1], x0, i1);
+                float v2 = NM_MADD(a[0][2], x0, i2), v3 = NM_MADD(a[0][3], x0, i3);
+                v0 = NM_MADD(a[1][0], x1, v0), v1 = NM_MADD(a[1][1], x1, v1);
+                v2 = NM_MADD(a[1][2], x1, v2), v3 = NM_MADD(a[1][3], x1, v3);
+                v0 = NM_MADD(a[2][0], x2, v0), v1 = NM_MADD(a[2][1], x2, v1);
+                v2 = NM_MADD(a[2][2], x2, v2), v3 = NM_MADD(a[2][3], x2, v3);
+                v0 = NM_MADD(a[3][0], x3, v0), v1 = NM_MADD(a[3][1], x3, v1);
+                v2 = NM_MADD(a[3][2], x3, v2), v3 = NM_MADD(a[3][3], x3, v3);
+                if (relu) {
+                    v0 = NM_RELU(v0), v1 = NM_RELU(v1), v2 = NM_RELU(v2), v3 = NM_RELU(v3);
+                }
+                c[n] = v0, c[ldc + n] = v1, c[2 * ldc + n] = v2, c[3 * ldc + n] = v3;
+            }
+        }
+    }
     for (; m + 4 <= M; m += 4) {
         size_t n = 0;
         #if NM_SIMD4
         for (; n + 8 <= N; n += 8) {
             float *c = C + m * ldc + n;
             nm_v4 c00, c01, c10, c11, c20, c21, c30, c31;
-            if (acc) {
+            if (bias) {
+                c00 = c01 = (nm_v4) {bias[m], bias[m], bias[m], bias[m]};
+                c10 = c11 = (nm_v4) {bias[m + 1], bias[m + 1], bias[m + 1], bias[m + 1]};
+                c20 = c21 = (nm_v4) {bias[m + 2], bias[m + 2], bias[m + 2], bias[m + 2]};
+                c30 = c31 = (nm_v4) {bias[m + 3], bias[m + 3], bias[m + 3], bias[m + 3]};
+            } else if (acc) {
                 c00 = NM_LOAD4(c), c01 = NM_LOAD4(c + 4);
                 c10 = NM_LOAD4(c + ldc), c11 = NM_LOAD4(c + ldc + 4);
                 c20 = NM_LOAD4(c + 2 * ldc), c21 = NM_LOAD4(c + 2 * ldc + 4);
@@ -238,20 +314,80 @@ NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
                 c30 += b0 * a3;
                 c31 += b1 * a3;
             }
-            NM_STORE4(c, c00);
-            NM_STORE4(c + 4, c01);
-            NM_STORE4(c + ldc, c10);
-            NM_STORE4(c + ldc + 4, c11);
-            NM_STORE4(c + 2 * ldc, c20);
-            NM_STORE4(c + 2 * ldc + 4, c21);
-            NM_STORE4(c + 3 * ldc, c30);
-            NM_STORE4(c + 3 * ldc + 4, c31);
+            NM_STORE4(c, nm_relu4(c00, relu));
+            NM_STORE4(c + 4, nm_relu4(c01, relu));
+            NM_STORE4(c + ldc, nm_relu4(c10, relu));
+            NM_STORE4(c + ldc + 4, nm_relu4(c11, relu));
+            NM_STORE4(c + 2 * ldc, nm_relu4(c20, relu));
+            NM_STORE4(c + 2 * ldc + 4, nm_relu4(c21, relu));
+            NM_STORE4(c + 3 * ldc, nm_relu4(c30, relu));
+            NM_STORE4(c + 3 * ldc + 4, nm_relu4(c31, relu));
+        }
+        #endif
+        #if !NM_SIMD4
+        // 4 x 6 outputs: 24 accumulators + 4 + 2 operands fit the 32 FPU registers
+        for (; n + 6 <= N; n += 6) {
+            float *c = C + m * ldc + n;
+            float c00, c01, c02, c03, c04, c05, c10, c11, c12, c13, c14, c15;
+            float c20, c21, c22, c23, c24, c25, c30, c31, c32, c33, c34, c35;
+            if (bias) {
+                c00 = c01 = c02 = c03 = c04 = c05 = bias[m];
+                c10 = c11 = c12 = c13 = c14 = c15 = bias[m + 1];
+                c20 = c21 = c22 = c23 = c24 = c25 = bias[m + 2];
+                c30 = c31 = c32 = c33 = c34 = c35 = bias[m + 3];
+            } else if (acc) {
+                const float *r = c;
+                c00 = r[0], c01 = r[1], c02 = r[2], c03 = r[3], c04 = r[4], c05 = r[5];
+                r += ldc;
+                c10 = r[0], c11 = r[1], c12 = r[2], c13 = r[3], c14 = r[4], c15 = r[5];
+                r += ldc;
+                c20 = r[0], c21 = r[1], c22 = r[2], c23 = r[3], c24 = r[4], c25 = r[5];
+                r += ldc;
+                c30 = r[0], c31 = r[1], c32 = r[2], c33 = r[3], c34 = r[4], c35 = r[5];
+            } else {
+                c00 = c01 = c02 = c03 = c04 = c05 = c10 = c11 = c12 = c13 = c14 = c15 = 0.0f;
+                c20 = c21 = c22 = c23 = c24 = c25 = c30 = c31 = c32 = c33 = c34 = c35 = 0.0f;
+            }
+            const float *a = A + m, *b = B + n;
+            for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
+                const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+                float bj = b[0];
+                c00 = NM_MADD(a0, bj, c00); c10 = NM_MADD(a1, bj, c10); c20 = NM_MADD(a2, bj, c20); c30 = NM_MADD(a3, bj, c30);
+                bj = b[1];
+                c01 = NM_MADD(a0, bj, c01); c11 = NM_MADD(a1, bj, c11); c21 = NM_MADD(a2, bj, c21); c31 = NM_MADD(a3, bj, c31);
+                bj = b[2];
+                c02 = NM_MADD(a0, bj, c02); c12 = NM_MADD(a1, bj, c12); c22 = NM_MADD(a2, bj, c22); c32 = NM_MADD(a3, bj, c32);
+                bj = b[3];
+                c03 = NM_MADD(a0, bj, c03); c13 = NM_MADD(a1, bj, c13); c23 = NM_MADD(a2, bj, c23); c33 = NM_MADD(a3, bj, c33);
+                bj = b[4];
+                c04 = NM_MADD(a0, bj, c04); c14 = NM_MADD(a1, bj, c14); c24 = NM_MADD(a2, bj, c24); c34 = NM_MADD(a3, bj, c34);
+                bj = b[5];
+                c05 = NM_MADD(a0, bj, c05); c15 = NM_MADD(a1, bj, c15); c25 = NM_MADD(a2, bj, c25); c35 = NM_MADD(a3, bj, c35);
+            }
+            if (relu) {
+                c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03), c04 = NM_RELU(c04), c05 = NM_RELU(c05);
+                c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13), c14 = NM_RELU(c14), c15 = NM_RELU(c15);
+                c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23), c24 = NM_RELU(c24), c25 = NM_RELU(c25);
+                c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33), c34 = NM_RELU(c34), c35 = NM_RELU(c35);
+            }
+            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03, c[4] = c04, c[5] = c05;
+            c += ldc;
+            c[0] = c10, c[1] = c11, c[2] = c12, c[3] = c13, c[4] = c14, c[5] = c15;
+            c += ldc;
+            c[0] = c20, c[1] = c21, c[2] = c22, c[3] = c23, c[4] = c24, c[5] = c25;
+            c += ldc;
+            c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35;
         }
         #endif
         for (; n + 4 <= N; n += 4) {
             float *c = C + m * ldc + n;
             float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
-            if (acc) {
+            if (bias) {
+                c00 = c01 = c02 = c03 = bias[m];
+                c10 = c11 = c12 = c13 = bias[m + 1];
+                c20 = c21 = c22 = c23 = bias[m + 2];
+                c30 = c31 = c32 = c33 = bias[m + 3];
+            } else if (acc) {
                 c00 = c[0], c01 = c[1], c02 = c[2], c03 = c[3];
                 c10 = c[ldc], c11 = c[ldc + 1], c12 = c[ldc + 2], c13 = c[ldc + 3];
                 c20 = c[2 * ldc], c21 = c[2 * ldc + 1], c22 = c[2 * ldc + 2], c23 = c[2 * ldc + 3];
@@ -261,25 +397,14 @@ NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
                 c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0f;
             }
             const float *a = A + m, *b = B + n;
-            for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-                const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-                const float b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-                c00 = NM_MADD(a0, b0, c00);
-                c01 = NM_MADD(a0, b1, c01);
-                c02 = NM_MADD(a0, b2, c02);
-                c03 = NM_MADD(a0, b3, c03);
-                c10 = NM_MADD(a1, b0, c10);
-                c11 = NM_MADD(a1, b1, c11);
-                c12 = NM_MADD(a1, b2, c12);
-                c13 = NM_MADD(a1, b3, c13);
-                c20 = NM_MADD(a2, b0, c20);
-                c21 = NM_MADD(a2, b1, c21);
-                c22 = NM_MADD(a2, b2, c22);
-                c23 = NM_MADD(a2, b3, c23);
-                c30 = NM_MADD(a3, b0, c30);
-                c31 = NM_MADD(a3, b1, c31);
-                c32 = NM_MADD(a3, b2, c32);
-                c33 = NM_MADD(a3, b3, c33);
+            for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
+                NM_TN_STEP(a, b);
+            }
+            if (relu) {
+                c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03);
+                c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13);
+                c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23);
+                c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33);
             }
             c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03;
             c[ldc] = c10, c[ldc + 1] = c11, c[ldc + 2] = c12, c[ldc + 3] = c13;
@@ -288,8 +413,13 @@ NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
         }
         for (; n < N; n++) { // column tail: 4 rows, one column
             float *c = C + m * ldc + n;
-            float c0 = acc ? c[0] : 0.0f, c1 = acc ? c[ldc] : 0.0f;
-            float c2 = acc ? c[2 * ldc] : 0.0f, c3 = acc ? c[3 * ldc] : 0.0f;
+            float c0, c1, c2, c3;
+            if (bias) {
+                c0 = bias[m], c1 = bias[m + 1], c2 = bias[m + 2], c3 = bias[m + 3];
+            } else {
+                c0 = acc ? c[0] : 0.0f, c1 = acc ? c[ldc] : 0.0f;
+                c2 = acc ? c[2 * ldc] : 0.0f, c3 = acc ? c[3 * ldc] : 0.0f;
+            }
             const float *a = A + m, *b = B + n;
             for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
                 const float bk = b[0];
@@ -298,15 +428,20 @@ NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
                 c2 = NM_MADD(a[2], bk, c2);
                 c3 = NM_MADD(a[3], bk, c3);
             }
+            if (relu) {
+                c0 = NM_RELU(c0), c1 = NM_RELU(c1), c2 = NM_RELU(c2), c3 = NM_RELU(c3);
+            }
             c[0] = c0, c[ldc] = c1, c[2 * ldc] = c2, c[3 * ldc] = c3;
         }
     }
     for (; m < M; m++) { // row tail: one row, 4 columns at a time
+        const float init = bias ? bias[m] : 0.0f;
+        const int load = !bias && acc;
         size_t n = 0;
         for (; n + 4 <= N; n += 4) {
             float *c = C + m * ldc + n;
-            float c0 = acc ? c[0] : 0.0f, c1 = acc ? c[1] : 0.0f;
-            float c2 = acc ? c[2] : 0.0f, c3 = acc ? c[3] : 0.0f;
+            float c0 = load ? c[0] : init, c1 = load ? c[1] : init;
+            float c2 = load ? c[2] : init, c3 = load ? c[3] : init;
             const float *a = A + m, *b = B + n;
             for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
                 const float ak = a[0];
@@ -315,16 +450,146 @@ NM_HOT static void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
                 c2 = NM_MADD(ak, b[2], c2);
                 c3 = NM_MADD(ak, b[3], c3);
             }
+            if (relu) {
+                c0 = NM_RELU(c0), c1 = NM_RELU(c1), c2 = NM_RELU(c2), c3 = NM_RELU(c3);
+            }
             c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3;
         }
         for (; n < N; n++) {
             float *c = C + m * ldc + n;
-            float c0 = acc ? c[0] : 0.0f;
+            float c0 = load ? c[0] : init;
             const float *a = A + m, *b = B + n;
             for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
                 c0 = NM_MADD(a[0], b[0], c0);
             }
-            c[0] = c0;
+            c[0] = relu ? NM_RELU(c0) : c0;
+        }
+    }
+}
+
+// One dot product of two contiguous rows.
+static inline float nm_dot(const float *a, const float *b, size_t K) {
+    float s = 0.0f;
+    for (size_t k = 0; k < K; k++) {
+        s = NM_MADD(a[k], b[k], s);
+    }
+    return s;
+}
+
+#if NM_SIMD4
+NM_INLINE float nm_hsum4(nm_v4 v) {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+}
+#endif
+
+NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_t lda,
+    const float *B, size_t ldb, size_t M, size_t N, size_t K) {
+    size_t m = 0;
+    #if NM_SIMD4
+    // 2 x 4 outputs, k vectorised by 4; the k tail in scalar
+    const size_t K4 = K & ~(size_t)3;
+    for (; m + 2 <= M; m += 2) {
+        const float *a0 = A + m * lda, *a1 = a0 + lda;
+        size_t n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            nm_v4 z = {0.0f, 0.0f, 0.0f, 0.0f};
+            nm_v4 s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z;
+            for (size_t k = 0; k < K4; k += 4) {
+                const nm_v4 x0 = NM_LOAD4(a0 + k), x1 = NM_LOAD4(a1 + k);
+                const nm_v4 y0 = NM_LOAD4(b0 + k), y1 = NM_LOAD4(b1 + k);
+                const nm_v4 y2 = NM_LOAD4(b2 + k), y3 = NM_LOAD4(b3 + k);
+                s00 += x0 * y0, s01 += x0 * y1, s02 += x0 * y2, s03 += x0 * y3;
+                s10 += x1 * y0, s11 += x1 * y1, s12 += x1 * y2, s13 += x1 * y3;
+            }
+            float *c = C + m * ldc + n;
+            c[0] = nm_hsum4(s00) + nm_dot(a0 + K4, b0 + K4, K - K4);
+            c[1] = nm_hsum4(s01) + nm_dot(a0 + K4, b1 + K4, K - K4);
+            c[2] = nm_hsum4(s02) + nm_dot(a0 + K4, b2 + K4, K - K4);
+            c[3] = nm_hsum4(s03) + nm_dot(a0 + K4, b3 + K4, K - K4);
+            c[ldc] = nm_hsum4(s10) + nm_dot(a1 + K4, b0 + K4, K - K4);
+            c[ldc + 1] = nm_hsum4(s11) + nm_dot(a1 + K4, b1 + K4, K - K4);
+            c[ldc + 2] = nm_hsum4(s12) + nm_dot(a1 + K4, b2 + K4, K - K4);
+            c[ldc + 3] = nm_hsum4(s13) + nm_dot(a1 + K4, b3 + K4, K - K4);
+        }
+        for (; n < N; n++) {
+            C[m * ldc + n] = nm_dot(a0, B + n * ldb, K);
+            C[(m + 1) * ldc + n] = nm_dot(a1, B + n * ldb, K);
+        }
+    }
+    #else
+    // 4 x 4 outputs in scalar registers, k unrolled by 4 (immediate offsets)
+    for (; m + 4 <= M; m += 4) {
+        size_t n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
+            float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f, c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
+            size_t k = 0;
+            #define NM_NT_STEP(i) do { \
+                    const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i]; \
+                    const float y0 = b0[i], y1 = b1[i], y2 = b2[i], y3 = b3[i]; \
+                    c00 = NM_MADD(x0, y0, c00); c01 = NM_MADD(x0, y1, c01); \
+                    c02 = NM_MADD(x0, y2, c02); c03 = NM_MADD(x0, y3, c03); \
+                    c10 = NM_MADD(x1, y0, c10); c11 = NM_MADD(x1, y1, c11); \
+                    c12 = NM_MADD(x1, y2, c12); c13 = NM_MADD(x1, y3, c13); \
+                    c20 = NM_MADD(x2, y0, c20); c21 = NM_MADD(x2, y1, c21); \
+                    c22 = NM_MADD(x2, y2, c22); c23 = NM_MADD(x2, y3, c23); \
+                    c30 = NM_MADD(x3, y0, c30); c31 = NM_MADD(x3, y1, c31); \
+                    c32 = NM_MADD(x3, y2, c32); c33 = NM_MADD(x3, y3, c33); \
+            } while (0)
+            for (; k + 4 <= K; k += 4) {
+                NM_NT_STEP(0);
+                NM_NT_STEP(1);
+                NM_NT_STEP(2);
+                NM_NT_STEP(3);
+                a0 += 4, a1 += 4, a2 += 4, a3 += 4, b0 += 4, b1 += 4, b2 += 4, b3 += 4;
+            }
+            for (; k < K; k++) {
+                NM_NT_STEP(0);
+                a0++, a1++, a2++, a3++, b0++, b1++, b2++, b3++;
+            }
+            #undef NM_NT_STEP
+            float *c = C + m * ldc + n;
+            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03;
+            c[ldc] = c10, c[ldc + 1] = c11, c[ldc + 2] = c12, c[ldc + 3] = c13;
+            c[2 * ldc] = c20, c[2 * ldc + 1] = c21, c[2 * ldc + 2] = c22, c[2 * ldc + 3] = c23;
+            c[3 * ldc] = c30, c[3 * ldc + 1] = c31, c[3 * ldc + 2] = c32, c[3 * ldc + 3] = c33;
+        }
+        for (; n < N; n++) { // column tail: 4 rows against one row of B
+            const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda, *b = B + n * ldb;
+            float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+            for (size_t k = 0; k < K; k++) {
+                const float y = b[k];
+                c0 = NM_MADD(a0[k], y, c0);
+                c1 = NM_MADD(a1[k], y, c1);
+                c2 = NM_MADD(a2[k], y, c2);
+                c3 = NM_MADD(a3[k], y, c3);
+            }
+            float *c = C + m * ldc + n;
+            c[0] = c0, c[ldc] = c1, c[2 * ldc] = c2, c[3 * ldc] = c3;
+        }
+    }
+    #endif
+    for (; m < M; m++) { // row tail: one row of A against 4 rows of B, then single dots
+        const float *a = A + m * lda;
+        size_t n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+            for (size_t k = 0; k < K; k++) {
+                const float x = a[k];
+                c0 = NM_MADD(x, b0[k], c0);
+                c1 = NM_MADD(x, b1[k], c1);
+                c2 = NM_MADD(x, b2[k], c2);
+                c3 = NM_MADD(x, b3[k], c3);
+            }
+            float *c = C + m * ldc + n;
+            c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3;
+        }
+        for (; n < N; n++) {
+            C[m * ldc + n] = nm_dot(a, B + n * ldb, K);
         }
     }
 }
@@ -344,21 +609,17 @@ static inline void nm_transpose(float *dst, const float *src, size_t R, size_t C
  * MLP forward over a batch, keeping the activations (tape).
  *   x: s0 x B (feature-major); tape as described at the top.
  */
-static inline void nm_train_forward(const float *net, const uint16_t *sizes, const uint16_t *acts,
+NM_HOT static inline void nm_train_forward(const float *net, const uint16_t *sizes, const uint16_t *acts,
     size_t n_layers, const float *x, float *tape, size_t B) {
     const float *in = x, *w = net;
     float *out = tape;
     for (size_t l = 0; l < n_layers; l++) {
         const size_t n_in = sizes[l], n_out = sizes[l + 1];
         const float *b = w + n_in * n_out;
-        for (size_t o = 0; o < n_out; o++) {
-            float *row = out + o * B;
-            for (size_t s = 0; s < B; s++) {
-                row[s] = b[o];
-            }
+        nm_gemm_tn(out, B, w, n_out, in, B, n_out, B, n_in, 0, b, acts[l] == NM_ACT_RELU);
+        if (acts[l] == NM_ACT_TANH) {
+            nm_activate(out, n_out * B, NM_ACT_TANH);
         }
-        nm_gemm_tn(out, B, w, n_out, in, B, n_out, B, n_in, 1);
-        nm_activate(out, n_out * B, acts[l]);
         w = b + n_out;
         in = out;
         out += n_out * B;
@@ -372,24 +633,21 @@ static inline void nm_train_forward(const float *net, const uint16_t *sizes, con
  *   dx: dL/dx, s0 x B (NULL: skip).
  *   scratch: nm_train_scratch_size floats.
  */
-static inline void nm_train_backward(const float *net, const uint16_t *sizes, const uint16_t *acts,
+NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *sizes, const uint16_t *acts,
     size_t n_layers, const float *x, const float *tape, float *dy, float *grad, float *dx,
     float *scratch, size_t B) {
-    size_t widest = 0, io = 0, offs[NM_MAX_LAYERS + 1], toffs[NM_MAX_LAYERS + 1];
+    size_t widest = 0, offs[NM_MAX_LAYERS + 1], toffs[NM_MAX_LAYERS + 1];
     offs[0] = 0;
     toffs[0] = 0;
     for (size_t l = 0; l <= n_layers; l++) {
         widest = sizes[l] > widest ? sizes[l] : widest;
         if (l < n_layers) {
-            size_t a = (size_t)sizes[l] + sizes[l + 1];
-            io = a > io ? a : io;
             offs[l + 1] = offs[l] + ((size_t)sizes[l] + 1) * sizes[l + 1];
             toffs[l + 1] = toffs[l] + (size_t)sizes[l + 1] * B;
         }
     }
     float *dbuf[2] = { scratch, scratch + widest * B };
-    float *xt = scratch + 2 * widest * B;   // B x n_in
-    float *wt = xt + io * B;                // n_out x n_in
+    float *wt = scratch + 2 * widest * B;   // n_out x n_in
     float *d = dy;
     for (size_t l = n_layers; l-- > 0;) {
         const size_t n_in = sizes[l], n_out = sizes[l + 1];
@@ -409,10 +667,7 @@ static inline void nm_train_backward(const float *net, const uint16_t *sizes, co
         }
         if (grad) {
             float *gw = grad + offs[l], *gb = gw + n_in * n_out;
-            float *dt = xt + n_in * B;      // B x n_out
-            nm_transpose(xt, in, n_in, B);
-            nm_transpose(dt, d, n_out, B);
-            nm_gemm_tn(gw, n_out, xt, n_in, dt, n_out, n_in, n_out, B, 0);
+            nm_gemm_nt(gw, n_out, in, B, d, B, n_in, n_out, B);
             for (size_t o = 0; o < n_out; o++) {
                 const float *row = d + o * B;
                 float s = 0.0f;
@@ -427,7 +682,7 @@ static inline void nm_train_backward(const float *net, const uint16_t *sizes, co
         }
         float *next = l ? dbuf[(n_layers - l) & 1] : dx;
         nm_transpose(wt, w, n_in, n_out);
-        nm_gemm_tn(next, B, wt, n_in, d, B, n_in, B, n_out, 0);
+        nm_gemm_tn(next, B, wt, n_in, d, B, n_in, B, n_out, 0, NULL, 0);
         d = next;
     }
 }

@@ -117,7 +117,7 @@ def test_fuzz_only_python_exceptions(micropython_train, module, natdir):
 @pytest.mark.parametrize("module,natdir", _targets())
 def test_errors_name_expected_and_given(micropython_train, module, natdir):
     out = dict(ln.split(" ", 1) for ln in run_mp(micropython_train, CHECKS.format(module=module, natdir=natdir)).splitlines())
-    assert out["SIZES"] == "21 25 87"  # (3+1)*4 + (4+1)*1 params; (4+1)*5 tape; (2*4+7)*5+12 scratch
+    assert out["SIZES"] == "21 25 52"  # (3+1)*4 + (4+1)*1 params; (4+1)*5 tape; 2*4*5 + 3*4 scratch
     assert out["E1"] == "ValueError: tape ((s1 + ... + sL) x batch): expected 25 floats, got 24"
     assert out["E2"].startswith("TypeError: x: expected array('f')")
     assert out["E3"].startswith("ValueError: x (s0 x batch, feature-major): expected a non-zero multiple of 3")
