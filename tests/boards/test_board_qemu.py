@@ -171,3 +171,22 @@ def test_wrong_arch_natmod_is_refused(board, mpremote):
         assert "refused" in out and "arch" in out
     finally:
         mpremote(board.port, "fs", "rm", ":wrongarch.mpy", check=False)
+
+
+def test_damaged_filesystem_is_reported_not_reformatted(board_pool, mpremote):
+    """A littlefs whose superblock is damaged is left alone (and said so), not wiped."""
+    from neuromotor import boards
+
+    board_pool.get("qemu-m4f")  # firmware built
+    b = boards.start("qemu-m4f", instance=f"qemu-m4f-fsdamage-{os.getpid()}", die_with_parent=True)
+    try:
+        mpremote(b.port, "exec", "open('precious.txt', 'w').write('x')")
+        mpremote(b.port, "exec", "import machine\nm = machine.mem32\nfor blk in (0, 1):\n"
+                 "    for off in range(16, 64, 4):\n        m[0x20000000 + 4096 * blk + off] = 0x5a5a5a5a\n")
+        out = mpremote(b.port, "soft-reset", "exec",
+                       "import os, machine\nprint(os.listdir())\n"
+                       "print(bytes(machine.mem8[0x20000000 + 8 + i] for i in range(8)))")
+        assert "[]" in out                  # nothing mounted ...
+        assert "b'littlefs'" in out         # ... and the superblock magic is still there (no mkfs)
+    finally:
+        b.stop()
