@@ -21,9 +21,12 @@ RLtools paper's Ant-v4), so its policies are the 27->256->256->8 networks that
 fit a microcontroller; the contact cost stays in the reward, as in Ant-v5.
 `gym_id` and `gym_kwargs` name the gymnasium env that matches each class.
 
-Semantics follow the registry contract in `neuromotor.envs`: `step` never
-resets and never truncates. `neuromotor.envs.autoreset.AutoReset` adds
-truncation at `max_episode_steps` and auto-reset on top, for any registered env.
+Episodes follow the registry contract in `neuromotor.envs`: `step` returns
+obs, reward and terminated, and never resets or truncates; after a terminal
+step the env keeps its final state. The caller truncates at
+`max_episode_steps` (1000, gymnasium's TimeLimit) and restarts finished envs
+with `reset(rngs, mask)`; PPO's rollout (neuromotor.algos.ppo) is the
+auto-reset loop, bootstrapping truncated episodes from their final observation.
 """
 
 import importlib.util
