@@ -124,11 +124,14 @@ def table(results) -> str:
                              f"{ipm if ipm is not None else float('nan'):9.2f} {s['predicted_us']:8.2f} "
                              f"{s['predicted_khz']:8.1f}")
         else:
-            lines.append(f"{res['board']} ({res['port']}): measured with time.ticks_us")
-            lines.append(f"  {'backend':8s} {'median µs':>9s} {'p99 µs':>8s} {'mean µs':>8s} {'kHz':>8s}")
+            lines.append(f"{res['board']} ({res['port']}): measured with time.ticks_us "
+                         "(ticks = time.ticks_cpu, the port's cycle counter where it has one)")
+            lines.append(f"  {'backend':8s} {'median µs':>9s} {'p99 µs':>8s} {'mean µs':>8s} {'kHz':>8s} "
+                         f"{'ticks med':>10s}")
             for b, s in res["backends"].items():
+                ticks = s.get("cpu_ticks", {}).get("median")
                 lines.append(f"  {b:8s} {s['median_us']:9.1f} {s['p99_us']:8.1f} {s['mean_us']:8.2f} "
-                             f"{s['khz'] or 0:8.2f}")
+                             f"{s['khz'] or 0:8.2f} {ticks if ticks is not None else '-':>10}")
         for b, why in res["unavailable"].items():
             lines.append(f"  {b:8s} unavailable: {why}")
     return "\n".join(lines)
