@@ -12,9 +12,10 @@ same number of threads:
   train_sps  env steps/s of whole PPO training (rollout with the policy, GAE,
              4 epochs of minibatch updates) with the paper's Ant config.
   sb3_sps    the same for Stable-Baselines3 PPO on gymnasium's Ant-v5 (8 envs,
-             DummyVecEnv, [256, 256] ReLU, the same rollout/minibatch/epoch sizes,
-             torch on CPU with the same threads), on a short budget. Needs
-             `make compare`; reported as null without it.
+             DummyVecEnv, [256, 256] ReLU, torch on CPU) with SB3's own
+             defaults otherwise, on a short budget (whole iterations);
+             sb3_matched_sps with the paper's rollout/minibatch/epoch sizes.
+             Needs `make compare`; null without it.
 
 raw and training are measured in alternating rounds and summed, so that a
 change of load on a shared machine affects both alike; SB3 is measured with
@@ -83,24 +84,28 @@ def train_steps(algo, iterations: int):
     return iterations * algo.E * algo.T, time.perf_counter() - t0
 
 
-def sb3_sps(torch_threads: int, steps: int):
+# Stable-Baselines3 PPO as its users run it (its defaults: 8 x 2048 steps per rollout,
+# minibatches of 64, 10 epochs), and with the paper's sizes (8 x 512, 2048, 4 epochs).
+SB3_SETTINGS = {"defaults": {}, "matched": {"n_steps": 512, "batch_size": 2048, "n_epochs": 4}}
+
+
+def sb3_sps(settings: dict, torch_threads: int, steps: int):
+    """Env steps/s of whole SB3 PPO training on gymnasium's Ant-v5, 8 envs in a DummyVecEnv."""
     try:
         import gymnasium as gym
         import torch
         from stable_baselines3 import PPO as SB3PPO
         from stable_baselines3.common.vec_env import DummyVecEnv
     except ImportError:
-        print("stable-baselines3/torch not installed (make compare): sb3_sps = null", file=sys.stderr)
         return None
     torch.set_num_threads(torch_threads)
-    kwargs = AntVec.gym_kwargs
-    venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **kwargs) for _ in range(8)])
-    # The paper's sizes: 4096 steps per rollout (8 x 512), minibatches of 2048, 4 epochs.
-    model = SB3PPO("MlpPolicy", venv, n_steps=512, batch_size=2048, n_epochs=4, device="cpu", seed=0,
-                   policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU}, verbose=0)
-    model.learn(4096)  # warm-up iteration
+    venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **AntVec.gym_kwargs) for _ in range(8)])
+    model = SB3PPO("MlpPolicy", venv, device="cpu", seed=0, verbose=0, **settings,
+                   policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU})
+    rollout = 8 * model.n_steps
+    steps = -(-steps // rollout) * rollout  # whole iterations: collection and update
     t0 = time.perf_counter()
-    model.learn(steps, reset_num_timesteps=False)
+    model.learn(steps)
     return steps / (time.perf_counter() - t0)
 
 
@@ -164,7 +169,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="alternating raw/training measurement rounds")
     p.add_argument("--train-iterations", type=int, default=4, help="PPO iterations (4096 steps) per round")
     p.add_argument("--raw-seconds", type=float, default=4.0, help="raw mj_step seconds per round")
-    p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 budget after a 4096-step warm-up (0: skip)")
+    p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 budget, rounded up to whole iterations (0: skip)")
     p.add_argument("--eval-every", type=int, default=102_400, help="evaluation interval in env steps")
     p.add_argument("--episodes", type=int, default=10, help="episodes per evaluation")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="output directory")
@@ -185,22 +190,30 @@ def main(argv=None) -> int:
         n, s = train_steps(algo, args.train_iterations)
         train_n, train_s = train_n + n, train_s + s
     raw, train = raw_n / raw_s, train_n / train_s
-    sb3_by_threads = {t: sb3_sps(t, args.sb3_steps) for t in sorted({1, threads})} if args.sb3_steps else {}
-    sb3 = max(sb3_by_threads.values()) if sb3_by_threads and None not in sb3_by_threads.values() else None
+    sb3_runs = {f"{name}_torch{t}": sb3_sps(settings, t, args.sb3_steps)
+                for name, settings in SB3_SETTINGS.items() for t in sorted({1, threads})} if args.sb3_steps else {}
+    if None in sb3_runs.values():
+        print("stable-baselines3/torch not installed (make compare): sb3_sps = null", file=sys.stderr)
+    best = {name: max((v for k, v in sb3_runs.items() if k.startswith(name) and v), default=None)
+            for name in SB3_SETTINGS}
+    sb3, sb3_matched = best["defaults"], best["matched"]
     summary = {
         "threads": threads, "cpu_count": os.cpu_count(), "load_avg_1min": os.getloadavg()[0],
         "raw_sps": round(raw, 1), "train_sps": round(train, 1), "train_over_raw": round(train / raw, 3),
         "sb3_sps": None if sb3 is None else round(sb3, 1),
-        "sb3_sps_by_torch_threads": {t: None if v is None else round(v, 1) for t, v in sb3_by_threads.items()},
         "train_over_sb3": None if sb3 is None else round(train / sb3, 2),
         "sb3_over_raw": None if sb3 is None else round(sb3 / raw, 3),
+        "sb3_matched_sps": None if sb3_matched is None else round(sb3_matched, 1),
+        "train_over_sb3_matched": None if sb3_matched is None else round(train / sb3_matched, 2),
+        "sb3_runs": {k: None if v is None else round(v, 1) for k, v in sb3_runs.items()},
         "config": asdict(PPO.defaults("ant")[0]),
         "env_steps": args.env_steps, "seeds": seeds, "return_mean": None,
     }
     print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s")
     print(f"{'PPO training':>14} {train:10.0f} env-steps/s  = {train / raw:.2f} x raw")
-    if sb3 is not None:
-        print(f"{'SB3 PPO':>14} {sb3:10.0f} env-steps/s  = {sb3 / raw:.2f} x raw; neuromotor = {train / sb3:.1f} x SB3")
+    for label, x in (("SB3 PPO", sb3), ("SB3 matched", sb3_matched)):
+        if x is not None:
+            print(f"{label:>14} {x:10.0f} env-steps/s  = {x / raw:.2f} x raw; neuromotor = {train / x:.1f} x")
 
     if args.env_steps > 0:
         print(f"learning: {len(seeds)} seeds x {args.env_steps} env steps ...", file=sys.stderr)
