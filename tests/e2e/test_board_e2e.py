@@ -49,8 +49,20 @@ def test_deploy_and_run_matches_numpy(board, policies):
     assert board_sha256(board.port, "/policy.nmp") == sha(path)
     names = board_listdir(board.port)
     assert "nm_deploy.lock" not in names and not [n for n in names if n.endswith(".nmtmp")]
+    # our firmware has the kernels built in, so by default the natmod is not copied ...
+    assert "firmware has nm_kernels" in res.stdout and "nm_kernels_natmod.mpy" in res.stdout.split("firmware has")[1]
+    assert "nm_kernels_natmod.mpy" not in board_listdir(board.port, "/lib")
+    # ... and --natmod always copies the one for the board's arch, which then runs
+    res = nm("deploy", path, "--port", board.port, "--natmod", "always", check=True)
+    assert f"natmods/{info['arch']}/nm_kernels_natmod.mpy" in res.stdout
+    assert "uploaded /lib/nm_kernels_natmod.mpy.nmtmp" in res.stdout and "uploaded /policy" not in res.stdout
+    out = board_exec(board.port, "import nm_kernels_natmod as k\nfrom neuromotor_rt import Policy\n"
+                     "from array import array\np = Policy.load('/policy.nmp', backend='native', kernels=k)\n"
+                     "print('ACT', list(p(array('f', [0.5, -0.25, 1.5]))))")
+    got = float(out.split("ACT [")[1].split("]")[0])
+    assert got == pytest.approx(float(spec.forward(np.float32([0.5, -0.25, 1.5]))[0]), rel=1e-5, abs=1e-6)
     # deploying the same thing again moves nothing but still checks every file
-    res = nm("deploy", path, "--port", board.port, check=True)
+    res = nm("deploy", path, "--port", board.port, "--natmod", "always", check=True)
     assert "committed 0 new file(s)" in res.stdout and "uploaded" not in res.stdout
     obs = np.random.default_rng(0).normal(0, 2, (24, spec.obs_dim)).astype(np.float32)
     ref = spec.forward(obs)

@@ -13,7 +13,9 @@ def register(sub):
     p.add_argument("--port", default="auto", help="serial port, or 'auto' for the single detected/running board")
     p.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
     p.add_argument("--dest", default="/policy.nmp", help="policy path on the board (default /policy.nmp)")
-    p.add_argument("--no-natmod", action="store_true", help="do not copy native kernel .mpy files")
+    p.add_argument("--natmod", choices=["auto", "always", "never"], default="auto",
+                   help="native kernel .mpy files: auto (default) copies those the firmware does not "
+                   "have built in; always; never")
     p.add_argument("--full", action="store_true", help="upload every file even if the board has it already")
     p.add_argument("--json", action="store_true", help="end with one JSON line describing the deploy")
     p.set_defaults(func=run)
@@ -25,7 +27,7 @@ def run(args):
     port = resolve_port(args.port)
     print(f"deploy: {args.source} -> {port}")
     res = deploy(port, args.source, dry_run=args.dry_run, policy_dest=args.dest,
-                 with_natmod=not args.no_natmod, full=args.full)
+                 natmod=args.natmod, full=args.full)
     if args.json:
         b = res["board"]
         print(json.dumps({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],

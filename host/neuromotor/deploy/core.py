@@ -124,8 +124,19 @@ def lib_sources():
     return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
 
 
+def natmod_files(arch) -> list:
+    return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
+
+
+def builtin_name(natmod: Path) -> str:
+    """nm_kernels_natmod.mpy -> nm_kernels: the user C module the natmod stands in for."""
+    stem = natmod.stem
+    return stem[:-len("_natmod")] if stem.endswith("_natmod") else stem
+
+
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
-              policy_dest=POLICY_DEST, with_natmod=True) -> Plan:
+              policy_dest=POLICY_DEST, with_natmod=True, builtins=()) -> Plan:
+    """builtins: modules the firmware has built in; their natmods are not copied."""
     notes, items, remove = [], [], []
     arch = board["arch"]
     libdir = "/lib" if "/lib" in board.get("path", []) else ""
@@ -143,10 +154,15 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
                               f"{libdir}/{src.stem}.py", src.read_bytes()))
     if with_natmod:
         nd = natmod_dir(arch)
-        mods = sorted(nd.glob("*.mpy")) if arch else []
+        mods = natmod_files(arch)
+        skipped = [m for m in mods if builtin_name(m) in builtins]
+        if skipped:
+            notes.append("firmware has " + ", ".join(builtin_name(m) for m in skipped) + " built in: "
+                         + ", ".join(m.name for m in skipped) + " not copied (--natmod always copies them)")
         if mods:
             for m in mods:
-                items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
+                if m not in skipped:
+                    items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
         else:
             why = ("this board has no native code emitter" if not arch else
                    f"no natmod built for {arch} in {nd}")
@@ -212,6 +228,16 @@ class Deployer:
     def probe(self) -> dict:
         return parse_probe(self.exec(PROBE, "probe"))
 
+    def builtin_modules(self, names) -> set:
+        """Which of `names` the firmware has built in (imported, and no __file__)."""
+        if not names:
+            return set()
+        code = ("for _n in %r:\n    try:\n        _m = __import__(_n)\n"
+                "        print('MOD', _n, 'file' if hasattr(_m, '__file__') else 'builtin')\n"
+                "    except Exception:\n        print('MOD', _n, 'none')\n" % (list(names),))
+        out = self.exec(code, "builtin module check").decode()
+        return {w[1] for w in (line.split() for line in out.splitlines()) if len(w) == 3 and w[2] == "builtin"}
+
     def hashes(self, paths, algo) -> dict:
         code = HASH_FN + "\nfor _p in %r:\n    try:\n        print(_p, _nm_hash(_p, %r))\n" \
                "    except OSError:\n        print(_p, '-')\n" % (list(paths), algo)
@@ -258,23 +284,31 @@ def cleanup_code(root_names, libdirs):
 
 
 def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
-           with_natmod=True, full=False, log=print) -> dict:
+           with_natmod=True, full=False, natmod="auto", log=print) -> dict:
+    """natmod: 'auto' copies the natmods whose module the firmware lacks, 'always' all of
+    them, 'never' none (with_natmod=False is the same as 'never')."""
+    if not with_natmod:
+        natmod = "never"
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
     try:
         source, data = export_policy(run_or_file)
         d = Deployer(port, log=log)
         try:
-            return _deploy(d, source, data, workdir, dry_run, policy_dest, with_natmod, full, log)
+            return _deploy(d, source, data, workdir, dry_run, policy_dest, natmod, full, log)
         finally:
             d.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, with_natmod, full, log):
+def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, full, log):
     board = d.probe()
     algo = board["hash"]
-    plan = make_plan(board, source, data, workdir, policy_dest, with_natmod)
+    builtins = set()
+    if natmod == "auto":
+        builtins = d.builtin_modules(sorted({builtin_name(m) for m in natmod_files(board["arch"])}))
+    board["builtin_modules"] = sorted(builtins)
+    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins)
     interrupted = board["root"] is not None and (
         LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
     for line in describe(plan, algo):
