@@ -12,6 +12,8 @@
 # The last line printed is the path of the built micropython binary.
 
 NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
+# Quiet sub-makes (ports/unix); the path is the last line this file prints.
+MAKEFLAGS += --no-print-directory
 PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 REPO := $(abspath $(PORT_DIR)/../..)
 NATIVE_DIR := $(REPO)/device/native
