@@ -11,6 +11,8 @@
 // (CMSDK APB timer0 on MPS2, CLINT mtime on RISC-V virt). See qemuboard.c.
 #undef MICROPY_PY_TIME
 #define MICROPY_PY_TIME             (1)
+#define MICROPY_PY_TIME_TIME_TIME_NS (1)
+#define MICROPY_PY_TIME_INCLUDEFILE "qemuboard_time.c"
 
 // `select` on sys.stdin (mpremote mount polls it) and sys.stdin.buffer.
 #undef MICROPY_PY_SELECT
@@ -30,6 +32,7 @@
 #define MICROPY_PY_HASHLIB_SHA256   (1)
 #define MICROPY_PY_BINASCII_CRC32   (1)
 #define MICROPY_PY_OS_SYNC          (1)
+#define MICROPY_PY_OS_UNAME         (1)
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from neuromotor import boards
 from neuromotor.paths import cache_dir
 
 MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
@@ -40,11 +41,14 @@ def board(request, board_pool):
 
 
 def test_boots_and_answers_mpremote_exec(board, mpremote):
-    out = mpremote(board.port, "exec", "import sys; print(1); print(sys.platform, sys.implementation._mpy)")
+    out = mpremote(board.port, "exec", "import sys, os; print(1); print(sys.platform, sys.implementation._mpy)\n"
+                   "print(os.uname().machine)")
     lines = out.split()
     assert lines[0] == "1"
     assert lines[1] == "qemu"
     assert int(lines[2]) >> 10 == ARCH_INDEX[ARCH[board.name]]
+    machine = boards.load_board(board.name).qemu["args"][1]  # -machine <name>
+    assert lines[3] == machine
 
 
 def test_fpu_hard_float(board, mpremote):
@@ -61,6 +65,10 @@ def test_ticks_advance_and_sleep(board, mpremote):
     us, cpu, ms = map(int, mpremote(board.port, "exec", code).split())
     assert us >= 20000          # slept at least what was asked (guest time)
     assert cpu > 0 and ms >= 20
+    # time_ns (no RTC: since reset) advances with the same clock
+    a, b = map(int, mpremote(board.port, "exec", "import time\na = time.time_ns()\ntime.sleep_ms(5)\n"
+                             "print(a, time.time_ns())").split())
+    assert b - a >= 5_000_000
     # ticks_cpu runs at qemuboard.TICKS_CPU_HZ: consistent with ticks_us
     hz = int(mpremote(board.port, "exec", "import qemuboard; print(qemuboard.TICKS_CPU_HZ)"))
     assert abs(cpu / hz * 1e6 - us) <= us * 0.05 + 100
@@ -175,8 +183,6 @@ def test_wrong_arch_natmod_is_refused(board, mpremote):
 
 def test_damaged_filesystem_is_reported_not_reformatted(board_pool, mpremote):
     """A littlefs whose superblock is damaged is left alone (and said so), not wiped."""
-    from neuromotor import boards
-
     board_pool.get("qemu-m4f")  # firmware built
     b = boards.start("qemu-m4f", instance=f"qemu-m4f-fsdamage-{os.getpid()}", die_with_parent=True)
     try:
