@@ -23,16 +23,19 @@ def nm(*args, env=None, timeout=120):
                           timeout=timeout, env=env)
 
 
+@pytest.fixture(scope="session")
+def m4f_firmware():
+    """The qemu-m4f firmware in the real build cache (built if missing)."""
+    fw = boards.firmware_path(boards.load_board("qemu-m4f"))
+    return fw if fw.exists() else boards.build_firmware("qemu-m4f", quiet=True)
+
+
 @pytest.fixture
-def isolated_cache(tmp_path, monkeypatch):
-    """A private state directory; the firmware is shared with the real cache."""
-    real = boards.state_dir().parent
+def isolated_cache(tmp_path, monkeypatch, m4f_firmware):
+    """A private state directory; the firmware is the real cache's."""
     cache = tmp_path / "cache"
     (cache / "firmware").mkdir(parents=True)
-    for name in ("qemu-m4f", "qemu-m7"):
-        fw = real / "firmware" / f"{name}.elf"
-        if fw.exists():
-            (cache / "firmware" / f"{name}.elf").symlink_to(fw.resolve())
+    (cache / "firmware" / "qemu-m4f.elf").symlink_to(m4f_firmware.resolve())
     monkeypatch.setenv("NEUROMOTOR_CACHE", str(cache))
     yield cache
     for b in boards.running():  # whatever a failing test left behind, by recorded PID
@@ -46,11 +49,7 @@ def _alive(pid):
         return False
 
 
-def test_start_prints_pty_and_stop_ends_that_pid(isolated_cache, board_pool):
-    if not (isolated_cache / "firmware" / "qemu-m4f.elf").exists():
-        board_pool.get("qemu-m4f")  # builds the firmware if missing
-        (isolated_cache / "firmware" / "qemu-m4f.elf").symlink_to(
-            boards.firmware_path(boards.load_board("qemu-m4f")).resolve())
+def test_start_prints_pty_and_stop_ends_that_pid(isolated_cache):
     env = dict(os.environ)
     res = nm("board", "start", "qemu-m4f", env=env)
     assert res.returncode == 0, res.stderr
@@ -121,6 +120,6 @@ def test_start_unknown_or_real_board_is_a_clean_error(isolated_cache):
 def test_start_without_firmware_says_how_to_build(isolated_cache):
     for f in (isolated_cache / "firmware").iterdir():
         f.unlink()
-    res = nm("board", "start", "qemu-m7")
-    assert res.returncode == 2 and "board build qemu-m7" in res.stderr
+    res = nm("board", "start", "qemu-m4f")
+    assert res.returncode == 2 and "board build qemu-m4f" in res.stderr
     assert boards.running() == []
