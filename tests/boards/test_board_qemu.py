@@ -153,10 +153,19 @@ def test_user_c_module_kernels(board, mpremote):
     assert float(err) < 1e-5
 
 
-def test_natmod_import(board, mpremote):
-    mpy = cache_dir() / "natmods" / ARCH[board.name] / "nm_kernels_natmod.mpy"
+# natmods each board must import: its own arch, and on the M7 (double-precision FPU)
+# also the single-precision armv7emsp build.
+NATMODS = {"qemu-m4f": ["armv7emsp"], "qemu-m7": ["armv7emdp", "armv7emsp"], "qemu-rv32": ["rv32imc"]}
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_natmod_import(board, mpremote, which):
+    if which >= len(NATMODS[board.name]):
+        pytest.skip(f"{board.name} has one natmod arch")
+    arch = NATMODS[board.name][which]
+    mpy = cache_dir() / "natmods" / arch / "nm_kernels_natmod.mpy"
     if not mpy.exists():
-        pytest.skip(f"no {ARCH[board.name]} natmod: run `make natmods`")
+        pytest.skip(f"no {arch} natmod: run `make natmods`")
     mpremote(board.port, "cp", str(mpy), ":nm_kernels_natmod.mpy")
     try:
         code = DENSE_CHECK.format(mod="__import__('nm_kernels_natmod')")
