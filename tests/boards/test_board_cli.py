@@ -123,3 +123,15 @@ def test_start_without_firmware_says_how_to_build(isolated_cache):
     res = nm("board", "start", "qemu-m4f")
     assert res.returncode == 2 and "board build qemu-m4f" in res.stderr
     assert boards.running() == []
+
+
+def test_known_boards_and_check():
+    res = nm("boards", "--known", "--json")
+    assert res.returncode == 0
+    rows = {r["board"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert {"esp32", "esp32c3", "teensy41", "stm32f405", "stm32h743", "qemu-m4f", "qemu-m7"} <= set(rows)
+    assert rows["teensy41"]["natmod_arch"] == "armv7emdp" and rows["teensy41"]["clock_mhz"] == 600
+    assert "303a:1001" in rows["esp32c3"]["usb"]
+    res = nm("board", "check")
+    assert res.returncode == 0 and "PROBLEMS" not in res.stdout
+    assert res.stdout.count(": ok") == len(rows)
