@@ -121,9 +121,12 @@ def qemu_measure(profiles, log):
         for profile in profiles:
             d = Deployer(b.port, log=log, timeout=30)
             try:
-                d.t.serial.timeout = 600
-                out = d.exec(QEMU_SCRIPT.format(profile=profile, warm=LEARNING_STARTS + 20, n=20),
-                             f"qemu measurement {profile}").decode()
+                d.t.serial.timeout = 900
+                out, err = d.t.exec_raw(QEMU_SCRIPT.format(profile=profile, warm=LEARNING_STARTS + 20, n=20),
+                                        timeout=900)
+                if err:
+                    raise RuntimeError(f"qemu measurement {profile} failed: {err.decode()[-500:]}")
+                out = out.decode()
             finally:
                 d.close()
             r = json.loads(out.split("RESULT ", 1)[1])

@@ -211,6 +211,12 @@ static inline void nm_rng_int(uint32_t *s, uint32_t *out, size_t count, uint32_t
 #define NM_HOT
 #endif
 
+#if defined(__GNUC__)
+typedef int32_t nm_i32a __attribute__((may_alias));
+#else
+typedef int32_t nm_i32a;
+#endif
+
 #define NM_RELU(v) ((v) > 0.0f ? (v) : 0.0f)
 
 #define NM_TN_STEP(a, b) do { \
@@ -518,15 +524,53 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
         }
     }
     #else
-    // 4 x 4 outputs in scalar registers, k unrolled by 4 (immediate offsets)
+    // 4 x 6 and 4 x 4 outputs in scalar registers
     for (; m + 4 <= M; m += 4) {
         size_t n = 0;
+        // 4 x 6 first: 24 accumulators, operands loaded just before use
+        for (; n + 6 <= N; n += 6) {
+            const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            const float *b4 = b3 + ldb, *b5 = b4 + ldb;
+            float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c04 = 0.0f, c05 = 0.0f;
+            float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f, c14 = 0.0f, c15 = 0.0f;
+            float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f, c24 = 0.0f, c25 = 0.0f;
+            float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f, c34 = 0.0f, c35 = 0.0f;
+            #define NM_NT6_STEP(i) do { \
+                    const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i]; \
+                    float y = b0[i]; \
+                    c00 = NM_MADD(x0, y, c00); c10 = NM_MADD(x1, y, c10); c20 = NM_MADD(x2, y, c20); c30 = NM_MADD(x3, y, c30); \
+                    y = b1[i]; \
+                    c01 = NM_MADD(x0, y, c01); c11 = NM_MADD(x1, y, c11); c21 = NM_MADD(x2, y, c21); c31 = NM_MADD(x3, y, c31); \
+                    y = b2[i]; \
+                    c02 = NM_MADD(x0, y, c02); c12 = NM_MADD(x1, y, c12); c22 = NM_MADD(x2, y, c22); c32 = NM_MADD(x3, y, c32); \
+                    y = b3[i]; \
+                    c03 = NM_MADD(x0, y, c03); c13 = NM_MADD(x1, y, c13); c23 = NM_MADD(x2, y, c23); c33 = NM_MADD(x3, y, c33); \
+                    y = b4[i]; \
+                    c04 = NM_MADD(x0, y, c04); c14 = NM_MADD(x1, y, c14); c24 = NM_MADD(x2, y, c24); c34 = NM_MADD(x3, y, c34); \
+                    y = b5[i]; \
+                    c05 = NM_MADD(x0, y, c05); c15 = NM_MADD(x1, y, c15); c25 = NM_MADD(x2, y, c25); c35 = NM_MADD(x3, y, c35); \
+            } while (0)
+            // one k per step: each load post-increments its row pointer (vldmia rN!)
+            for (size_t k = 0; k < K; k++) {
+                NM_NT6_STEP(0);
+                a0++, a1++, a2++, a3++, b0++, b1++, b2++, b3++, b4++, b5++;
+            }
+            #undef NM_NT6_STEP
+            float *c = C + m * ldc + n;
+            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03, c[4] = c04, c[5] = c05;
+            c += ldc;
+            c[0] = c10, c[1] = c11, c[2] = c12, c[3] = c13, c[4] = c14, c[5] = c15;
+            c += ldc;
+            c[0] = c20, c[1] = c21, c[2] = c22, c[3] = c23, c[4] = c24, c[5] = c25;
+            c += ldc;
+            c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35;
+        }
         for (; n + 4 <= N; n += 4) {
             const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
             const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
             float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
             float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f, c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
-            size_t k = 0;
             #define NM_NT_STEP(i) do { \
                     const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i]; \
                     const float y0 = b0[i], y1 = b1[i], y2 = b2[i], y3 = b3[i]; \
@@ -539,14 +583,7 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
                     c30 = NM_MADD(x3, y0, c30); c31 = NM_MADD(x3, y1, c31); \
                     c32 = NM_MADD(x3, y2, c32); c33 = NM_MADD(x3, y3, c33); \
             } while (0)
-            for (; k + 4 <= K; k += 4) {
-                NM_NT_STEP(0);
-                NM_NT_STEP(1);
-                NM_NT_STEP(2);
-                NM_NT_STEP(3);
-                a0 += 4, a1 += 4, a2 += 4, a3 += 4, b0 += 4, b1 += 4, b2 += 4, b3 += 4;
-            }
-            for (; k < K; k++) {
+            for (size_t k = 0; k < K; k++) {
                 NM_NT_STEP(0);
                 a0++, a1++, a2++, a3++, b0++, b1++, b2++, b3++;
             }
@@ -657,8 +694,19 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
         const size_t nd = n_out * B;
         // through the activation, from its output: relu' = [y > 0], tanh' = 1 - y^2
         if (acts[l] == NM_ACT_RELU) {
-            for (size_t i = 0; i < nd; i++) {
-                d[i] = y[i] > 0.0f ? d[i] : 0.0f;
+            // y > 0 as integers (a positive float's bits are a positive int; -0 is not)
+            const nm_i32a *yb = (const nm_i32a *)y;
+            nm_i32a *db = (nm_i32a *)d;
+            size_t i = 0;
+            for (; i + 4 <= nd; i += 4) {
+                const int32_t m0 = yb[i] > 0, m1 = yb[i + 1] > 0, m2 = yb[i + 2] > 0, m3 = yb[i + 3] > 0;
+                db[i] = m0 ? db[i] : 0;
+                db[i + 1] = m1 ? db[i + 1] : 0;
+                db[i + 2] = m2 ? db[i + 2] : 0;
+                db[i + 3] = m3 ? db[i + 3] : 0;
+            }
+            for (; i < nd; i++) {
+                db[i] = yb[i] > 0 ? db[i] : 0;
             }
         } else if (acts[l] == NM_ACT_TANH) {
             for (size_t i = 0; i < nd; i++) {
@@ -670,11 +718,15 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
             nm_gemm_nt(gw, n_out, in, B, d, B, n_in, n_out, B);
             for (size_t o = 0; o < n_out; o++) {
                 const float *row = d + o * B;
-                float s = 0.0f;
-                for (size_t k = 0; k < B; k++) {
-                    s += row[k];
+                float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+                size_t k = 0;
+                for (; k + 4 <= B; k += 4) {
+                    s0 += row[k], s1 += row[k + 1], s2 += row[k + 2], s3 += row[k + 3];
                 }
-                gb[o] = s;
+                for (; k < B; k++) {
+                    s0 += row[k];
+                }
+                gb[o] = (s0 + s1) + (s2 + s3);
             }
         }
         if (l == 0 && !dx) {
