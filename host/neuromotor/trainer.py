@@ -42,8 +42,10 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
 
     if algo.steps == 0:
         evaluate()
-    # Shards already keep the cores busy; BLAS threads on top would only fight over them.
-    with threadpool_limits(1 if len(getattr(algo, "shards", ())) > 1 else None, "blas"):
+    # One BLAS thread: these matrices are too small to split, and OpenBLAS's spinning
+    # threads made a single agent up to 15x slower on a busy 2-core machine (shards
+    # are how a population uses the cores).
+    with threadpool_limits(1, "blas"):
         returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress, f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     if returns is None:  # resumed a run that had already finished
