@@ -47,6 +47,9 @@ DEFAULTS = {
     "actor_lr": 1e-3,
     "critic_lr": 1e-3,
     "policy_delay": 2,
+    # 1: both critics learn from one minibatch (Fujimoto et al.); 2: critic c from its
+    # own minibatch c, the Bellman targets of each from both target critics (RLtools)
+    "critic_batches": 1,
 }
 
 # Sized to real boards: teensy41 (1 MB RAM), small (STM32F405 / ESP32 without PSRAM).
@@ -83,7 +86,7 @@ def packed_size(sizes):
     return sum(((sizes[i + 1] + 3) // 4) * 4 * (sizes[i] + 1) for i in range(len(sizes) - 1))
 
 
-def plan(profile, obs_dim=3, act_dim=1):
+def plan(profile, obs_dim=3, act_dim=1, critic_batches=1):
     """Float counts of every buffer of a profile -> dict, plus 'bytes' (all of it)."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
     h, B = list(p["hidden"]), p["batch"]
@@ -98,7 +101,8 @@ def plan(profile, obs_dim=3, act_dim=1):
         "replay": p["replay"] * row,
         "tapes": tape_size(sa, B) + tape_size(sc, B),
         "scratch": max(scratch_size(sa, B), scratch_size(sc, B), packed_size(sa)),
-        "batch": 3 * (obs_dim + act_dim) * B + 5 * B + act_dim * B,
+        "batch": (2 + critic_batches) * (obs_dim + act_dim) * B + (2 + 3 * critic_batches) * B
+        + critic_batches * act_dim * B + critic_batches * B,
         "acting": tape_size(sa, 1) + 2 * obs_dim + 4 * act_dim + 1,
     }
     total = sum(f.values())
@@ -393,7 +397,7 @@ class Trainer:
         h = list(prof["hidden"])
         B = self.B = prof["batch"]
         self.capacity = prof["replay"]
-        self.plan = plan(prof, o, na)
+        self.plan = plan(prof, o, na, self.cfg["critic_batches"])
         free = _mem_free()
         self.mem_free_before = free
         self.heap_base = _mem_alloc()  # live heap before the trainer (interpreter, modules)
@@ -439,8 +443,13 @@ class Trainer:
         self.replay = _zeros(self.capacity * self.row)
         self.pos = 0
         self.stored = 0
-        self.idx = array("I", bytearray(4 * B))
-        self.sa = _zeros((o + na) * B)          # [s; a] of the batch
+        nb = self.nb = cfg["critic_batches"]
+        if nb not in (1, 2):
+            raise ValueError("critic_batches must be 1 or 2, got %r" % (nb,))
+        self.idx = array("I", bytearray(4 * nb * B))
+        self.idx_c = [mv(self.idx)[c * B:(c + 1) * B] for c in range(nb)]
+        self.sas = [_zeros((o + na) * B) for _ in range(nb)]   # [s; a] of each minibatch
+        self.sa = self.sas[0]
         self.x2 = _zeros((o + na) * B)          # [s'; a'] for the target critics
         self.xa = self.x2                       # [s; pi(s)] for the actor loss (x2 is free by then)
         self.dxc = _zeros((o + na) * B)         # dQ1/d[s; a]
@@ -448,9 +457,14 @@ class Trainer:
         self.x2_a = mv(self.x2)[o * B:]
         self.xa_s = mv(self.xa)[:o * B]
         self.dxc_a = mv(self.dxc)[o * B:]
-        self.r, self.nd, self.y, self.dq = (_zeros(B) for _ in range(4))
+        self.rs = [_zeros(B) for _ in range(nb)]
+        self.nds = [_zeros(B) for _ in range(nb)]
+        self.ys = [_zeros(B) for _ in range(nb)]
+        self.r, self.nd, self.y = self.rs[0], self.nds[0], self.ys[0]
+        self.dq = _zeros(B)
         self.q1 = self.dq                       # Q1'(s', a') until the Bellman target is formed
-        self.noise = _zeros(na * B)
+        self.noise = _zeros(nb * na * B)
+        self.noise_c = [mv(self.noise)[c * na * B:(c + 1) * na * B] for c in range(nb)]
         self.loss = _zeros(1)
         self.tape_a = _zeros(tape_size(self.sa_sizes, B))
         self.tape_c = _zeros(tape_size(self.sc_sizes, B))
@@ -553,22 +567,24 @@ class Trainer:
         K, cfg, B, o, na = self.K, self.cfg, self.B, self.o, self.na
         if sample:
             self.sample()
-        K.gather(self.replay, self.idx, self.stored, self.sa, self.r, self.nd, self.x2_s)
-        # a' = clip(pi'(s') + clip(noise * 0.2, -0.5, 0.5), -1, 1)
-        K.forward(self.actor_t, self.la, self.x2_s, self.tape_a)
-        K.copy(self.x2, o * B, self.tape_a, self.a_out, na * B)
-        K.smooth(self.x2_a, self.noise, cfg["policy_noise"], cfg["noise_clip"])
-        # y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        K.forward(self.ct[0], self.lc, self.x2, self.tape_c)
-        K.copy(self.q1, 0, self.q_view, 0, B)
-        K.forward(self.ct[1], self.lc, self.x2, self.tape_c)
-        K.bellman(self.y, self.q1, self.q_view, self.r, self.nd, cfg["gamma"])
-        # each critic regresses on y (independent parameters: update one after the other)
+        for c in range(self.nb):
+            K.gather(self.replay, self.idx_c[c], self.stored, self.sas[c], self.rs[c], self.nds[c], self.x2_s)
+            # a' = clip(pi'(s') + clip(noise * 0.2, -0.5, 0.5), -1, 1)
+            K.forward(self.actor_t, self.la, self.x2_s, self.tape_a)
+            K.copy(self.x2, o * B, self.tape_a, self.a_out, na * B)
+            K.smooth(self.x2_a, self.noise_c[c], cfg["policy_noise"], cfg["noise_clip"])
+            # y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
+            K.forward(self.ct[0], self.lc, self.x2, self.tape_c)
+            K.copy(self.q1, 0, self.q_view, 0, B)
+            K.forward(self.ct[1], self.lc, self.x2, self.tape_c)
+            K.bellman(self.ys[c], self.q1, self.q_view, self.rs[c], self.nds[c], cfg["gamma"])
+        # each critic regresses on its y (independent parameters: one after the other)
         scale = 2.0 / B
         for k in (0, 1):
-            K.forward(self.c[k], self.lc, self.sa, self.tape_c)
-            K.critic_grad(self.dq, self.q_view, self.y, scale, self.loss)
-            K.backward(self.c[k], self.lc, self.sa, self.tape_c, self.dq, self.grad_c, None, self.scratch)
+            b = k if self.nb == 2 else 0
+            K.forward(self.c[k], self.lc, self.sas[b], self.tape_c)
+            K.critic_grad(self.dq, self.q_view, self.ys[b], scale, self.loss)
+            K.backward(self.c[k], self.lc, self.sas[b], self.tape_c, self.dq, self.grad_c, None, self.scratch)
             K.adam(self.c[k], self.grad_c, self.cm[k], self.cv[k], self.adam_c[k])
         if actor:
             # maximise Q1(s, pi(s)): dL/dQ1 = -1/B

@@ -70,7 +70,7 @@ d = {dir!r}
 def load(path, arr):
     with open(d + '/' + path, 'rb') as f:
         f.readinto(arr)
-t = nm_td3.Trainer({profile!r}, seed=0, check_memory=False{kern})
+t = nm_td3.Trainer({profile!r}, seed=0, check_memory=False, critic_batches={nb}{kern})
 for name in ('actor', 'actor_t', 'critic', 'critic_t'):
     load(name + '.bin', getattr(t, name))
 n = {n_rows}
@@ -98,6 +98,8 @@ def _run(micropython_train, tmp_path, profile, steps, python_kernels=False):
             for w, b in _layers(net, flat, m):  # views: only the weights and biases change
                 w += rng.normal(0, 0.02, w.shape).astype(np.float32)
                 b += rng.normal(0, 0.02, b.shape).astype(np.float32)
+    # the host draws one minibatch for both critics, or one per critic (RLtools)
+    nb = 2 if td3._x_next.shape[-2] == 2 * B else 1
     n_rows = 500
     o = 3
     rows = np.zeros((n_rows, 9), np.float32)
@@ -111,23 +113,23 @@ def _run(micropython_train, tmp_path, profile, steps, python_kernels=False):
              "critic.bin": _critic_to_device(td3, td3.critic_p), "critic_t.bin": _critic_to_device(td3, td3.critic_t),
              "replay.bin": rows}
     for k in range(steps):
-        idx = rng.integers(0, n_rows, B).astype(np.uint32)
-        noise = rng.standard_normal((B, 1)).astype(np.float32)
-        noise[0] = 5.0  # beyond the noise clip
+        idx = rng.integers(0, n_rows, (nb, B)).astype(np.uint32)
+        noise = rng.standard_normal((nb, B, 1)).astype(np.float32)
+        noise[:, 0] = 5.0  # beyond the noise clip
         files[f"idx{k}.bin"] = idx
         files[f"noise{k}.bin"] = noise
         # host: the same calls as TD3.advance
-        batch = _host_batch(td3, rows)[idx][None]
-        td3._update_critic(batch, noise[None])
+        batch = _host_batch(td3, rows)[idx if nb == 2 else idx[0]][None]
+        td3._update_critic(batch, noise[None] if nb == 2 else noise[0][None])
         if k % 2 == 0:
-            td3._update_actor(batch)
+            td3._update_actor(batch[:, 0] if nb == 2 else batch)
             polyak(td3.actor_t, td3.actor_p, cfg.tau, td3._tmp_a)
             polyak(td3.critic_t, td3.critic_p, cfg.tau, td3._tmp_c)
     for name, arr in files.items():
         (tmp_path / name).write_bytes(np.ascontiguousarray(arr).tobytes())
     kern = ", kernels_=nm_td3.PyKernels()" if python_kernels else ""
     out = run_mp(micropython_train, DEVICE_SCRIPT.format(dir=str(tmp_path), profile=profile, n_rows=n_rows,
-                                                           steps=steps, kern=kern))
+                                                           steps=steps, kern=kern, nb=nb))
     assert out.split()[-3] == "OK" and out.split()[-2] == str(steps), out
     get = lambda name: np.fromfile(tmp_path / f"out_{name}.bin", np.float32)  # noqa: E731
     return td3, get
