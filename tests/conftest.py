@@ -28,8 +28,11 @@ def cli(capsys):
     return run
 
 
-def neuromotor_process(*args, **kwargs) -> subprocess.Popen:
-    """`neuromotor args...` as a child process (for tests that kill it)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-m", "neuromotor", *map(str, args)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+@pytest.fixture
+def neuromotor_process():
+    """neuromotor_process(*args) -> Popen of `neuromotor args...` (for tests that kill it)."""
+    def spawn(*args, **kwargs) -> subprocess.Popen:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        return subprocess.Popen([sys.executable, "-m", "neuromotor", *map(str, args)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return spawn

@@ -8,7 +8,6 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import neuromotor_process
 from neuromotor import runs
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
@@ -139,7 +138,7 @@ def _params(run_dir):
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli):
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
     args = ["--steps", 1000, "--set", "checkpoint_every=200", "--set", "eval_every=200", *FAST]
     straight = tmp_path / "straight"
     assert cli("train", "pendulum", "--seed", 7, "--run-dir", straight, *args)[0] == 0
