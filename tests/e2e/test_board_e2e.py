@@ -5,6 +5,7 @@ Real QEMU boards on a pty, the real mpremote (deploy, board_exec) and pyserial
 deployed first and is the "previous policy" the fault-injection tests protect.
 """
 
+import hashlib
 import os
 import signal
 
@@ -13,9 +14,8 @@ import pytest
 
 from neuromotor.serial import BenchClient, ProtocolError
 
-from .helpers import (board_exec, board_reset, board_listdir, board_sha256, last_json, make_spec, nm, sigkill,
-                      start_paused, write_spec)
-import hashlib
+from .helpers import (board_exec, board_listdir, board_reset, board_sha256, last_json, nm, sigkill,
+                      start_paused)
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
