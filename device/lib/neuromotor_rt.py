@@ -12,6 +12,10 @@
 #           inference, no allocation per call.
 #   ulab    ulab.numpy (CircuitPython, firmware built with ULAB_DIR=...).
 #   python  plain Python, works everywhere, slow.
+#
+# Fastest native call (skips the Python-level __call__, ~2000 fewer x64
+# instructions per inference): p.mlp(p.out, obs, p.net, p.layout, p.scratch)
+# with obs an array('f'); the result lands in p.out.
 import struct
 import sys
 from array import array
