@@ -46,16 +46,17 @@ def make_policy(path):
 
 def bench_board(name, policy, n, predict_mhz, log):
     from neuromotor.bench import bench_port
-    from neuromotor.boards.testing import BoardPool
+    import os
+    from neuromotor import boards
     from neuromotor.deploy import deploy
-    pool = BoardPool(build=True)
+    instance = f"{name}-bench-{os.getpid()}"
     try:
-        b = pool.get(name)
+        b = boards.start(name, instance=instance, build=True, die_with_parent=True)
         log(f"{name}: running on {b.port} (QEMU pid {b.pid}); deploying")
         deploy(b.port, str(policy), log=lambda s: None)
         return bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
     finally:
-        pool.close()
+        boards.stop(instance)
 
 
 def baremetal(name, log):

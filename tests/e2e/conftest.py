@@ -1,16 +1,16 @@
 """End-to-end fixtures: one emulated board per board name for the whole module, always stopped.
 
-The board comes from neuromotor.boards.testing.BoardPool (the code behind
-`neuromotor board start`): QEMU with `-icount shift=0` on a pty, firmware built
-if missing, its PID recorded; the finaliser stops exactly that process (and
-QEMU dies with the test process anyway).
+The board comes from neuromotor.boards.start (the code behind `neuromotor board
+start`): QEMU with `-icount shift=0` on a pty, firmware built if missing, its PID
+recorded under an instance name of our own; the finaliser stops exactly that
+process (and QEMU dies with the test process anyway).
 """
 
 import shutil
 
 import pytest
 
-from .helpers import make_spec, write_spec
+from .helpers import make_spec, started_board, write_spec
 
 # qemu-rv32 runs the deploy/run/bench/HIL tests where its QEMU is installed; fault injection,
 # garbage and the other protocol tests run on the two Arm boards (the issue's requirement),
@@ -21,17 +21,13 @@ FAULT_BOARDS = ("qemu-m4f", "qemu-m7")
 
 @pytest.fixture(scope="module", params=E2E_BOARDS)
 def board(request):
-    """One running board per module and board name; the pool stops exactly its QEMU."""
+    """One running board per module and board name; stopped (by PID) when the module ends."""
     from neuromotor.boards import load_board
     system = load_board(request.param).qemu["system"]
     if not shutil.which(system):
         pytest.skip(f"{system} is not installed (make system)")
-    from neuromotor.boards.testing import BoardPool
-    pool = BoardPool(build=True)
-    try:
-        yield pool.get(request.param)
-    finally:
-        pool.close()
+    with started_board(request.param) as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

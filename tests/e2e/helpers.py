@@ -103,3 +103,20 @@ def board_reset(port, timeout=30):
                          capture_output=True, text=True, timeout=timeout)
     if res.returncode:
         raise AssertionError(f"mpremote soft-reset failed: {res.stdout}\n{res.stderr}")
+
+
+class started_board:
+    """An emulated board under an instance name of our own (tests/boards' session pool uses
+    <board>-pytest-<pid>; both may run in one pytest process). Always stopped on exit."""
+
+    def __init__(self, name, tag="e2e"):
+        self.name, self.instance, self.board = name, f"{name}-{tag}-{os.getpid()}", None
+
+    def __enter__(self):
+        from neuromotor import boards
+        self.board = boards.start(self.name, instance=self.instance, build=True, die_with_parent=True)
+        return self.board
+
+    def __exit__(self, *exc):
+        from neuromotor import boards
+        boards.stop(self.instance)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from .helpers import last_json, make_spec, nm, write_spec
+from .helpers import last_json, make_spec, nm, started_board, write_spec
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
@@ -13,12 +13,8 @@ pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 def two_boards():
     if not shutil.which("qemu-system-arm"):
         pytest.skip("qemu-system-arm is not installed (make system)")
-    from neuromotor.boards.testing import BoardPool
-    pool = BoardPool(build=True)
-    try:
-        yield [pool.get("qemu-m4f"), pool.get("qemu-m7")]
-    finally:
-        pool.close()
+    with started_board("qemu-m4f", "side") as a, started_board("qemu-m7", "side") as b:
+        yield [a, b]
 
 
 def test_bench_two_boards_side_by_side(two_boards, tmp_path):
