@@ -264,3 +264,21 @@ def test_mip_install_from_local_package_json(board, tmp_path):
     out = board_exec(board.port, "import sys\nsys.path.insert(0, '/miptest')\n"
                      "import neuromotor_rt, nm_bench\nprint('FILES', neuromotor_rt.__file__, nm_bench.__file__)")
     assert "/miptest/neuromotor_rt.py" in out and "/miptest/nm_bench.py" in out
+
+
+def test_timeout_then_resync(arm_board, policies):
+    """The board goes silent (QEMU stopped with SIGSTOP): a clear timeout error; once it runs
+    again, the same session resynchronises and drops the late replies."""
+    spec, _ = policies["A"]
+    obs = np.float32([0.1, 0.2, -0.3])
+    with BenchClient(arm_board.port, timeout=5) as c:
+        c.load()
+        os.kill(arm_board.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(ProtocolError, match="no valid reply to 'act'.*no answer|no valid reply to 'act'.*no reply"):
+                c.request("act", obs.tobytes().hex(), timeout=1.0, retries=1)
+        finally:
+            os.kill(arm_board.pid, signal.SIGCONT)
+        a, _, _ = c.act(obs)
+        np.testing.assert_allclose(a, spec.forward(obs), rtol=1e-5, atol=1e-5)
+        assert c.stats["resyncs"] >= 1
