@@ -181,6 +181,10 @@ def main(argv=None):
             o = out[p]
             log(f"{p:9} {o['instructions_per_step']:>11.0f} {o['macs_per_step']:>10.0f} {o['instructions_per_mac']:>9.2f} "
                 f"{o['predicted_teensy41_s']:>11.1f} {o['heap_peak_bytes']:>12} {o['heap_budget_bytes']:>9}")
+    res_dir = REPO / "benchmarks" / "results"
+    res_dir.mkdir(exist_ok=True)
+    (res_dir / "device_training.json").write_text(json.dumps({"summary": out, "unix_runs": runs, "qemu": q}, indent=2) + "\n")
+    log(f"wrote {res_dir / 'device_training.json'}")
     print(json.dumps(out))
 
 
