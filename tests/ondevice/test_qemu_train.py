@@ -84,3 +84,36 @@ def test_reset_during_training_is_a_clear_error(m7, tmp_path):
     # the progress before the reset was kept
     assert runs.read_metrics(tmp_path / "run"), "metrics before the reset were lost"
     pool.restart("qemu-m7")
+
+
+def test_natmod_on_the_board_equals_builtin(m7):
+    """The armv7emdp training natmod, uploaded by train-on-device, trains exactly like the
+    user C module built into the firmware (the path for stock firmware on real boards)."""
+    from neuromotor.deploy.core import Deployer
+    from neuromotor.ondevice import upload_trainer
+    _, board = m7
+    upload_trainer(board.port, log=lambda *a: None)
+    d = Deployer(board.port, timeout=30)
+    try:
+        out, err = d.t.exec_raw(
+            "import nm_td3, nm_train\n"
+            "try:\n"
+            "    import nm_train_natmod\n"
+            "except ImportError as e:\n"
+            "    print('NO-NATMOD', e)\n"
+            "else:\n"
+            "    res = []\n"
+            "    for K in (nm_train, nm_train_natmod):\n"
+            "        t = nm_td3.Trainer('small', seed=5, kernels_=K)\n"
+            "        t.train(110)\n"
+            "        res.append(list(t.actor) + list(t.critic))\n"
+            "    print('DIFF', max(abs(a - b) for a, b in zip(res[0], res[1])), len(res[0]))\n", timeout=600)
+    finally:
+        d.close()
+    text = out.decode()
+    assert not err, err.decode()
+    if "NO-NATMOD" in text:
+        pytest.skip(f"no armv7emdp training natmod on the board ({text.strip()}): run `make natmods`")
+    diff, n = text.split("DIFF", 1)[1].split()
+    assert int(n) > 3000
+    assert float(diff) <= 1e-5, text

@@ -164,3 +164,27 @@ def test_python_fallback_equals_host(micropython_train, tmp_path):
     td3, get = _run(micropython_train, tmp_path, "small", 1, python_kernels=True)
     _check(get("actor"), _actor_to_device(td3, td3.actor_p), "actor (python kernels)")
     _check(get("critic"), _critic_to_device(td3, td3.critic_p), "critics (python kernels)")
+
+
+def test_natmod_kernels_equal_usermod(micropython_train, tmp_path):
+    """The x64 natmod (nm_train_natmod.mpy) trains like the built-in module."""
+    from neuromotor.paths import cache_dir
+    natdir = cache_dir() / "natmods" / "x64"
+    if not (natdir / "nm_train_natmod.mpy").exists():
+        pytest.skip(f"x64 training natmod not built ({natdir}/nm_train_natmod.mpy missing): run `make natmods`")
+    script = """
+import sys
+sys.path.append({natdir!r})
+import nm_td3, nm_train, nm_train_natmod
+res = []
+for K in (nm_train, nm_train_natmod):
+    t = nm_td3.Trainer('small', seed=3, kernels_=K)
+    t.train(160)
+    res.append(list(t.actor) + list(t.critic) + [t.evaluate(1)])
+d = max(abs(a - b) for a, b in zip(res[0], res[1]))
+print('DIFF', d, len(res[0]))
+""".format(natdir=str(natdir))
+    out = run_mp(micropython_train, script)
+    line = [ln for ln in out.splitlines() if ln.startswith("DIFF")][-1].split()
+    assert int(line[2]) > 3000
+    assert float(line[1]) <= 1e-4, out
