@@ -11,7 +11,17 @@
 # nm_train (built-in user C module) or nm_train_natmod (.mpy); without either a
 # pure-Python fallback gives the same numbers, slowly (it says so).
 #
-# serve() speaks NMB/1 (docs/serial-protocol.md) for `neuromotor train-on-device`.
+# serve() speaks NMB/1 (docs/serial-protocol.md) for `neuromotor train-on-device`:
+#   hello                          JSON: platform, mem_free, bytes each profile needs
+#   train <profile> <steps> <seed> [every] [eval_episodes]
+#                                  unsolicited `@nm - started {...}`, then `@nm - progress {...}`
+#                                  every `every` steps (step, episodes, recent_return, steps_per_s,
+#                                  critic_loss, mem_free, heap_live, heap_peak), then the reply:
+#                                  JSON with eval_return, wall_ms, policy_bytes, policy_crc, heap figures
+#   train_custom <h1> <h2> <batch> <replay> <steps> <seed> [every] [eval_episodes]
+#   policy <offset> <n>            n bytes of the trained policy file, hex
+#   sync <nonce>, quit             as NMB/1
+# Only native kernels train over serial (the pure-Python fallback would take hours).
 import sys
 import struct
 from array import array
