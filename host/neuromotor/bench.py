@@ -184,7 +184,7 @@ def json_summary(results) -> dict:
     return {"backends": boards[0]["backends"] if boards else {}, "boards": boards}
 
 
-def run_bench(ports, n=1000, backends=None, out_dir="bench_results", predict_mhz=DEFAULT_PREDICT_MHZ,
+def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=DEFAULT_PREDICT_MHZ,
               log=print):
     results = [bench_port(p, n=n, backends=backends, predict_mhz=predict_mhz, log=log) for p in ports]
     out = Path(out_dir)

@@ -12,7 +12,7 @@ def register(sub):
     p.add_argument("-n", type=int, default=1000, help="inferences per backend (python backend: n/20)")
     p.add_argument("--backend", action="append", choices=["native", "ulab", "python"],
                    help="only these backends (default: every backend the board has)")
-    p.add_argument("--out", default="bench_results", help="directory for bench.json and bench.png")
+    p.add_argument("--out", default="runs/bench", help="directory for bench.json and bench.png (default runs/bench)")
     p.add_argument("--predict-mhz", type=float, default=600.0,
                    help="clock for predicted µs on emulated boards (default 600, Teensy 4.1)")
     p.add_argument("--json", action="store_true", help="end with one JSON line: per backend median_us, "
