@@ -8,8 +8,16 @@ export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
 .PHONY: demo test venv compare system micropython firmware natmods emulated bench clean
 
-demo: venv
+# Train on the host, export, then on an emulated Cortex-M7: deploy, HIL, bench.
+# The trap stops exactly the QEMU this recipe started, whatever fails.
+demo: venv system natmods
 	$(NM) train pendulum --algo td3 --steps 10000 --seed 0 --run-dir runs/demo --force
+	$(NM) export runs/demo -o runs/demo/policy.nmp
+	@port=$$($(NM) board start qemu-m7 --instance demo --build) || exit 1; \
+	trap '$(NM) board stop demo' EXIT; \
+	$(NM) deploy runs/demo/policy.nmp --port $$port && \
+	$(NM) hil runs/demo --port $$port --episodes 3 && \
+	$(NM) bench --port $$port --out runs/demo/bench
 
 EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
 
@@ -44,9 +52,11 @@ natmods: venv system
 emulated: venv system
 	for b in $(EMULATED_BOARDS); do $(MAKE) -C device/port firmware BOARD=$$b || exit 1; done
 
-bench: venv firmware natmods
+bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/td3_pendulum.py
 	$(VENV)/bin/python benchmarks/device_inference.py
+	$(VENV)/bin/python benchmarks/board_inference.py
+	$(VENV)/bin/python benchmarks/device_training.py
 
 clean:
 	rm -rf $(VENV) build
