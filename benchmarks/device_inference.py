@@ -138,12 +138,12 @@ def numpy_us(spec, repeat):
 
 
 def run_mp(binary, script, args=(), timeout=600):
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(script)
-    try:
-        proc = subprocess.run([str(binary), f.name, *args], capture_output=True, text=True, timeout=timeout)
-    finally:
-        os.unlink(f.name)
+    # A private directory: sys.path[0] is the script's folder, and a stray
+    # neuromotor_rt.py/.mpy there would shadow the frozen runtime.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.py"
+        path.write_text(script)
+        proc = subprocess.run([str(binary), str(path), *args], capture_output=True, text=True, timeout=timeout)
     if proc.returncode:
         raise RuntimeError(f"micropython failed:\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout

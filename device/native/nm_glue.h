@@ -258,6 +258,70 @@ static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 5, nm_py_mlp);
 
+/* ---------------------------------------------------------------------------
+ * Forward(out, net, layout, scratch, xbuf): a callable holding one policy's
+ * buffers; f(obs) runs mlp(out, obs, net, layout, scratch) and returns out.
+ * obs as array('f') goes straight through; a list or tuple of numbers is
+ * copied into xbuf first. Every call re-checks everything, as mlp() does.
+ * Python classes may subclass it (the runtime's native Policy does): calling
+ * an instance then reaches this C function without a bytecode frame.
+ */
+typedef struct {
+    mp_obj_base_t base;
+    mp_obj_t out, net, layout, scratch, xbuf;
+} nm_forward_obj_t;
+
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+#define nm_obj_get_float(o) mp_obj_get_float_to_f(o)
+#define NM_HAS_FLOAT 1
+#elif MICROPY_PY_BUILTINS_FLOAT
+#define nm_obj_get_float(o) ((float)mp_obj_get_float(o))
+#define NM_HAS_FLOAT 1
+#else
+#define NM_HAS_FLOAT 0
+#endif
+
+static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
+    mp_obj_t args[5] = { self->out, obs, self->net, self->layout, self->scratch };
+    mp_buffer_info_t info;
+    if (!mp_get_buffer(obs, &info, MP_BUFFER_READ) || info.typecode != 'f') {
+        #if NM_HAS_FLOAT
+        nm_arr_t xb = nm_floats(self->xbuf, "xbuf", 1);
+        size_t len;
+        mp_obj_t *items;
+        mp_obj_get_array(obs, &len, &items); // TypeError unless tuple or list
+        nm_check_len("obs", xb.len, len);
+        for (size_t i = 0; i < len; i++) {
+            ((float *)xb.buf)[i] = nm_obj_get_float(items[i]);
+        }
+        args[1] = self->xbuf;
+        #else
+        nm_floats(obs, "obs", 0); // raises TypeError
+        #endif
+    }
+    nm_py_mlp(5, args);
+    return self->out;
+}
+
+static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *args) {
+    mp_arg_check_num(n_args, n_kw, 5, 5, false);
+    nm_forward_obj_t *o = m_malloc(sizeof(nm_forward_obj_t));
+    o->base.type = type;
+    o->out = args[0];
+    o->net = args[1];
+    o->layout = args[2];
+    o->scratch = args[3];
+    o->xbuf = args[4];
+    mp_obj_t check[5] = { o->out, o->xbuf, o->net, o->layout, o->scratch };
+    nm_py_mlp(5, check); // validate the whole set once now (and run it on xbuf)
+    return MP_OBJ_FROM_PTR(o);
+}
+
+static mp_obj_t nm_forward_call(mp_obj_t self_in, size_t n_args, size_t n_kw, const mp_obj_t *args) {
+    mp_arg_check_num(n_args, n_kw, 1, 1, false);
+    return nm_forward_run(MP_OBJ_TO_PTR(self_in), args[0]);
+}
+
 // pack(dst, w, b, n_in, n_out): row-major W (n_out x n_in) and b into block-4 layout.
 static mp_obj_t nm_py_pack(size_t n_args, const mp_obj_t *args) {
     (void)n_args;

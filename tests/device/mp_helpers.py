@@ -1,6 +1,7 @@
 """Helpers for the device tests: run scripts on a MicroPython binary, random policies."""
 
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -14,8 +15,11 @@ class MicroPythonError(AssertionError):
 def run_script(binary, script: str, timeout: float = 120, check: bool = True, cwd=None):
     """Run `script` (passed with -c) on a MicroPython binary; return the CompletedProcess.
     With check, a non-zero exit raises with the script's output."""
-    proc = subprocess.run([str(binary), "-X", "heapsize=64M", "-c", script], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+    # sys.path[0] is the working directory: run in an empty one so no stray
+    # neuromotor_rt.py/.mpy lying around shadows the frozen module.
+    with tempfile.TemporaryDirectory() as empty:
+        proc = subprocess.run([str(binary), "-X", "heapsize=64M", "-c", script], capture_output=True,
+                              text=True, timeout=timeout, cwd=cwd or empty)
     if check and proc.returncode != 0:
         raise MicroPythonError(f"micropython exited with {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
                                f"stderr:\n{proc.stderr[-3000:]}")

@@ -67,6 +67,14 @@ def consistent(fn):
     elif fn == 'pack':
         n_in, n_out = R(1, 30), R(1, 30)
         args = [farr(k.layer_size(n_in, n_out)), farr(n_in * n_out), farr(n_out), n_in, n_out]
+    elif fn == 'Forward':
+        try:
+            n = k.net_size(lay); s = k.scratch_size(lay)
+        except (ValueError, TypeError, OverflowError):
+            n, s = R(0, 100), R(0, 100)
+        if n > 200000:
+            n = R(0, 100)
+        args = [farr(sizes[-1] if sizes else 1), farr(n), lay, farr(s), farr(sizes[0] if sizes else 1)]
     elif fn in ('net_size', 'scratch_size'):
         args = [lay]
     elif fn == 'layer_size':
@@ -89,14 +97,19 @@ def consistent(fn):
         args = args[:R(0, len(args) + 1)] + [junk() for _ in range(R(0, 2))]
     return args
 
-FNS = ['dense', 'dense_batch', 'mlp', 'pack', 'layer_size', 'net_size', 'scratch_size', 'crc32', 'isa']
+FNS = ['dense', 'dense_batch', 'mlp', 'Forward', 'pack', 'layer_size', 'net_size', 'scratch_size', 'crc32', 'isa']
 ok = 0
 errs = {{}}
 for it in range({iters}):
     fn = random.choice(FNS)
     args = consistent(fn)
     try:
-        getattr(k, fn)(*args)
+        r = getattr(k, fn)(*args)
+        if fn == 'Forward':  # then call it with good and bad observations
+            n_obs = len(args[4]) if type(args[4]) is array else R(0, 20)
+            obs = random.choice([farr(n_obs), [random.uniform(-1, 1) for _ in range(n_obs)],
+                                 tuple(range(n_obs)), junk(), ['x'] * n_obs, farr(n_obs + 1)])
+            r(obs)
         ok += 1
     except (TypeError, ValueError, OverflowError) as e:
         name = type(e).__name__

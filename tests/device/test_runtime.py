@@ -366,3 +366,30 @@ def test_runtime_imports_without_micropython_modules(tmp_path):
     assert_agrees(got, spec.forward(obs), "python backend under CPython")
     with pytest.raises(rt.BackendUnavailableError, match="ulab backend unavailable"):
         rt.Policy.load(str(policy), backend="ulab")
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("kind", ["nm_kernels", "nm_kernels_natmod"])
+def test_native_policy_is_a_forward_and_takes_lists(run_mp, natmod_x64_dir, tmp_path, kind):
+    policy = tmp_path / "p.nmp"
+    write_policy(random_spec([5, 16, 3], seed=2), policy)
+    proc = run_mp(f"""
+import sys
+from array import array
+sys.path.append({str(natmod_x64_dir)!r})
+import {kind} as k
+import neuromotor_rt as rt
+p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
+a = list(p(array('f', [0.5, -1, 2, 0, 3])))
+print(isinstance(p, k.Forward), isinstance(p, rt.Policy), p.backend)
+print(a == list(p([0.5, -1, 2, 0, 3])) == list(p((0.5, -1, 2, 0, 3))))
+for bad in ([1, 2], 'abcde', array('d', [0] * 5), array('f', [0] * 6)):
+    try:
+        p(bad)
+    except (TypeError, ValueError) as e:
+        print(type(e).__name__)
+""")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "True True native"
+    assert lines[1] == "True"
+    assert lines[2:] == ["ValueError", "TypeError", "TypeError", "ValueError"]

@@ -4,8 +4,18 @@
 #include "py/dynruntime.h"
 #include "nm_glue.h"
 
+// Types in a natmod live in RAM and get their slots at import.
+mp_obj_full_type_t nm_forward_type;
+
 mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
     MP_DYNRUNTIME_INIT_ENTRY
+
+    nm_forward_type.base.type = (void *)&mp_type_type;
+    nm_forward_type.flags = MP_TYPE_FLAG_NONE;
+    nm_forward_type.name = MP_QSTR_Forward;
+    MP_OBJ_TYPE_SET_SLOT(&nm_forward_type, make_new, nm_forward_make_new, 0);
+    MP_OBJ_TYPE_SET_SLOT(&nm_forward_type, call, nm_forward_call, 1);
+    mp_store_global(MP_QSTR_Forward, MP_OBJ_FROM_PTR(&nm_forward_type));
 
     mp_store_global(MP_QSTR_dense, MP_OBJ_FROM_PTR(&nm_py_dense_obj));
     mp_store_global(MP_QSTR_dense_batch, MP_OBJ_FROM_PTR(&nm_py_dense_batch_obj));

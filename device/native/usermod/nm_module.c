@@ -4,11 +4,20 @@
 #include "py/runtime.h"
 #include "../nm_glue.h"
 
+static MP_DEFINE_CONST_OBJ_TYPE(
+    nm_forward_type,
+    MP_QSTR_Forward,
+    MP_TYPE_FLAG_NONE,
+    make_new, nm_forward_make_new,
+    call, nm_forward_call
+    );
+
 static const mp_rom_map_elem_t nm_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_nm_kernels) },
     { MP_ROM_QSTR(MP_QSTR_dense), MP_ROM_PTR(&nm_py_dense_obj) },
     { MP_ROM_QSTR(MP_QSTR_dense_batch), MP_ROM_PTR(&nm_py_dense_batch_obj) },
     { MP_ROM_QSTR(MP_QSTR_mlp), MP_ROM_PTR(&nm_py_mlp_obj) },
+    { MP_ROM_QSTR(MP_QSTR_Forward), MP_ROM_PTR(&nm_forward_type) },
     { MP_ROM_QSTR(MP_QSTR_pack), MP_ROM_PTR(&nm_py_pack_obj) },
     { MP_ROM_QSTR(MP_QSTR_layer_size), MP_ROM_PTR(&nm_py_layer_size_obj) },
     { MP_ROM_QSTR(MP_QSTR_net_size), MP_ROM_PTR(&nm_py_net_size_obj) },
