@@ -34,6 +34,10 @@ def micropython_train() -> Path:
     path = micropython_path()
     if not path.exists():
         pytest.skip(f"unix MicroPython not built ({path} missing): run `make firmware BOARD=unix`")
-    out = run_mp(path, "import nm_train, nm_td3; print(nm_train.VERSION)", timeout=30)
+    try:
+        out = run_mp(path, "import nm_train, nm_td3; print(nm_train.VERSION)", timeout=30)
+    except AssertionError as exc:
+        pytest.fail(f"{path} has no training kernels or trainer (a build from before nm_train): "
+                    f"rebuild it with `make firmware BOARD=unix`\n{exc}")
     assert out.strip() == "1", f"unexpected nm_train version from {path}: {out!r}"
     return path.resolve()

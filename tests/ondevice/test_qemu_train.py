@@ -32,7 +32,8 @@ def m7():
 
 
 def test_short_run_on_qemu_m7(m7, tmp_path):
-    _, board = m7
+    pool, _ = m7
+    board = pool.get("qemu-m7")  # a reset test may have restarted it
     run_dir = tmp_path / "run"
     lines = []
     s = train_on_device(board.port, "small", 300, seed=1, run_dir=run_dir, every=100, eval_episodes=2,
@@ -59,7 +60,8 @@ def test_profile_too_large_is_refused(m7):
     """A profile bigger than the board's free heap is refused before training, with the numbers."""
     from neuromotor.ondevice import TrainClient
     from neuromotor.serial.client import ServerError
-    _, board = m7
+    pool, _ = m7
+    board = pool.get("qemu-m7")  # a reset test may have restarted it
     with TrainClient(board.port, timeout=30) as c:
         with pytest.raises(ServerError) as exc:
             # teensy41 plus a 3 MB replay: more than the 1 MiB heap
@@ -69,7 +71,8 @@ def test_profile_too_large_is_refused(m7):
 
 
 def test_reset_during_training_is_a_clear_error(m7, tmp_path):
-    pool, board = m7
+    pool, _ = m7
+    board = pool.get("qemu-m7")
     from neuromotor.boards import emulated
     timer = threading.Timer(12.0, lambda: emulated.reset(board.instance))
     timer.start()
@@ -91,7 +94,8 @@ def test_natmod_on_the_board_equals_builtin(m7):
     user C module built into the firmware (the path for stock firmware on real boards)."""
     from neuromotor.deploy.core import Deployer
     from neuromotor.ondevice import upload_trainer
-    _, board = m7
+    pool, _ = m7
+    board = pool.get("qemu-m7")  # a reset test may have restarted it
     upload_trainer(board.port, log=lambda *a: None)
     d = Deployer(board.port, timeout=30)
     try:
