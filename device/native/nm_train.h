@@ -30,6 +30,13 @@
 
 #define NM_TRAIN_VERSION 1
 
+// With a compile-time batch size GCC may report impossible iterations of the
+// tail loops (-Waggressive-loop-optimizations); keep that out of -Werror builds.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
+#endif
+
 /* ---------------------------------------------------------------------------
  * Sizes (0 on overflow, as nm_kernels.h).
  */
@@ -867,5 +874,9 @@ static inline void nm_train_pack(float *dst, const float *net, const uint16_t *s
         net = b + n_out;
     }
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #endif // NM_TRAIN_H
