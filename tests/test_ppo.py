@@ -179,3 +179,39 @@ def test_eval_gymnasium_cli(tmp_path, capsys):
     assert result["episodes"] == 2 and np.isfinite(result["eval_return_mean"])
     # An untrained Ant mostly stands: about 1 per step for 1000 steps, minus small costs.
     assert 500 < result["eval_return_mean"] < 1100
+
+
+@pytest.mark.device
+def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
+    """A trained 27->256->256->8 PPO policy, observation normalisation included, on the device runtime."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from neuromotor import runs
+    from neuromotor.paths import cache_dir
+
+    pytest.importorskip("mujoco")
+    binary = Path(os.environ.get("NEUROMOTOR_MICROPYTHON") or cache_dir() / "bin" / "micropython")
+    if not binary.exists():
+        pytest.skip(f"unix MicroPython not built ({binary} missing): run `make firmware BOARD=unix`")
+    run = tmp_path / "ant"
+    assert main(["train", "ant", "--algo", "ppo", "--steps", "1024", "--run-dir", str(run), "--quiet",
+                 "--set", "num_envs=16", "--set", "num_steps=64", "--set", "minibatch_size=512",
+                 "--set", "eval_episodes=1", "--threads", "1"]) == 0
+    assert main(["export", str(run), "-o", str(tmp_path / "ant.nmp")]) == 0
+    capsys.readouterr()
+    spec = runs.load_policy_spec(run)
+    assert spec.sizes == [27, 256, 256, 8] and not np.allclose(spec.obs_std, 1)
+    obs = np.concatenate([runs.load(run)[1].shards[0].obs[0], np.random.default_rng(0).normal(0, 2, (4, 27))])
+    script = (f"from neuromotor_rt import Policy\nobs = {obs.astype(np.float32).tolist()!r}\n"
+              "for be in ('native', 'python'):\n"
+              f"    p = Policy.load({str(tmp_path / 'ant.nmp')!r}, backend=be)\n"
+              "    for o in obs:\n        print(be, ' '.join(repr(v) for v in p(o)))\n")
+    proc = subprocess.run([str(binary), "-X", "heapsize=64M", "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")
+    for backend in ("native", "python"):
+        got = np.array([[float(v) for v in line.split()[1:]] for line in lines if line.startswith(backend + " ")])
+        np.testing.assert_allclose(got, spec.forward(obs), rtol=1e-5, atol=1e-5, err_msg=backend)
