@@ -10,7 +10,7 @@ export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
 # Train on the host, export, then on an emulated Cortex-M7: deploy, HIL, bench.
 # The trap stops exactly the QEMU this recipe started, whatever fails.
-demo: venv system natmods
+demo: venv system
 	$(NM) train pendulum --algo td3 --steps 10000 --seed 0 --run-dir runs/demo --force
 	$(NM) export runs/demo -o runs/demo/policy.nmp
 	@port=$$($(NM) board start qemu-m7 --instance demo --build) || exit 1; \
