@@ -146,7 +146,7 @@ def plot(results, path: Path):
         for b in res["backends"]:
             if b not in backends:
                 backends.append(b)
-    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(backends) * max(1, len(results)) / 2, 4))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 + 1.6 * len(backends) * max(1, len(results)) / 2), 4.5))
     width = 0.8 / max(1, len(results))
     for k, res in enumerate(results):
         xs, ys = [], []
@@ -162,8 +162,9 @@ def plot(results, path: Path):
     ax.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(backends))], backends)
     ax.set_yscale("log")
     ax.set_ylabel("µs per inference (log)")
-    ax.set_title("neuromotor: one policy inference on the board")
-    ax.legend(fontsize=7)
+    ax.set_title("one policy inference on the board")
+    # Below the axes: long labels would hide the bars.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
