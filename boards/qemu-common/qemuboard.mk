@@ -24,7 +24,5 @@ FROZEN_MANIFEST =
 # false positives across inlined kernels, so keep that one a warning.
 CFLAGS += -Wno-error=maybe-uninitialized
 
-# Our kernels (the user C module) at -O3: GCC keeps the block accumulators in
-# registers there (-Os: ~6.4 instructions per multiply-add on the M7, -O3: ~2.7).
-# The rest of MicroPython stays at the port's -Os. device/baremetal uses the same.
-$(BUILD)/usermod/%.o: CFLAGS += -O3
+# The kernels' optimisation level is set by the user C module itself
+# (device/native/usermod/micropython.mk); the rest of MicroPython stays at -Os.

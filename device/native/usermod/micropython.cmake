@@ -12,7 +12,7 @@ target_include_directories(usermod_nm_kernels INTERFACE
 # Bit-identical results with the natmod: never let the compiler fuse mul+add.
 target_compile_options(usermod_nm_kernels INTERFACE -ffp-contract=off)
 
-# Ports build with -Os; the kernels want -O2.
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/nm_module.c PROPERTIES COMPILE_OPTIONS "-O2")
+# Ports build with -Os; the kernels want -O3 (as micropython.mk: accumulators in registers).
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/nm_module.c PROPERTIES COMPILE_OPTIONS "-O3")
 
 target_link_libraries(usermod INTERFACE usermod_nm_kernels)
