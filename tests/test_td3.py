@@ -110,3 +110,31 @@ def test_state_dict_round_trip_mid_rng_block_continues_exactly():
         b.advance()
     for key, value in a.state_dict().items():
         np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+
+
+def test_each_critic_learns_from_its_own_minibatch():
+    """RLtools' sampling: critic c's update (regression and Bellman target) sees only minibatch c."""
+    algo = _train([3], 60).shards[0]
+    start = {k: np.array(v) for k, v in algo.state_dict().items()}
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, algo.replay_size, (1, 2, algo.cfg.batch_size))
+    noise = rng.standard_normal((1, 2, algo.cfg.batch_size, 1)).astype(np.float32)
+    other = idx.copy()
+    other[:, 1] = rng.integers(0, algo.replay_size, algo.cfg.batch_size)
+    critics = []
+    for ix in (idx, other):
+        algo.load_state_dict(start)
+        algo._update_critic(algo.replay[0][ix[0]][None], noise)
+        critics.append([layer.copy() for layer in algo.critic_v])
+    for a, b in zip(*critics):
+        np.testing.assert_array_equal(a[:, 0], b[:, 0])  # critic 1: same minibatch 0
+    assert not np.array_equal(critics[0][0][:, 1], critics[1][0][:, 1])  # critic 2: other minibatch
+
+
+def test_warmup_actions():
+    policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).shards[0]
+    uniform = _train([1], 40).shards[0]
+    a = policy.act_dim
+    assert np.ptp(policy.replay[0, :40, :a]) < np.ptp(uniform.replay[0, :40, :a])  # tanh policy + 0.1 noise
+    with pytest.raises(ValueError, match="warmup_actions"):
+        TD3(Config(warmup_actions="zero"), env_class("pendulum"), [0])

@@ -9,6 +9,16 @@ Actions live in [-1, 1] inside the algorithm (tanh actor, noise, replay) and
 are mapped to the env's bounds only when stepping the env, so the noise scales
 are in units of the action range, as in the reference implementations.
 
+Minibatches follow RLtools (rl/algorithms/td3 and the pendulum TD3 training loop
+of the paper's code): every step each critic learns from its own minibatch with
+its own target policy noise (its Bellman targets still use both target critics,
+on that minibatch), and the actor from a third minibatch. The three are one
+gather; the target nets evaluate both critic minibatches in one matmul per layer.
+The other differences checked against RLtools: none in initialisation (PyTorch's
+U(+-1/sqrt(fan_in))), noise units, Adam, polyak, observations, rewards or float32.
+RLtools acts with the (untrained) policy plus noise before learning starts; the
+issue's spec asks for uniform random warm-up actions (`warmup_actions`).
+
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
 the agent's own Generator (exploration noise, warm-up actions, replay indices,
 target policy noise); env resets draw from the same Generator. So agent k's
@@ -35,7 +45,8 @@ class Config:
     activation: str = "relu"
     batch_size: int = 100
     buffer_size: int = 10_000
-    learning_starts: int = 100      # uniform random actions before this step, updates after
+    learning_starts: int = 100      # updates from this step on
+    warmup_actions: str = "uniform"  # before learning_starts: "uniform" random, or "policy" (+ noise, as RLtools)
     exploration_noise: float = 0.1
     policy_noise: float = 0.2       # target policy smoothing
     noise_clip: float = 0.5
@@ -56,6 +67,8 @@ class TD3:
     Config = Config
 
     def __init__(self, cfg: Config, env_factory, seeds):
+        if cfg.warmup_actions not in ("uniform", "policy"):
+            raise ValueError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
         self.cfg = cfg
         self.seeds = list(seeds)
         P = self.P = len(self.seeds)
@@ -95,22 +108,24 @@ class TD3:
         self.replay[..., a + o] = 1
         self.replay[..., -1] = 1
         self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row)
-        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None]
+        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None, None]
         self.replay_pos = 0
         self.replay_size = 0
 
-        # Preallocated inputs and workspaces of the hot path. Critic inputs are copied per
-        # critic: gemm on a broadcast (stride 0) batch is slower than the copy.
+        # Preallocated inputs and workspaces of the hot path. The target critics' input is
+        # copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         B = cfg.batch_size
         self._obs1 = np.ones((P, 1, o + 1), F32)               # acting: [s, 1]
-        self._x_next = np.empty((P, 2, B, a + o + 1), F32)     # target critics' input [a', s', 1]
-        self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critics' input [a, s, 1]
+        self._x_next = np.empty((P, 2, 2 * B, a + o + 1), F32)  # target critics' input [a', s', 1], both minibatches
+        self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critic c's input [a, s, 1] from minibatch c
         self._x_actor = np.empty((P, B, a + o + 1), F32)       # critic 1's input for the actor loss [pi(s), s, 1]
         self._dq = np.empty((P, 2, B, 1), F32)
         self._dq_actor = np.empty((P, B, 1), F32)
         self._ws_act = self.actor.workspace((P, 1))
         self._ws_actor = self.actor.workspace((P, B))
+        self._ws_actor2 = self.actor.workspace((P, 2 * B))
         self._ws_critic = self.critic.workspace((P, 2, B))
+        self._ws_critic2 = self.critic.workspace((P, 2, 2 * B))
         self._ws_q1 = self.critic.workspace((P, B))
 
         self.steps = 0
@@ -129,7 +144,7 @@ class TD3:
         self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
         n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
         parts = [(r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
-                  r.integers(0, 1 << 40, (n, B)), r.standard_normal((n, B, a), F32)) for r in self.rngs]
+                  r.integers(0, 1 << 32, (n, 3, B), np.uint32), r.standard_normal((n, 2, B, a), F32)) for r in self.rngs]
         # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
         self._block = [np.stack(x, axis=1) for x in zip(*parts)]
 
@@ -142,7 +157,7 @@ class TD3:
         if i == 0:
             self._draw_block()
         explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
-        if self.steps < cfg.learning_starts:
+        if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
         else:
             self._obs1[:, 0, :-1] = self.obs
@@ -173,37 +188,42 @@ class TD3:
         self.obs = next_obs
 
         if self.steps >= cfg.learning_starts:
+            # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
             batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
-            self._update_critic(batch, target_noise)
+            self._update_critic(batch[:, :2], target_noise)
             if self.steps % cfg.policy_delay == 0:
-                self._update_actor(batch)
+                self._update_actor(batch[:, 2])
                 polyak(self.actor_t, self.actor_p, cfg.tau, self._tmp_a)
                 polyak(self.critic_t, self.critic_p, cfg.tau, self._tmp_c)
         self.steps += 1
 
     # ----- the TD3 updates -----
     def _update_critic(self, batch, target_noise):
+        """batch (P, 2, B, row): critic c learns from minibatch c, its Bellman targets from both
+        target critics on that minibatch; target_noise (P, 2, B, a) likewise per minibatch."""
         cfg, o, a = self.cfg, self.obs_dim, self.act_dim
-        r, not_done, s2 = batch[..., a + o + 1:a + o + 2], batch[..., a + o + 2:a + o + 3], batch[..., a + o + 3:]
+        P, _, B, _ = batch.shape
+        r, not_done = batch[..., a + o + 1:a + o + 2], batch[..., a + o + 2:a + o + 3]
+        s2 = batch[..., a + o + 3:].reshape(P, 2 * B, o + 1)
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
-        a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor)
-        noise = target_noise * F32(cfg.policy_noise)
+        a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor2)
+        noise = target_noise.reshape(P, 2 * B, a) * F32(cfg.policy_noise)
         a2 += _clip(noise, cfg.noise_clip, out=noise)
         x2 = self._x_next
         _clip(a2[:, None], 1, out=x2[..., :a])
         x2[..., a:] = s2[:, None]
         # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic)   # (P, 2, B, 1)
-        y = np.minimum(q2[:, 0], q2[:, 1])
+        q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic2)  # (P, 2, 2B, 1)
+        y = np.minimum(q2[:, 0], q2[:, 1]).reshape(P, 2, B, 1)
         y *= not_done
         y *= F32(cfg.gamma)
         y += r
-        # Both critics regress on y: L = mean (Q1 - y)^2 + mean (Q2 - y)^2
+        # Critic c regresses on its y: L = mean (Q1 - y1)^2 + mean (Q2 - y2)^2
         x = self._x_critic
-        x[...] = batch[:, None, :, :a + o + 1]
+        x[...] = batch[..., :a + o + 1]
         q = self.critic.forward(self.critic_v, x, self._ws_critic)      # (P, 2, B, 1)
         dq = self._dq
-        np.subtract(q, y[:, None], out=dq)
+        np.subtract(q, y, out=dq)
         dq *= F32(2.0 / cfg.batch_size)
         self.critic.backward(self.critic_v, self._ws_critic, dq, self.critic_gv)
         self.critic_opt.step(self.critic_p, self.critic_g)

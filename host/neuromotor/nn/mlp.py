@@ -131,9 +131,9 @@ class MLP:
             if dy.shape[-1] > self.sizes[i + 1]:
                 dy[..., -1] = 0  # the constant column is not a parameter: zero gradient
             if grads is not None:
-                np.matmul(np.swapaxes(x, -1, -2), dy, out=grads[i])
+                np.matmul(x.swapaxes(-1, -2), dy, out=grads[i])
             if i or need_dx:
-                a = np.swapaxes(views[i], -1, -2)
+                a = views[i].swapaxes(-1, -2)
                 dx = ws.dx[i]
                 # A one-output layer makes this an outer product, which gemm does slowly.
                 if dy.shape[-1] == 1:

@@ -28,14 +28,14 @@ class Adam:
         np.multiply(grad, grad, out=tmp)
         tmp *= f32(1 - self.b2)
         v += tmp
-        # p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+        # p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with sqrt(1 - b2^t)
+        # moved into the step size and eps (one pass fewer; equal up to rounding)
         bc1 = 1 - self.b1 ** self.t
-        bc2 = 1 - self.b2 ** self.t
+        bc2 = (1 - self.b2 ** self.t) ** 0.5
         np.sqrt(v, out=den)
-        den /= f32(bc2**0.5)
-        den += f32(self.eps)
+        den += f32(self.eps * bc2)
         np.divide(m, den, out=tmp)
-        tmp *= f32(self.lr / bc1)
+        tmp *= f32(self.lr * bc2 / bc1)
         params -= tmp
 
 
