@@ -2,8 +2,8 @@
 #
 # The host starts it through the raw REPL (`import nm_bench; nm_bench.serve()`),
 # then speaks one request line, one reply line, over the board's REPL UART.
-# Specification: docs/serial-protocol.md. Runs on MicroPython, CircuitPython
-# and (for host-side tests of the protocol) CPython.
+# Specification: docs/serial-protocol.md; the line protocol itself is nm_link.
+# Runs on MicroPython, CircuitPython and (for host-side tests of the protocol) CPython.
 import sys
 
 try:
@@ -28,8 +28,9 @@ try:
 except ImportError:
     gc = None
 
-PROTO = 1
-PREFIX = "@nm"
+import nm_link
+from nm_link import PREFIX, PROTO, parse, send  # noqa: F401 (nm_bench.parse, nm_bench.send as before)
+
 DEFAULT_POLICY = "/policy.nmp"
 LOCK = "/nm_deploy.lock"
 MANIFEST = "/nm_deploy.json"
@@ -49,52 +50,6 @@ else:
     _diff = None
 
 _ticks_cpu = getattr(time, "ticks_cpu", None) if time is not None else None
-
-
-def _checksum(s):
-    # 16-bit sum of the UTF-8 bytes; cheap on every port, catches dropped or
-    # injected characters. Written as 4 lower-case hex digits after " ~".
-    return sum(s.encode()) & 0xFFFF
-
-
-def _write(line):
-    sys.stdout.write(line + "\n")
-    try:
-        sys.stdout.flush()
-    except AttributeError:
-        pass
-
-
-def send(seq, status, payload=""):
-    body = "%s %s %s" % (PREFIX, seq, status)
-    if payload != "":
-        body += " " + payload
-    _write("%s ~%04x" % (body, _checksum(body)))
-
-
-def parse(line):
-    """Request line -> (seq, cmd, args) or raises ValueError with the reason."""
-    line = line.strip()
-    i = line.rfind(" ~")
-    if i < 0:
-        raise ValueError("no checksum")
-    body, ck = line[:i], line[i + 2:]
-    # a request may arrive after garbage on the same line: start at the last prefix
-    j = body.rfind(PREFIX + " ")
-    if j < 0:
-        raise ValueError("no prefix")
-    body = body[j:]
-    try:
-        ok = int(ck, 16) == _checksum(body)
-    except ValueError:
-        ok = False
-    parts = body.split(" ")
-    seq = parts[1] if len(parts) > 1 else "-"
-    if not ok:
-        raise ValueError("checksum mismatch", seq)
-    if len(parts) < 3:
-        raise ValueError("no command", seq)
-    return seq, parts[2], parts[3:]
 
 
 def _platform_info():
@@ -172,7 +127,7 @@ def _stats(samples):
             "mean": sum(s) / len(s)}
 
 
-class Server:
+class Server(nm_link.Server):
     def __init__(self):
         self.policy = None
         self.policy_path = None
@@ -182,9 +137,6 @@ class Server:
     # --- commands -------------------------------------------------------
     def cmd_hello(self, args):
         return json.dumps(_platform_info())
-
-    def cmd_sync(self, args):
-        return args[0] if args else ""
 
     def cmd_backends(self, args):
         path = args[0] if args else DEFAULT_POLICY
@@ -308,57 +260,13 @@ class Server:
     def cmd_noise(self, args):
         # For tests of the host's robustness: junk the host must skip, a line
         # with our prefix and a wrong checksum, a reply to an old request.
-        _write("\x1b[0mMPY: soft reboot (not really) \xff garbage")
-        _write("%s 0 ok stale-reply ~%04x" % (PREFIX, _checksum("%s 0 ok stale-reply" % PREFIX)))
+        nm_link.write("\x1b[0mMPY: soft reboot (not really) \xff garbage")
+        stale = "%s 0 ok stale-reply" % PREFIX
+        nm_link.write("%s ~%04x" % (stale, nm_link.checksum(stale)))
         n = int(args[0]) if args else 1
         for k in range(n):
-            _write("%s %d ok corrupted ~0000" % (PREFIX, k))
+            nm_link.write("%s %d ok corrupted ~0000" % (PREFIX, k))
         return "clean"
-
-    def cmd_quit(self, args):
-        self.running = False
-        return ""
-
-    # --- loop -----------------------------------------------------------
-    def handle(self, line):
-        try:
-            seq, cmd, args = parse(line)
-        except ValueError as e:
-            a = e.args
-            send(a[1] if len(a) > 1 else "-", "err", "bad-request " + str(a[0]))
-            return
-        fn = getattr(self, "cmd_" + cmd, None)
-        if fn is None:
-            send(seq, "err", "unknown-command " + cmd)
-            return
-        try:
-            payload = fn(args)
-        except Exception as e:
-            msg = ("%s: %s" % (type(e).__name__, e)).replace("\n", " ").replace("\r", " ")
-            send(seq, "err", msg)
-            return
-        send(seq, "ok", payload)
-
-    def serve(self):
-        self.running = True
-        send("-", "ready", "NMB/%d" % PROTO)
-        stdin = sys.stdin
-        while self.running:
-            try:
-                line = stdin.readline()
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # undecodable garbage
-                send("-", "err", "bad-request unreadable " + type(e).__name__)
-                continue
-            if isinstance(line, bytes):
-                line = line.decode()
-            if not line:
-                break  # EOF (CPython over a pipe)
-            if line.strip() == "":
-                continue
-            self.handle(line)
-        send("-", "bye", "")
 
 
 def serve():

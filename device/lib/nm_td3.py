@@ -40,10 +40,10 @@ except (ImportError, AttributeError):
     _ticks_ms = None
     _diff = None
 
+import nm_link
+from nm_link import PROTO, send
 from nm_pendulum import Pendulum
 
-PROTO = 1
-PREFIX = "@nm"
 POLICY_PATH = "/td3_policy.nmp"
 
 # TD3 defaults: the host's neuromotor.algos.td3.Config (RLtools' Pendulum setup).
@@ -718,58 +718,12 @@ def _crc32(data):
         return binascii.crc32(data) & 0xFFFFFFFF
     except (ImportError, AttributeError):
         pass
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
-    return crc ^ 0xFFFFFFFF
+    from neuromotor_rt import _crc32_python  # imported only where nothing faster exists
+    return _crc32_python(data)
 
 
 # ----------------------------------------------------------------------------
-# NMB/1 server for `neuromotor train-on-device`
-def _checksum(s):
-    return sum(s.encode()) & 0xFFFF
-
-
-def _write(line):
-    sys.stdout.write(line + "\n")
-    try:
-        sys.stdout.flush()
-    except AttributeError:
-        pass
-
-
-def send(seq, word, payload=""):
-    body = "%s %s %s" % (PREFIX, seq, word)
-    if payload != "":
-        body += " " + payload
-    _write("%s ~%04x" % (body, _checksum(body)))
-
-
-def _parse(line):
-    line = line.strip()
-    i = line.rfind(" ~")
-    if i < 0:
-        raise ValueError("no checksum")
-    body, ck = line[:i], line[i + 2:]
-    j = body.rfind(PREFIX + " ")
-    if j < 0:
-        raise ValueError("no prefix")
-    body = body[j:]
-    try:
-        ok = int(ck, 16) == _checksum(body)
-    except ValueError:
-        ok = False
-    parts = body.split(" ")
-    seq = parts[1] if len(parts) > 1 else "-"
-    if not ok:
-        raise ValueError("checksum mismatch", seq)
-    if len(parts) < 3:
-        raise ValueError("no command", seq)
-    return seq, parts[2], parts[3:]
-
-
+# NMB/1 server (nm_link) for `neuromotor train-on-device`
 def _json(obj):
     try:
         import json
@@ -778,20 +732,16 @@ def _json(obj):
     return json.dumps(obj)
 
 
-class Server:
+class Server(nm_link.Server):
     def __init__(self):
         self.trainer = None
         self.policy = None
-        self.running = True
 
     def cmd_hello(self, args):
         impl = sys.implementation
         return _json({"proto": PROTO, "server": "nm_td3", "impl": impl.name, "platform": sys.platform,
                       "version": ".".join(str(v) for v in impl.version[:3]),
                       "mem_free": _mem_free(), "profiles": {k: plan(k)["bytes"] for k in PROFILES}})
-
-    def cmd_sync(self, args):
-        return args[0] if args else ""
 
     def cmd_train_custom(self, args):
         # train_custom <h1> <h2> <batch> <replay> <steps> <seed> [every] [eval_episodes]
@@ -839,42 +789,6 @@ class Server:
         off, n = int(args[0]), int(args[1])
         from binascii import hexlify
         return hexlify(self.policy[off:off + n]).decode()
-
-    def cmd_quit(self, args):
-        self.running = False
-        return ""
-
-    def handle(self, line):
-        try:
-            seq, cmd, args = _parse(line)
-        except ValueError as e:
-            a = e.args
-            send(a[1] if len(a) > 1 else "-", "err", "bad-request " + str(a[0]))
-            return
-        fn = getattr(self, "cmd_" + cmd, None)
-        if fn is None:
-            send(seq, "err", "unknown-command " + cmd)
-            return
-        try:
-            payload = fn(args)
-        except Exception as e:
-            msg = ("%s: %s" % (type(e).__name__, e)).replace("\n", " ").replace("\r", " ")
-            send(seq, "err", msg)
-            return
-        send(seq, "ok", payload)
-
-    def serve(self):
-        send("-", "ready", "NMB/%d" % PROTO)
-        while self.running:
-            line = sys.stdin.readline()
-            if isinstance(line, bytes):
-                line = line.decode()
-            if not line:
-                break
-            if line.strip() == "":
-                continue
-            self.handle(line)
-        send("-", "bye", "")
 
 
 def serve():

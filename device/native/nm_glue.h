@@ -39,6 +39,12 @@ static void nm_msg_uint(nm_msg_t *m, size_t v) {
     }
 }
 
+// Start a message with s.
+static void nm_msg_start(nm_msg_t *m, const char *s) {
+    m->n = 0;
+    nm_msg_str(m, s);
+}
+
 static NORETURN void nm_raise_msg(const mp_obj_type_t *type, nm_msg_t *m) {
     nlr_raise(mp_obj_new_exception_arg1(type, mp_obj_new_str(m->buf, m->n)));
 }
@@ -47,8 +53,7 @@ static NORETURN void nm_raise_msg(const mp_obj_type_t *type, nm_msg_t *m) {
 static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t expected,
     const char *unit, size_t given) {
     nm_msg_t m;
-    m.n = 0;
-    nm_msg_str(&m, what);
+    nm_msg_start(&m, what);
     nm_msg_str(&m, ": expected ");
     nm_msg_str(&m, rel);
     nm_msg_uint(&m, expected);
@@ -60,8 +65,7 @@ static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t
 
 static NORETURN void nm_raise_text(const char *what, const char *text) {
     nm_msg_t m;
-    m.n = 0;
-    nm_msg_str(&m, what);
+    nm_msg_start(&m, what);
     nm_msg_str(&m, text);
     nm_raise_msg(&mp_type_ValueError, &m);
 }
@@ -78,16 +82,19 @@ typedef struct {
     size_t len; // elements
 } nm_arr_t;
 
-// Any buffer with the given typecode; TypeError otherwise.
+// Any buffer with the given typecode ('f', 'H', 'I'); otherwise TypeError
+// "<what>: expected array('<typecode>'), got typecode '<c>'".
 static nm_arr_t nm_get_array(mp_obj_t obj, const char *what, char typecode, size_t itemsize, int flags) {
     mp_buffer_info_t info;
     mp_get_buffer_raise(obj, &info, flags);
     if (info.typecode != typecode) {
         nm_msg_t m;
-    m.n = 0;
-        nm_msg_str(&m, what);
-        nm_msg_str(&m, typecode == 'f' ? ": expected array('f'), got typecode '"
-            : ": expected array('H'), got typecode '");
+        nm_msg_start(&m, what);
+        nm_msg_str(&m, ": expected array('");
+        if (m.n < sizeof(m.buf)) {
+            m.buf[m.n++] = typecode;
+        }
+        nm_msg_str(&m, "'), got typecode '");
         if (m.n < sizeof(m.buf) - 1) {
             m.buf[m.n++] = (char)info.typecode;
             m.buf[m.n++] = '\'';
@@ -106,6 +113,21 @@ static void nm_check_len(const char *what, size_t expected, size_t given) {
     if (expected != given) {
         nm_raise_expected(what, "", expected, " floats", given);
     }
+}
+
+// At least `need` floats (scratch buffers).
+static void nm_check_min_len(const char *what, size_t need, size_t given) {
+    if (given < need) {
+        nm_raise_expected(what, ">= ", need, " floats", given);
+    }
+}
+
+// len / unit, where len (floats) must be a non-zero multiple of unit >= 1.
+static size_t nm_multiple_of(const char *what, size_t unit, size_t len) {
+    if (len == 0 || len % unit) {
+        nm_raise_expected(what, "a non-zero multiple of ", unit, " floats", len);
+    }
+    return len / unit;
 }
 
 // Integer argument in [lo, hi].
@@ -132,8 +154,7 @@ static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name
     uintptr_t b0 = (uintptr_t)b.buf, b1 = b0 + b.len * sizeof(float);
     if (a.len && b.len && a0 < b1 && b0 < a1) {
         nm_msg_t m;
-    m.n = 0;
-        nm_msg_str(&m, a_name);
+        nm_msg_start(&m, a_name);
         nm_msg_str(&m, " must not overlap ");
         nm_msg_str(&m, b_name);
         nm_raise_msg(&mp_type_ValueError, &m);
@@ -215,10 +236,7 @@ static mp_obj_t nm_py_dense_batch(size_t n_args, const mp_obj_t *args) {
     size_t n_in = nm_get_dim(args[3], "n_in", 1, NM_MAX_WIDTH);
     size_t n_out = nm_get_dim(args[4], "n_out", 1, NM_MAX_WIDTH);
     int act = nm_get_act(args[5]);
-    size_t batch = x.len / n_in, need;
-    if (batch == 0 || x.len % n_in) {
-        nm_raise_expected("x (batch x n_in)", "a non-zero multiple of ", n_in, " floats", x.len);
-    }
+    size_t batch = nm_multiple_of("x (batch x n_in)", n_in, x.len), need;
     if (!nm_mul_size(batch, n_out, &need)) {
         nm_raise_overflow("out");
     }
@@ -245,9 +263,7 @@ static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_check_len("x", l.sizes[0], x.len);
     nm_check_len("out", l.sizes[l.n_layers], out.len);
     nm_check_len("net", l.net_len, net.len);
-    if (scratch.len < l.scratch_len) {
-        nm_raise_expected("scratch", ">= ", l.scratch_len, " floats", scratch.len);
-    }
+    nm_check_min_len("scratch", l.scratch_len, scratch.len);
     nm_check_disjoint("out", out, "x", x);
     nm_check_disjoint("out", out, "net", net);
     nm_check_disjoint("scratch", scratch, "out", out);

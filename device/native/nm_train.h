@@ -226,17 +226,64 @@ typedef int32_t nm_i32a;
 
 #define NM_RELU(v) ((v) > 0.0f ? (v) : 0.0f)
 
+// Tiles of scalar accumulators c<row><col> in the caller's scope (the kernels below).
+// c<i>0..c<i>3 += x<i> * (y0..y3), row after row: a 4 x 4 tile, one k step.
+#define NM_MADD_4X4(x0, x1, x2, x3, y0, y1, y2, y3) do { \
+        c00 = NM_MADD(x0, y0, c00); c01 = NM_MADD(x0, y1, c01); \
+        c02 = NM_MADD(x0, y2, c02); c03 = NM_MADD(x0, y3, c03); \
+        c10 = NM_MADD(x1, y0, c10); c11 = NM_MADD(x1, y1, c11); \
+        c12 = NM_MADD(x1, y2, c12); c13 = NM_MADD(x1, y3, c13); \
+        c20 = NM_MADD(x2, y0, c20); c21 = NM_MADD(x2, y1, c21); \
+        c22 = NM_MADD(x2, y2, c22); c23 = NM_MADD(x2, y3, c23); \
+        c30 = NM_MADD(x3, y0, c30); c31 = NM_MADD(x3, y1, c31); \
+        c32 = NM_MADD(x3, y2, c32); c33 = NM_MADD(x3, y3, c33); \
+} while (0)
+
+// Column j of a 4 x 6 tile: c0j..c3j += (x0..x3) * y.
+#define NM_MADD_COL4(j, x0, x1, x2, x3, y) \
+    c0##j = NM_MADD(x0, y, c0##j); c1##j = NM_MADD(x1, y, c1##j); \
+    c2##j = NM_MADD(x2, y, c2##j); c3##j = NM_MADD(x3, y, c3##j)
+
+// A 4 x 6 tile, one k step, column after column; each y is loaded just before
+// its column (24 accumulators + 4 + 1 operands fit 32 FPU registers).
+#define NM_MADD_4X6(x0, x1, x2, x3, y0, y1, y2, y3, y4, y5) do { \
+        float nm_y = (y0); \
+        NM_MADD_COL4(0, x0, x1, x2, x3, nm_y); \
+        nm_y = (y1); \
+        NM_MADD_COL4(1, x0, x1, x2, x3, nm_y); \
+        nm_y = (y2); \
+        NM_MADD_COL4(2, x0, x1, x2, x3, nm_y); \
+        nm_y = (y3); \
+        NM_MADD_COL4(3, x0, x1, x2, x3, nm_y); \
+        nm_y = (y4); \
+        NM_MADD_COL4(4, x0, x1, x2, x3, nm_y); \
+        nm_y = (y5); \
+        NM_MADD_COL4(5, x0, x1, x2, x3, nm_y); \
+} while (0)
+
+// Store a 4 x 4 tile at c (rows ldc apart).
+#define NM_STORE_4X4(c) do { \
+        (c)[0] = c00, (c)[1] = c01, (c)[2] = c02, (c)[3] = c03; \
+        (c)[ldc] = c10, (c)[ldc + 1] = c11, (c)[ldc + 2] = c12, (c)[ldc + 3] = c13; \
+        (c)[2 * ldc] = c20, (c)[2 * ldc + 1] = c21, (c)[2 * ldc + 2] = c22, (c)[2 * ldc + 3] = c23; \
+        (c)[3 * ldc] = c30, (c)[3 * ldc + 1] = c31, (c)[3 * ldc + 2] = c32, (c)[3 * ldc + 3] = c33; \
+} while (0)
+
+// Store a 4 x 6 tile at c (rows ldc apart); advances the pointer c.
+#define NM_STORE_4X6(c) do { \
+        c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03, c[4] = c04, c[5] = c05; \
+        c += ldc; \
+        c[0] = c10, c[1] = c11, c[2] = c12, c[3] = c13, c[4] = c14, c[5] = c15; \
+        c += ldc; \
+        c[0] = c20, c[1] = c21, c[2] = c22, c[3] = c23, c[4] = c24, c[5] = c25; \
+        c += ldc; \
+        c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35; \
+} while (0)
+
 #define NM_TN_STEP(a, b) do { \
         const float a0 = (a)[0], a1 = (a)[1], a2 = (a)[2], a3 = (a)[3]; \
         const float b0 = (b)[0], b1 = (b)[1], b2 = (b)[2], b3 = (b)[3]; \
-        c00 = NM_MADD(a0, b0, c00); c01 = NM_MADD(a0, b1, c01); \
-        c02 = NM_MADD(a0, b2, c02); c03 = NM_MADD(a0, b3, c03); \
-        c10 = NM_MADD(a1, b0, c10); c11 = NM_MADD(a1, b1, c11); \
-        c12 = NM_MADD(a1, b2, c12); c13 = NM_MADD(a1, b3, c13); \
-        c20 = NM_MADD(a2, b0, c20); c21 = NM_MADD(a2, b1, c21); \
-        c22 = NM_MADD(a2, b2, c22); c23 = NM_MADD(a2, b3, c23); \
-        c30 = NM_MADD(a3, b0, c30); c31 = NM_MADD(a3, b1, c31); \
-        c32 = NM_MADD(a3, b2, c32); c33 = NM_MADD(a3, b3, c33); \
+        NM_MADD_4X4(a0, a1, a2, a3, b0, b1, b2, b3); \
 } while (0)
 
 NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
@@ -364,18 +411,7 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
             const float *a = A + m, *b = B + n;
             for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
                 const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-                float bj = b[0];
-                c00 = NM_MADD(a0, bj, c00); c10 = NM_MADD(a1, bj, c10); c20 = NM_MADD(a2, bj, c20); c30 = NM_MADD(a3, bj, c30);
-                bj = b[1];
-                c01 = NM_MADD(a0, bj, c01); c11 = NM_MADD(a1, bj, c11); c21 = NM_MADD(a2, bj, c21); c31 = NM_MADD(a3, bj, c31);
-                bj = b[2];
-                c02 = NM_MADD(a0, bj, c02); c12 = NM_MADD(a1, bj, c12); c22 = NM_MADD(a2, bj, c22); c32 = NM_MADD(a3, bj, c32);
-                bj = b[3];
-                c03 = NM_MADD(a0, bj, c03); c13 = NM_MADD(a1, bj, c13); c23 = NM_MADD(a2, bj, c23); c33 = NM_MADD(a3, bj, c33);
-                bj = b[4];
-                c04 = NM_MADD(a0, bj, c04); c14 = NM_MADD(a1, bj, c14); c24 = NM_MADD(a2, bj, c24); c34 = NM_MADD(a3, bj, c34);
-                bj = b[5];
-                c05 = NM_MADD(a0, bj, c05); c15 = NM_MADD(a1, bj, c15); c25 = NM_MADD(a2, bj, c25); c35 = NM_MADD(a3, bj, c35);
+                NM_MADD_4X6(a0, a1, a2, a3, b[0], b[1], b[2], b[3], b[4], b[5]);
             }
             if (relu) {
                 c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03), c04 = NM_RELU(c04), c05 = NM_RELU(c05);
@@ -383,13 +419,7 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
                 c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23), c24 = NM_RELU(c24), c25 = NM_RELU(c25);
                 c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33), c34 = NM_RELU(c34), c35 = NM_RELU(c35);
             }
-            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03, c[4] = c04, c[5] = c05;
-            c += ldc;
-            c[0] = c10, c[1] = c11, c[2] = c12, c[3] = c13, c[4] = c14, c[5] = c15;
-            c += ldc;
-            c[0] = c20, c[1] = c21, c[2] = c22, c[3] = c23, c[4] = c24, c[5] = c25;
-            c += ldc;
-            c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35;
+            NM_STORE_4X6(c);
         }
         #endif
         for (; n + 4 <= N; n += 4) {
@@ -419,10 +449,7 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
                 c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23);
                 c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33);
             }
-            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03;
-            c[ldc] = c10, c[ldc + 1] = c11, c[ldc + 2] = c12, c[ldc + 3] = c13;
-            c[2 * ldc] = c20, c[2 * ldc + 1] = c21, c[2 * ldc + 2] = c22, c[2 * ldc + 3] = c23;
-            c[3 * ldc] = c30, c[3 * ldc + 1] = c31, c[3 * ldc + 2] = c32, c[3 * ldc + 3] = c33;
+            NM_STORE_4X4(c);
         }
         for (; n < N; n++) { // column tail: 4 rows, one column
             float *c = C + m * ldc + n;
@@ -545,18 +572,7 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
             float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f, c34 = 0.0f, c35 = 0.0f;
             #define NM_NT6_STEP(i) do { \
                     const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i]; \
-                    float y = b0[i]; \
-                    c00 = NM_MADD(x0, y, c00); c10 = NM_MADD(x1, y, c10); c20 = NM_MADD(x2, y, c20); c30 = NM_MADD(x3, y, c30); \
-                    y = b1[i]; \
-                    c01 = NM_MADD(x0, y, c01); c11 = NM_MADD(x1, y, c11); c21 = NM_MADD(x2, y, c21); c31 = NM_MADD(x3, y, c31); \
-                    y = b2[i]; \
-                    c02 = NM_MADD(x0, y, c02); c12 = NM_MADD(x1, y, c12); c22 = NM_MADD(x2, y, c22); c32 = NM_MADD(x3, y, c32); \
-                    y = b3[i]; \
-                    c03 = NM_MADD(x0, y, c03); c13 = NM_MADD(x1, y, c13); c23 = NM_MADD(x2, y, c23); c33 = NM_MADD(x3, y, c33); \
-                    y = b4[i]; \
-                    c04 = NM_MADD(x0, y, c04); c14 = NM_MADD(x1, y, c14); c24 = NM_MADD(x2, y, c24); c34 = NM_MADD(x3, y, c34); \
-                    y = b5[i]; \
-                    c05 = NM_MADD(x0, y, c05); c15 = NM_MADD(x1, y, c15); c25 = NM_MADD(x2, y, c25); c35 = NM_MADD(x3, y, c35); \
+                    NM_MADD_4X6(x0, x1, x2, x3, b0[i], b1[i], b2[i], b3[i], b4[i], b5[i]); \
             } while (0)
             // one k per step: each load post-increments its row pointer (vldmia rN!)
             for (size_t k = 0; k < K; k++) {
@@ -565,13 +581,7 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
             }
             #undef NM_NT6_STEP
             float *c = C + m * ldc + n;
-            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03, c[4] = c04, c[5] = c05;
-            c += ldc;
-            c[0] = c10, c[1] = c11, c[2] = c12, c[3] = c13, c[4] = c14, c[5] = c15;
-            c += ldc;
-            c[0] = c20, c[1] = c21, c[2] = c22, c[3] = c23, c[4] = c24, c[5] = c25;
-            c += ldc;
-            c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35;
+            NM_STORE_4X6(c);
         }
         for (; n + 4 <= N; n += 4) {
             const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
@@ -581,14 +591,7 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
             #define NM_NT_STEP(i) do { \
                     const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i]; \
                     const float y0 = b0[i], y1 = b1[i], y2 = b2[i], y3 = b3[i]; \
-                    c00 = NM_MADD(x0, y0, c00); c01 = NM_MADD(x0, y1, c01); \
-                    c02 = NM_MADD(x0, y2, c02); c03 = NM_MADD(x0, y3, c03); \
-                    c10 = NM_MADD(x1, y0, c10); c11 = NM_MADD(x1, y1, c11); \
-                    c12 = NM_MADD(x1, y2, c12); c13 = NM_MADD(x1, y3, c13); \
-                    c20 = NM_MADD(x2, y0, c20); c21 = NM_MADD(x2, y1, c21); \
-                    c22 = NM_MADD(x2, y2, c22); c23 = NM_MADD(x2, y3, c23); \
-                    c30 = NM_MADD(x3, y0, c30); c31 = NM_MADD(x3, y1, c31); \
-                    c32 = NM_MADD(x3, y2, c32); c33 = NM_MADD(x3, y3, c33); \
+                    NM_MADD_4X4(x0, x1, x2, x3, y0, y1, y2, y3); \
             } while (0)
             for (size_t k = 0; k < K; k++) {
                 NM_NT_STEP(0);
@@ -596,10 +599,7 @@ NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_
             }
             #undef NM_NT_STEP
             float *c = C + m * ldc + n;
-            c[0] = c00, c[1] = c01, c[2] = c02, c[3] = c03;
-            c[ldc] = c10, c[ldc + 1] = c11, c[ldc + 2] = c12, c[ldc + 3] = c13;
-            c[2 * ldc] = c20, c[2 * ldc + 1] = c21, c[2 * ldc + 2] = c22, c[2 * ldc + 3] = c23;
-            c[3 * ldc] = c30, c[3 * ldc + 1] = c31, c[3 * ldc + 2] = c32, c[3 * ldc + 3] = c33;
+            NM_STORE_4X4(c);
         }
         for (; n < N; n++) { // column tail: 4 rows against one row of B
             const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda, *b = B + n * ldb;

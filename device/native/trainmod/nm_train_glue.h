@@ -29,29 +29,41 @@
  * Helpers.
  */
 static nm_arr_t nmt_u32(mp_obj_t obj, const char *what, int writable) {
-    mp_buffer_info_t info;
-    mp_get_buffer_raise(obj, &info, writable ? MP_BUFFER_RW : MP_BUFFER_READ);
-    if (info.typecode != 'I' || (info.len % 4) != 0) {
-        nm_msg_t m;
-        m.n = 0;
-        nm_msg_str(&m, what);
-        nm_msg_str(&m, ": expected array('I'), got typecode '");
-        if (m.n < sizeof(m.buf) - 1) {
-            m.buf[m.n++] = (char)info.typecode;
-            m.buf[m.n++] = '\'';
-        }
-        nm_raise_msg(&mp_type_TypeError, &m);
-    }
-    nm_arr_t a = { info.buf, info.len / 4 };
-    return a;
+    return nm_get_array(obj, what, 'I', sizeof(uint32_t), writable ? MP_BUFFER_RW : MP_BUFFER_READ);
 }
 
-static int nmt_is_none(mp_obj_t obj) {
-    return obj == mp_const_none;
+// As nm_floats, or an empty array (buf NULL) for None.
+static nm_arr_t nmt_floats_or_none(mp_obj_t obj, const char *what) {
+    if (obj == mp_const_none) {
+        nm_arr_t none = { NULL, 0 };
+        return none;
+    }
+    return nm_floats(obj, what, 1);
 }
 
 static float nmt_float(mp_obj_t obj) {
     return (float)mp_obj_get_float(obj);
+}
+
+// Each of the n arrays *arrs[i] (named names[i]) as long as the first argument: len floats.
+static void nmt_check_lens(size_t len, size_t n, const char *const *names, const nm_arr_t *const *arrs) {
+    for (size_t i = 0; i < n; i++) {
+        nm_check_len(names[i], len, arrs[i]->len);
+    }
+}
+
+// a against each of the n arrays *bs[i] (named b_names[i]), in that order.
+// (Pointers: arrays of nm_arr_t copies cost a memcpy natmods do not have.)
+static void nmt_check_disjoint_n(const char *a_name, nm_arr_t a, size_t n, const char *const *b_names,
+    const nm_arr_t *const *bs) {
+    for (size_t i = 0; i < n; i++) {
+        nm_check_disjoint(a_name, a, b_names[i], *bs[i]);
+    }
+}
+
+// Replay rows of `row` floats: the capacity (replay must hold a non-zero whole number).
+static size_t nmt_replay_capacity(nm_arr_t rep, size_t row) {
+    return nm_multiple_of("replay (capacity x row)", row, rep.len);
 }
 
 // A training net: validated layout, its parameter count, and the batch of x.
@@ -76,10 +88,7 @@ static nmt_net_t nmt_get_net(mp_obj_t layout) {
 
 // batch = len(x) / s0, which must be a non-zero whole number.
 static size_t nmt_batch(nm_arr_t x, size_t s0) {
-    if (x.len == 0 || x.len % s0) {
-        nm_raise_expected("x (s0 x batch, feature-major)", "a non-zero multiple of ", s0, " floats", x.len);
-    }
-    return x.len / s0;
+    return nm_multiple_of("x (s0 x batch, feature-major)", s0, x.len);
 }
 
 static void nmt_check_tape(const nmt_net_t *n, nm_arr_t tape, size_t batch) {
@@ -135,9 +144,8 @@ static mp_obj_t nmt_py_backward(size_t n_args, const mp_obj_t *args) {
     nm_arr_t x = nm_floats(args[2], "x", 0);
     nm_arr_t tape = nm_floats(args[3], "tape", 0);
     nm_arr_t dy = nm_floats(args[4], "dy", 1);
-    nm_arr_t none = { NULL, 0 };
-    nm_arr_t grad = nmt_is_none(args[5]) ? none : nm_floats(args[5], "grad", 1);
-    nm_arr_t dx = nmt_is_none(args[6]) ? none : nm_floats(args[6], "dx", 1);
+    nm_arr_t grad = nmt_floats_or_none(args[5], "grad");
+    nm_arr_t dx = nmt_floats_or_none(args[6], "dx");
     nm_arr_t scratch = nm_floats(args[7], "scratch", 1);
     nm_check_len("net (training layout)", n.net_len, net.len);
     size_t batch = nmt_batch(x, n.l.sizes[0]), need;
@@ -152,9 +160,7 @@ static mp_obj_t nmt_py_backward(size_t n_args, const mp_obj_t *args) {
     if (!nm_train_scratch_size(n.l.sizes, n.l.n_layers, batch, &need)) {
         nm_raise_overflow("scratch");
     }
-    if (scratch.len < need) {
-        nm_raise_expected("scratch", ">= ", need, " floats", scratch.len);
-    }
+    nm_check_min_len("scratch", need, scratch.len);
     static const char *const in_names[4] = { "net", "x", "tape", "dy" };
     nm_arr_t ins[4] = { net, x, tape, dy };
     for (int i = 0; i < 4; i++) {
@@ -205,19 +211,15 @@ static mp_obj_t nmt_py_adam(size_t n_args, const mp_obj_t *args) {
     nm_arr_t m = nm_floats(args[2], "m", 1);
     nm_arr_t v = nm_floats(args[3], "v", 1);
     nm_arr_t st = nm_floats(args[4], "state", 1);
-    nm_check_len("g", p.len, g.len);
-    nm_check_len("m", p.len, m.len);
-    nm_check_len("v", p.len, v.len);
+    static const char *const gmv_names[3] = { "g", "m", "v" }, *const pmv_names[3] = { "p", "m", "v" };
+    const nm_arr_t *gmv[3] = { &g, &m, &v }, *pmv[3] = { &p, &m, &v };
+    nmt_check_lens(p.len, 3, gmv_names, gmv);
     nm_check_len("state [lr, beta1, beta2, eps, beta1^t, beta2^t]", NM_ADAM_STATE, st.len);
-    nm_check_disjoint("p", p, "g", g);
-    nm_check_disjoint("p", p, "m", m);
-    nm_check_disjoint("p", p, "v", v);
+    nmt_check_disjoint_n("p", p, 3, gmv_names, gmv);
     nm_check_disjoint("m", m, "v", v);
     nm_check_disjoint("m", m, "g", g);
     nm_check_disjoint("v", v, "g", g);
-    nm_check_disjoint("state", st, "p", p);
-    nm_check_disjoint("state", st, "m", m);
-    nm_check_disjoint("state", st, "v", v);
+    nmt_check_disjoint_n("state", st, 3, pmv_names, pmv);
     nm_adam(p.buf, g.buf, m.buf, v.buf, p.len, st.buf);
     return mp_const_none;
 }
@@ -271,15 +273,14 @@ static mp_obj_t nmt_py_critic_grad(size_t n_args, const mp_obj_t *args) {
     nm_arr_t q = nm_floats(args[1], "q", 0);
     nm_arr_t y = nm_floats(args[2], "y", 0);
     float scale = nmt_float(args[3]);
-    nm_arr_t none = { NULL, 0 };
-    nm_arr_t loss = nmt_is_none(args[4]) ? none : nm_floats(args[4], "loss", 1);
-    nm_check_len("q", dq.len, q.len);
-    nm_check_len("y", dq.len, y.len);
+    nm_arr_t loss = nmt_floats_or_none(args[4], "loss");
+    static const char *const names[2] = { "q", "y" };
+    const nm_arr_t *qy[2] = { &q, &y };
+    nmt_check_lens(dq.len, 2, names, qy);
     if (loss.buf) {
         nm_check_len("loss", 1, loss.len);
     }
-    nm_check_disjoint("dq", dq, "q", q);
-    nm_check_disjoint("dq", dq, "y", y);
+    nmt_check_disjoint_n("dq", dq, 2, names, qy);
     nm_check_disjoint("loss", loss, "dq", dq);
     float l = nm_td3_critic_grad(dq.buf, q.buf, y.buf, dq.len, scale);
     if (loss.buf) {
@@ -391,13 +392,10 @@ static mp_obj_t nmt_py_push(size_t n_args, const mp_obj_t *args) {
     }
     nm_check_len("s2 (as s)", s.len, s2.len);
     size_t row = 2 * s.len + a.len + 2; // buffers fit in memory: no overflow
-    if (rep.len == 0 || rep.len % row) {
-        nm_raise_expected("replay (capacity x row)", "a non-zero multiple of ", row, " floats", rep.len);
-    }
-    size_t pos = nm_get_dim(args[1], "pos", 0, rep.len / row - 1);
-    nm_check_disjoint("replay", rep, "s", s);
-    nm_check_disjoint("replay", rep, "a", a);
-    nm_check_disjoint("replay", rep, "s2", s2);
+    size_t pos = nm_get_dim(args[1], "pos", 0, nmt_replay_capacity(rep, row) - 1);
+    static const char *const in_names[3] = { "s", "a", "s2" };
+    const nm_arr_t *ins[3] = { &s, &a, &s2 };
+    nmt_check_disjoint_n("replay", rep, 3, in_names, ins);
     nm_replay_push(rep.buf, pos, s.buf, a.buf, r, nd, s2.buf, s.len, a.len);
     return mp_const_none;
 }
@@ -419,18 +417,12 @@ static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
     }
     nm_check_len("r (batch)", B, r.len);
     nm_check_len("not_done (batch)", B, nd.len);
-    if (s2.len == 0 || s2.len % B) {
-        nm_raise_expected("s2 (o x batch)", "a non-zero multiple of ", B, " floats", s2.len);
-    }
-    size_t o = s2.len / B;
+    size_t o = nm_multiple_of("s2 (o x batch)", B, s2.len);
     if (sa.len % B || sa.len / B <= o) {
         nm_raise_expected("sa ((o + na) x batch)", "a multiple of batch above ", s2.len, " floats", sa.len);
     }
     size_t na = sa.len / B - o, row = 2 * o + na + 2;
-    if (rep.len == 0 || rep.len % row) {
-        nm_raise_expected("replay (capacity x row)", "a non-zero multiple of ", row, " floats", rep.len);
-    }
-    size_t n_stored = nm_get_dim(args[2], "n_stored", 1, rep.len / row);
+    size_t n_stored = nm_get_dim(args[2], "n_stored", 1, nmt_replay_capacity(rep, row));
     const uint32_t *ix = idx.buf;
     for (size_t k = 0; k < B; k++) {
         if (ix[k] >= n_stored) {
