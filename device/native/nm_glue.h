@@ -278,13 +278,21 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 5, nm_py_mlp);
  * Forward(out, net, layout, scratch, xbuf): a callable holding one policy's
  * buffers; f(obs) runs mlp(out, obs, net, layout, scratch) and returns out.
  * obs as array('f') goes straight through; a list or tuple of numbers is
- * copied into xbuf first. Every call re-checks everything, as mlp() does.
- * Python classes may subclass it (the runtime's native Policy does): calling
- * an instance then reaches this C function without a bytecode frame.
+ * copied into xbuf first. Python classes may subclass it (the runtime's
+ * native Policy does): calling an instance then reaches this C function
+ * without a bytecode frame.
+ *
+ * The layout is validated once and copied in, so mutating the caller's
+ * layout array later cannot desynchronise the sizes. Buffers can still be
+ * resized or reallocated between calls, so each call re-fetches them and
+ * checks typecode, length and overlap against the cached counts.
  */
 typedef struct {
     mp_obj_base_t base;
-    mp_obj_t out, net, layout, scratch, xbuf;
+    mp_obj_t out, net, scratch, xbuf;
+    size_t n_layers, net_len, scratch_len;
+    uint16_t sizes[NM_MAX_LAYERS + 1];
+    uint16_t acts[NM_MAX_LAYERS];
 } nm_forward_obj_t;
 
 #if defined(MICROPY_ENABLE_DYNRUNTIME)
@@ -297,39 +305,70 @@ typedef struct {
 #define NM_HAS_FLOAT 0
 #endif
 
-static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
-    mp_obj_t args[5] = { self->out, obs, self->net, self->layout, self->scratch };
+// The input: obs itself if it is an array('f'), else obs copied into xbuf.
+static nm_arr_t nm_forward_input(nm_forward_obj_t *self, mp_obj_t obs) {
+    size_t n_in = self->sizes[0];
     mp_buffer_info_t info;
-    if (!mp_get_buffer(obs, &info, MP_BUFFER_READ) || info.typecode != 'f') {
-        #if NM_HAS_FLOAT
-        nm_arr_t xb = nm_floats(self->xbuf, "xbuf", 1);
-        size_t len;
-        mp_obj_t *items;
-        mp_obj_get_array(obs, &len, &items); // TypeError unless tuple or list
-        nm_check_len("obs", xb.len, len);
-        for (size_t i = 0; i < len; i++) {
-            ((float *)xb.buf)[i] = nm_obj_get_float(items[i]);
-        }
-        args[1] = self->xbuf;
-        #else
-        nm_floats(obs, "obs", 0); // raises TypeError
-        #endif
+    if (mp_get_buffer(obs, &info, MP_BUFFER_READ) && info.typecode == 'f') {
+        nm_arr_t x = { info.buf, info.len / sizeof(float) };
+        nm_check_len("x", n_in, x.len);
+        return x;
     }
-    nm_py_mlp(5, args);
+    #if NM_HAS_FLOAT
+    nm_arr_t xb = nm_floats(self->xbuf, "xbuf", 1);
+    nm_check_len("xbuf", n_in, xb.len);
+    size_t len;
+    mp_obj_t *items;
+    mp_obj_get_array(obs, &len, &items); // TypeError unless tuple or list
+    nm_check_len("obs", n_in, len);
+    for (size_t i = 0; i < len; i++) {
+        ((float *)xb.buf)[i] = nm_obj_get_float(items[i]);
+    }
+    return xb;
+    #else
+    return nm_floats(obs, "obs", 0); // raises TypeError
+    #endif
+}
+
+static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
+    nm_arr_t out = nm_floats(self->out, "out", 1);
+    nm_check_len("out", self->sizes[self->n_layers], out.len);
+    nm_arr_t net = nm_floats(self->net, "net", 0);
+    nm_check_len("net", self->net_len, net.len);
+    nm_arr_t scratch = nm_floats(self->scratch, "scratch", 1);
+    nm_check_min_len("scratch", self->scratch_len, scratch.len);
+    // obs is fetched last: a list is copied into xbuf only once the rest is known good.
+    nm_arr_t x = nm_forward_input(self, obs);
+    nm_check_disjoint("out", out, "x", x);
+    nm_check_disjoint("out", out, "net", net);
+    nm_check_disjoint("scratch", scratch, "out", out);
+    nm_check_disjoint("scratch", scratch, "x", x);
+    nm_check_disjoint("scratch", scratch, "net", net);
+    nm_mlp(out.buf, x.buf, net.buf, self->sizes, self->acts, self->n_layers, scratch.buf);
     return self->out;
 }
 
 static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *args) {
     mp_arg_check_num(n_args, n_kw, 5, 5, false);
+    // Validate the whole set once with mlp()'s checks and messages (this runs it on xbuf).
+    mp_obj_t check[5] = { args[0], args[4], args[1], args[2], args[3] };
+    nm_py_mlp(5, check);
+    nm_layout_t l = nm_get_layout(args[2]);
     nm_forward_obj_t *o = m_malloc(sizeof(nm_forward_obj_t));
     o->base.type = type;
     o->out = args[0];
     o->net = args[1];
-    o->layout = args[2];
     o->scratch = args[3];
     o->xbuf = args[4];
-    mp_obj_t check[5] = { o->out, o->xbuf, o->net, o->layout, o->scratch };
-    nm_py_mlp(5, check); // validate the whole set once now (and run it on xbuf)
+    o->n_layers = l.n_layers;
+    o->net_len = l.net_len;
+    o->scratch_len = l.scratch_len;
+    for (size_t i = 0; i <= l.n_layers; i++) {
+        o->sizes[i] = l.sizes[i];
+    }
+    for (size_t i = 0; i < l.n_layers; i++) {
+        o->acts[i] = l.acts[i];
+    }
     return MP_OBJ_FROM_PTR(o);
 }
 
