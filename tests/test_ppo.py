@@ -137,10 +137,22 @@ def test_train_pendulum_cli_learns_and_resumes(tmp_path, capsys):
     (["train", "ant", "--algo", "ppo", "--threads", "999"], "out of range"),
     (["train", "ant", "--algo", "ppo", "--threads", "0"], "out of range"),
     (["train", "pendulum", "--algo", "ppo", "--envs", "3"], "multiple of minibatch_size"),
+    (["train", "pendulum", "--algo", "ppo", "--preset", "ant-papr"], "unknown ppo preset 'ant-papr'"),
+    (["train", "pendulum", "--algo", "td3", "--preset", "pendulum"], "td3 has no named presets"),
 ])
 def test_bad_input_is_a_clean_error(argv, message, tmp_path, capsys):
     assert main(argv + ["--run-dir", str(tmp_path / "r")]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_preset_selects_a_named_config(tmp_path):
+    run = tmp_path / "r"
+    # ant-paper on pendulum: the schedule's 64 envs x 64 steps, one iteration only.
+    assert main(["train", "pendulum", "--algo", "ppo", "--preset", "ant-paper", "--steps", "4096",
+                 "--set", "eval_episodes=1", "--run-dir", str(run), "--quiet"]) == 0
+    algo_config = json.loads((run / "config.json").read_text())["algo_config"]
+    assert (algo_config["num_envs"], algo_config["num_steps"]) == (64, 64)
+    assert list(algo_config["actor_hidden"]) == [256, 256]
 
 
 def test_missing_mujoco_says_what_to_install(tmp_path, capsys, monkeypatch):

@@ -84,9 +84,12 @@ class PPO:
     Config = Config
 
     @staticmethod
-    def defaults(env_name: str):
-        """(Config, RunConfig settings): the named config for this env."""
-        cfg, run = CONFIGS[ENV_CONFIG.get(env_name, "ant-paper")]
+    def defaults(env_name: str, preset: str | None = None):
+        """(Config, RunConfig settings): the named config `preset`, else this env's."""
+        name = preset or ENV_CONFIG.get(env_name, "ant-paper")
+        if name not in CONFIGS:
+            raise UserError(f"unknown ppo preset {name!r}; known: {', '.join(CONFIGS)}")
+        cfg, run = CONFIGS[name]
         return replace(cfg), dict(run)
 
     def __init__(self, cfg: Config, env_factory, seeds):

@@ -24,6 +24,8 @@ def register(sub):
     seeds.add_argument("--seed", type=int, help="train one agent with this seed (default 0)")
     seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
     p.add_argument("--shards", type=int, help="population shards stepped in parallel threads (default: one per CPU)")
+    p.add_argument("--preset", metavar="NAME", help="a named configuration of the algorithm "
+                   "(ppo: ant-paper, pendulum); --config and --set apply on top")
     p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
     p.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
@@ -40,7 +42,12 @@ def _new_run(args):
     env_class(args.env)
     algo_cls = algo_class(args.algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
-    algo_cfg, run_defaults = algo_cls.defaults(args.env) if hasattr(algo_cls, "defaults") else (algo_cls.Config(), {})
+    if hasattr(algo_cls, "defaults"):
+        algo_cfg, run_defaults = algo_cls.defaults(args.env, args.preset)
+    elif args.preset:
+        raise UserError(f"{args.algo} has no named presets; its defaults are the paper's")
+    else:
+        algo_cfg, run_defaults = algo_cls.Config(), {}
     run_cfg = config.RunConfig(**run_defaults)
     if args.config:
         config.apply(config.load_toml(args.config), run_cfg, algo_cfg)
@@ -64,7 +71,7 @@ def _new_run(args):
 
 
 def _resumed_run(args):
-    if args.env or args.config or args.set or args.seed is not None or args.seeds or args.run_dir or args.envs:
+    if args.env or args.preset or args.config or args.set or args.seed is not None or args.seeds or args.run_dir or args.envs:
         raise UserError("--resume continues a run with its own config; only --steps may change")
     run_dir = args.resume
     cfg, algo = runs.load(run_dir)
