@@ -1,0 +1,26 @@
+# The part every natmod Makefile shares (natmod/, natmod_train/): per-arch
+# float settings and the dynruntime build. The including Makefile sets MOD,
+# SRC and its optimisation level in CFLAGS_EXTRA first.
+MPY_DIR ?= $(error set MPY_DIR to the MicroPython source tree)
+ARCH ?= x64
+NM_NATIVE_DIR := $(dir $(realpath $(lastword $(MAKEFILE_LIST))))
+
+# Cores without an FPU (and the soft-float default of rv32imc) need float
+# objects enabled and libgcc's soft-float helpers linked in.
+ifneq ($(filter $(ARCH),armv6m armv7m rv32imc),)
+MICROPY_FLOAT_IMPL = float
+LINK_RUNTIME = 1
+endif
+ifeq ($(ARCH),armv6m)
+# libgcc's Cortex-M0 float divide has absolute relocations mpy_ld rejects.
+CFLAGS_EXTRA += -DNM_NO_FDIV
+endif
+ifeq ($(ARCH),rv32imc)
+# Debian's riscv64-unknown-elf gcc 12.2 with picolibc.
+CFLAGS_EXTRA += -march=rv32imac -mabi=ilp32
+endif
+
+# natmods have no libc: keep GCC from turning loops into strlen/memset/memcpy calls.
+CFLAGS_EXTRA += -I$(NM_NATIVE_DIR) -ffp-contract=off -fno-tree-loop-distribute-patterns
+
+include $(MPY_DIR)/py/dynruntime.mk
