@@ -44,7 +44,7 @@ micropython:
 	device/port/fetch_micropython.sh
 
 firmware: venv system
-	$(MAKE) -C device/port firmware BOARD=$(BOARD)
+	$(MAKE) --no-print-directory -C device/port firmware BOARD=$(BOARD)
 
 natmods: venv system
 	$(MAKE) -C device/port natmods
