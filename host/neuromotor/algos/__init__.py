@@ -26,9 +26,7 @@ neuromotor.parallel.Sharded, which splits a population into shards stepped in
 parallel threads and presents the same interface.
 """
 
-import importlib
-
-from neuromotor.errors import UserError
+from neuromotor.registry import lookup
 
 ALGOS = {
     "td3": "neuromotor.algos.td3:TD3",
@@ -37,7 +35,4 @@ ALGOS = {
 
 
 def algo_class(name: str):
-    if name not in ALGOS:
-        raise UserError(f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGOS))}")
-    module, cls = ALGOS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return lookup(ALGOS, "algorithm", name)

@@ -18,9 +18,7 @@ A vectorised environment class is constructed as `Class(num_envs)` and provides:
 Optional: draw(ax, state_row) to render one env's state with matplotlib (GIFs).
 """
 
-import importlib
-
-from neuromotor.errors import UserError
+from neuromotor.registry import lookup
 
 ENVS = {
     "pendulum": "neuromotor.envs.pendulum:PendulumVec",
@@ -33,10 +31,7 @@ ENVS = {
 
 
 def env_class(name: str):
-    if name not in ENVS:
-        raise UserError(f"unknown environment {name!r}; known: {', '.join(sorted(ENVS))}")
-    module, cls = ENVS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return lookup(ENVS, "environment", name)
 
 
 def make_env(name: str, num_envs: int):
