@@ -42,6 +42,10 @@ class Workspace:
         self.x = None  # the input of the last forward pass
         self.h = [np.empty(batch_shape + (n,), dtype) for n in net.out_widths]
         self.dx = [np.empty(batch_shape + (n + 1,), dtype) for n in net.sizes[:-1]]
+        # relu against an array of zeros: NumPy's maximum with a scalar operand skips
+        # its SIMD loop and is ~4x slower than with two arrays.
+        self.zero = [np.zeros(batch_shape + (n,), dtype) if act == "relu" else None
+                     for n, act in zip(net.out_widths, net.activations)]
 
 
 class MLP:
@@ -104,10 +108,10 @@ class MLP:
             ws = self.workspace(pop + x.shape[-2:-1], np.result_type(x, views[0]))
         ws.x = x
         last = len(views) - 1
-        for i, (a, act, z) in enumerate(zip(views, self.activations, ws.h)):
+        for i, (a, act, z, zero) in enumerate(zip(views, self.activations, ws.h, ws.zero)):
             np.matmul(x, a, out=z)
             if act == "relu":
-                np.maximum(z, z.dtype.type(0), out=z)
+                np.maximum(z, zero, out=z)
             elif act == "tanh":
                 np.tanh(z, out=z)
                 if i != last:
