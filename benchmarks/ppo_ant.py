@@ -1,12 +1,13 @@
 """PPO on Ant-v5: training throughput against raw MuJoCo and Stable-Baselines3, and returns.
 
-    .venv/bin/python benchmarks/ppo_ant.py                       # throughput + 1.2M-step learning, 3 seeds
-    .venv/bin/python benchmarks/ppo_ant.py --env-steps 0 --json  # throughput only
-    .venv/bin/python benchmarks/ppo_ant.py --env-steps 10240000  # the paper's full schedule
+    .venv/bin/python benchmarks/ppo_ant.py                        # throughput + 1.2M-step learning, 3 seeds
+    .venv/bin/python benchmarks/ppo_ant.py --phases throughput --json  # throughput only
+    .venv/bin/python benchmarks/ppo_ant.py --phases sb3-learn     # + SB3 learning, compared with the above
+    .venv/bin/python benchmarks/ppo_ant.py --env-steps 10240000   # the paper's full schedule
 
-Everything is measured in the same run, one phase after the other, with the
-same number of threads:
+The phases (--phases) run one after the other, with the same number of threads:
 
+throughput
   raw_sps    env steps/s of bare `mj_step` (frame_skip substeps) on 64 Ant
              models in a thread pool, random actions: the simulator's ceiling.
   train_sps  env steps/s of whole PPO training (rollout with the policy, GAE,
@@ -16,15 +17,26 @@ same number of threads:
              defaults otherwise, on a short budget (whole iterations);
              sb3_matched_sps with the paper's rollout/minibatch/epoch sizes.
              Needs `make compare`; null without it.
+  raw and training are measured in alternating rounds and summed, so that a
+  change of load on a shared machine affects both alike; SB3 is measured with
+  torch using 1 and --threads threads, and the faster counts.
 
-raw and training are measured in alternating rounds and summed, so that a
-change of load on a shared machine affects both alike; SB3 is measured with
-torch using 1 and --threads threads, and the faster counts. Then, unless --env-steps 0, every seed learns for
---env-steps (one population in lockstep), evaluated deterministically in
-neuromotor's env every --eval-every steps and at the end in gymnasium's own
-Ant-v5 (10 episodes per seed): return_mean is the mean over seeds of that
-final gymnasium return. JSON and a learning-curve PNG go to --out; with --json
-the last line printed is the JSON summary.
+learn
+  every seed learns for --env-steps (one population in lockstep), evaluated
+  deterministically in neuromotor's env every --eval-every steps and at the end
+  in gymnasium's own Ant-v5 (--episodes per seed): return_mean is the mean over
+  seeds of that final gymnasium return.
+
+sb3-learn
+  SB3 PPO as in sb3_sps (its defaults) learns for --env-steps on each of the
+  same seeds (seed=s), one after the other on 1 torch thread, evaluated in
+  gymnasium's Ant-v5 from the same initial states along the way and at the end:
+  sb3_returns, sb3_return_mean. With both learnings in the JSON for the same
+  seeds and step count, neuromotor_above_sb3_every_seed is the verdict.
+
+JSON (rewritten as learning goes, so a kill loses little) and neuromotor's
+learning-curve PNG go to --out, where the results of phases not run are kept
+from an earlier run; with --json the last line printed is the JSON summary.
 """
 
 import argparse
@@ -89,8 +101,8 @@ def train_steps(algo, iterations: int):
 SB3_SETTINGS = {"defaults": {}, "matched": {"n_steps": 512, "batch_size": 2048, "n_epochs": 4}}
 
 
-def sb3_sps(settings: dict, torch_threads: int, steps: int):
-    """Env steps/s of whole SB3 PPO training on gymnasium's Ant-v5, 8 envs in a DummyVecEnv."""
+def sb3_model(settings: dict, seed: int):
+    """SB3 PPO (MlpPolicy [256, 256] ReLU, torch on CPU) on 8 of gymnasium's Ant-v5 in a DummyVecEnv; None without SB3."""
     try:
         import gymnasium as gym
         import torch
@@ -98,15 +110,82 @@ def sb3_sps(settings: dict, torch_threads: int, steps: int):
         from stable_baselines3.common.vec_env import DummyVecEnv
     except ImportError:
         return None
-    torch.set_num_threads(torch_threads)
     venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **AntVec.gym_kwargs) for _ in range(8)])
-    model = SB3PPO("MlpPolicy", venv, device="cpu", seed=0, verbose=0, **settings,
-                   policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU})
+    return SB3PPO("MlpPolicy", venv, device="cpu", seed=seed, verbose=0, **settings,
+                  policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU})
+
+
+def sb3_sps(settings: dict, torch_threads: int, steps: int):
+    """Env steps/s of whole SB3 PPO training on gymnasium's Ant-v5, 8 envs in a DummyVecEnv."""
+    model = sb3_model(settings, seed=0)
+    if model is None:
+        return None
+    import torch
+    torch.set_num_threads(torch_threads)
     rollout = 8 * model.n_steps
     steps = -(-steps // rollout) * rollout  # whole iterations: collection and update
     t0 = time.perf_counter()
     model.learn(steps)
     return steps / (time.perf_counter() - t0)
+
+
+def sb3_act(model):
+    """`act` for gymnasium_returns: SB3's deterministic actions, clipped to the action box as SB3 acts."""
+    def act(obs):
+        actions, _ = model.predict(obs.reshape(-1, obs.shape[-1]), deterministic=True)
+        return actions.reshape(*obs.shape[:-1], -1)
+    return act
+
+
+def sb3_learn(seed, env_steps, eval_every, episodes, on_progress):
+    """One seed of SB3 PPO with its defaults for env_steps (whole rollouts), evaluated like neuromotor's.
+
+    Evaluations are deterministic episodes in gymnasium's Ant-v5 from the same
+    initial states as neuromotor's final evaluation: at the start of the first
+    rollout after each multiple of eval_every, i.e. of a policy updated on all the
+    steps it is labelled with, and at the end. They only read the policy (no
+    sampling), so training is the same with or without them; their time is left
+    out of train_s and train_cpu_s. on_progress(run) gets the run after each one.
+    """
+    model = sb3_model(SB3_SETTINGS["defaults"], seed)
+    if model is None:
+        raise SystemExit("stable-baselines3/torch not installed: make compare")
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+    torch.set_num_threads(1)  # SB3's small batches gain nothing from more, and seeds stay comparable
+    run = {"seed": seed, "curve": [], "train_s": 0.0, "train_cpu_s": 0.0, "eval_s": 0.0}
+    last = [time.perf_counter(), time.process_time()]
+
+    def evaluate():
+        now = time.perf_counter(), time.process_time()
+        run["train_s"] += now[0] - last[0]
+        run["train_cpu_s"] += now[1] - last[1]
+        returns = gymnasium_returns(AntVec, sb3_act(model), 1, episodes, seed=10_000)[0]
+        run["curve"].append({"step": model.num_timesteps, "return": round(float(returns.mean()), 1),
+                             "train_s": round(run["train_s"], 1)})
+        last[:] = time.perf_counter(), time.process_time()
+        run["eval_s"] += last[0] - now[0]
+        print(f"  SB3 seed {seed}  step {model.num_timesteps:>9}  eval return {returns.mean():8.1f}  "
+              f"{run['train_s']:7.1f} s training ({run['train_cpu_s']:.1f} s CPU)", file=sys.stderr, flush=True)
+        on_progress(run)
+        return returns
+
+    class Curve(BaseCallback):
+        def _on_rollout_start(self):
+            n, rollout = model.num_timesteps, model.n_envs * model.n_steps
+            if n // eval_every > (n - rollout) // eval_every:  # a multiple in the last rollout (or step 0)
+                evaluate()
+
+        def _on_step(self):
+            return True  # SB3 stops learning on a false return
+
+    model.learn(env_steps, callback=Curve())
+    returns = evaluate()
+    run["final_step"], run["return"] = model.num_timesteps, round(float(returns.mean()), 1)
+    run["episode_returns"] = [round(float(x), 1) for x in returns]
+    for key in ("train_s", "train_cpu_s", "eval_s"):
+        run[key] = round(run[key], 1)
+    return run
 
 
 def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
@@ -161,25 +240,8 @@ def plot(curve, path, title, episodes):
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--env-steps", type=int, default=1_228_800, help="learning steps per seed (0: skip learning)")
-    p.add_argument("--seeds", default="0,1,2", help="learning seeds (default 0,1,2)")
-    p.add_argument("--threads", default="auto", help="auto (all cores) or 1..cores")
-    p.add_argument("--rounds", type=int, default=3, help="alternating raw/training measurement rounds")
-    p.add_argument("--train-iterations", type=int, default=4, help="PPO iterations (4096 steps) per round")
-    p.add_argument("--raw-seconds", type=float, default=4.0, help="raw mj_step seconds per round")
-    p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 budget, rounded up to whole iterations (0: skip)")
-    p.add_argument("--eval-every", type=int, default=102_400, help="evaluation interval in env steps")
-    p.add_argument("--episodes", type=int, default=10, help="episodes per evaluation")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="output directory")
-    p.add_argument("--json", action="store_true", help="print the JSON summary as the last line")
-    args = p.parse_args(argv)
-    threads = parse_threads(args.threads)
-    seeds = parse_seeds(args.seeds)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out_json, out_png = args.out / "ppo_ant.json", args.out / "ppo_ant.png"
-
+def throughput(threads: int, args) -> dict:
+    """Summary keys of the throughput phase: raw mj_step, neuromotor PPO and SB3 PPO training, env steps/s."""
     print(f"threads {threads}; measuring raw mj_step, PPO training and SB3 throughput ...", file=sys.stderr)
     algo = PPO(PPO.defaults("ant")[0], lambda n: AntVec(n, threads=threads), [0])
     algo.advance()  # warm-up: workspaces, first-touch memory
@@ -197,7 +259,12 @@ def main(argv=None) -> int:
     best = {name: max((v for k, v in sb3_runs.items() if k.startswith(name) and v), default=None)
             for name in SB3_SETTINGS}
     sb3, sb3_matched = best["defaults"], best["matched"]
-    summary = {
+    print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s")
+    print(f"{'PPO training':>14} {train:10.0f} env-steps/s  = {train / raw:.2f} x raw")
+    for label, x in (("SB3 PPO", sb3), ("SB3 matched", sb3_matched)):
+        if x is not None:
+            print(f"{label:>14} {x:10.0f} env-steps/s  = {x / raw:.2f} x raw; neuromotor = {train / x:.1f} x")
+    return {
         "threads": threads, "cpu_count": os.cpu_count(), "load_avg_1min": os.getloadavg()[0],
         "raw_sps": round(raw, 1), "train_sps": round(train, 1), "train_over_raw": round(train / raw, 3),
         "sb3_sps": None if sb3 is None else round(sb3, 1),
@@ -206,17 +273,82 @@ def main(argv=None) -> int:
         "sb3_matched_sps": None if sb3_matched is None else round(sb3_matched, 1),
         "train_over_sb3_matched": None if sb3_matched is None else round(train / sb3_matched, 2),
         "sb3_runs": {k: None if v is None else round(v, 1) for k, v in sb3_runs.items()},
-        "config": asdict(PPO.defaults("ant")[0]),
-        "env_steps": args.env_steps, "seeds": seeds, "return_mean": None,
     }
-    print(f"{'raw mj_step':>14} {raw:10.0f} env-steps/s")
-    print(f"{'PPO training':>14} {train:10.0f} env-steps/s  = {train / raw:.2f} x raw")
-    for label, x in (("SB3 PPO", sb3), ("SB3 matched", sb3_matched)):
-        if x is not None:
-            print(f"{label:>14} {x:10.0f} env-steps/s  = {x / raw:.2f} x raw; neuromotor = {train / x:.1f} x")
 
-    if args.env_steps > 0:
+
+def compare(summary: dict) -> dict:
+    """neuromotor against SB3, only when both learned on the same seeds to the same step count."""
+    nm, sb3 = summary.get("returns_gymnasium"), summary.get("sb3_returns")
+    if (not nm or not sb3 or summary.get("seeds") != summary.get("sb3_seeds") or len(nm) != len(sb3)
+            or summary.get("final_step") != summary.get("sb3_final_step")):
+        return {"neuromotor_over_sb3": None, "neuromotor_above_sb3_every_seed": None}
+    ratio = summary["return_mean"] / summary["sb3_return_mean"] if summary["sb3_return_mean"] > 0 else None
+    return {"neuromotor_over_sb3": None if ratio is None else round(ratio, 2),
+            "neuromotor_above_sb3_every_seed": all(a > b for a, b in zip(nm, sb3))}
+
+
+def print_returns(summary: dict):
+    """Final gymnasium returns per seed of whichever of neuromotor and SB3 learned, and the verdict."""
+    columns = [(name, dict(zip(summary[seeds], summary[returns])), summary[step])
+               for name, seeds, returns, step in (("neuromotor", "seeds", "returns_gymnasium", "final_step"),
+                                                  ("SB3 PPO", "sb3_seeds", "sb3_returns", "sb3_final_step"))
+               if summary.get(returns)]
+    seeds = sorted({s for _, returns, _ in columns for s in returns})
+    print(f"{'seed':>6}" + "".join(f" {name:>11}" for name, _, _ in columns) + "   gymnasium Ant-v5 returns")
+    for s in seeds:
+        print(f"{s:>6}" + "".join(f" {r[s]:>11.1f}" if s in r else f" {'-':>11}" for _, r, _ in columns))
+    print(f"{'mean':>6}" + "".join(f" {np.mean(list(r.values())):>11.1f}" for _, r, _ in columns))
+    print(f"{'steps':>6}" + "".join(f" {step:>11}" for _, _, step in columns))
+    if summary.get("neuromotor_above_sb3_every_seed") is not None:
+        verdict = "above" if summary["neuromotor_above_sb3_every_seed"] else "NOT above"
+        print(f"neuromotor {verdict} SB3 on every seed; mean ratio {summary['neuromotor_over_sb3']}")
+    elif len(columns) == 2:
+        print("no verdict: neuromotor and SB3 did not learn on the same seeds to the same step count")
+
+
+PHASES = ("throughput", "learn", "sb3-learn")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--phases", default="throughput,learn",
+                   help="comma-separated, run in the order throughput (raw mj_step, neuromotor and SB3 "
+                        "training env steps/s), learn (neuromotor PPO, all seeds in lockstep), sb3-learn "
+                        "(SB3 PPO with its defaults, one seed after the other, 1 torch thread). The results of "
+                        "phases not run are kept from the JSON already in --out, so phases can run separately "
+                        "(default throughput,learn)")
+    p.add_argument("--env-steps", type=int, default=1_228_800, help="learning steps per seed, learn and sb3-learn")
+    p.add_argument("--seeds", default="0,1,2", help="learning seeds (default 0,1,2)")
+    p.add_argument("--threads", default="auto", help="auto (all cores) or 1..cores")
+    p.add_argument("--rounds", type=int, default=3, help="alternating raw/training measurement rounds")
+    p.add_argument("--train-iterations", type=int, default=4, help="PPO iterations (4096 steps) per round")
+    p.add_argument("--raw-seconds", type=float, default=4.0, help="raw mj_step seconds per round")
+    p.add_argument("--sb3-steps", type=int, default=16384, help="SB3 throughput budget, rounded up to whole "
+                                                                  "iterations (0: skip)")
+    p.add_argument("--eval-every", type=int, default=102_400, help="evaluation interval in env steps")
+    p.add_argument("--episodes", type=int, default=10, help="episodes per evaluation")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="output directory")
+    p.add_argument("--json", action="store_true", help="print the JSON summary as the last line")
+    args = p.parse_args(argv)
+    phases = args.phases.split(",")
+    if not phases or not set(phases) <= set(PHASES):
+        p.error(f"--phases: choose from {', '.join(PHASES)}")
+    if args.env_steps <= 0 and {"learn", "sb3-learn"} & set(phases):
+        p.error("--env-steps must be positive for learn and sb3-learn")
+    threads = parse_threads(args.threads)
+    seeds = parse_seeds(args.seeds)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out_json, out_png = args.out / "ppo_ant.json", args.out / "ppo_ant.png"
+    summary = json.loads(out_json.read_text()) if out_json.exists() else {}
+    summary["config"] = asdict(PPO.defaults("ant")[0])
+
+    if "throughput" in phases:
+        summary.update(throughput(threads, args))
+
+    if "learn" in phases:
         print(f"learning: {len(seeds)} seeds x {args.env_steps} env steps ...", file=sys.stderr)
+        summary.update(env_steps=args.env_steps, seeds=seeds, return_mean=None, returns_gymnasium=None,
+                       final_step=None)  # a partial file must not pair the new curve with old returns
         curve, gym, learn_sps = learn(seeds, threads, args.env_steps, args.eval_every, args.episodes,
                                       out_json, summary)
         summary.update(
@@ -224,14 +356,34 @@ def main(argv=None) -> int:
             returns_gymnasium=[round(float(x), 1) for x in gym.mean(1)],
             final_step=curve[-1]["step"], learn_sps_all_seeds=round(learn_sps, 1), curve=curve)
         plot(curve, out_png, f"neuromotor PPO, Ant-v5 (27 obs), {len(seeds)} seeds", args.episodes)
-        print(f"{'seed':>6} {'gymnasium return':>17}")
-        for s, r in zip(seeds, gym.mean(1)):
-            print(f"{s:>6} {r:>17.1f}")
-        print(f"{'mean':>6} {gym.mean():>17.1f}   after {curve[-1]['step']} steps per seed; curve {out_png}")
+        print(f"neuromotor curve {out_png}")
+
+    if "sb3-learn" in phases:
+        print(f"SB3 learning: {len(seeds)} seeds x {args.env_steps} env steps, one after the other ...",
+              file=sys.stderr)
+        runs = []
+        summary.update(sb3_env_steps=args.env_steps, sb3_seeds=seeds, sb3_returns=[], sb3_return_mean=None,
+                       sb3_final_step=None, sb3_learn_runs=runs)
+
+        def progress(run):  # each evaluation of each seed survives a kill
+            summary["sb3_learn_runs"] = runs + [run]
+            out_json.write_text(json.dumps(summary, indent=2) + "\n")
+
+        for s in seeds:
+            runs.append(sb3_learn(s, args.env_steps, args.eval_every, args.episodes, progress))
+            summary.update(sb3_returns=[r["return"] for r in runs], sb3_learn_runs=runs,
+                           sb3_final_step=runs[-1]["final_step"])
+            out_json.write_text(json.dumps(summary, indent=2) + "\n")
+        sb3 = np.array(summary["sb3_returns"])
+        summary.update(sb3_return_mean=round(float(sb3.mean()), 1), sb3_return_std_over_seeds=round(float(sb3.std()), 1))
+
+    summary.update(compare(summary))
+    if {"learn", "sb3-learn"} & set(phases):
+        print_returns(summary)
     out_json.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"wrote {out_json}")
     if args.json:
-        print(json.dumps({k: v for k, v in summary.items() if k not in ("curve", "config")}))
+        print(json.dumps({k: v for k, v in summary.items() if k not in ("curve", "config", "sb3_learn_runs")}))
     return 0
 
 
