@@ -1,5 +1,6 @@
 """Helpers for the end-to-end tests: run the CLI, build policies, look at the board."""
 
+import hashlib
 import json
 import os
 import signal
@@ -95,6 +96,20 @@ def board_listdir(port, d="/"):
     line = [x for x in out.splitlines() if x.startswith("LS ")][-1]
     import ast
     return ast.literal_eval(line[3:])
+
+
+def ensure_deployed(port, path) -> None:
+    """Make `path` the board's active policy, deploying only when it is not already (so each
+    test states its own starting point instead of relying on the test before it)."""
+    out = board_exec(port, "import os, hashlib, binascii\n"
+                     "names = os.listdir('/')\nlib = os.listdir('/lib') if 'lib' in names else []\n"
+                     "h = hashlib.sha256()\n"
+                     "if 'policy.nmp' in names:\n    h.update(open('/policy.nmp', 'rb').read())\n"
+                     "clean = 'nm_bench.mpy' in lib and not [n for n in names if n.endswith(('.nmtmp', '.lock'))]\n"
+                     "print('STATE', clean, binascii.hexlify(h.digest()).decode())")
+    clean, digest = [x for x in out.splitlines() if x.startswith("STATE ")][-1].split()[1:]
+    if clean != "True" or digest != hashlib.sha256(Path(path).read_bytes()).hexdigest():
+        nm("deploy", path, "--port", port, check=True)
 
 
 def board_reset(port, timeout=30):

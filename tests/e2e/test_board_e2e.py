@@ -1,8 +1,8 @@
 """Deploy, run, bench, HIL and fault injection on emulated boards, end to end.
 
 Real QEMU boards on a pty, the real mpremote (deploy, board_exec) and pyserial
-(NMB/1 client). The order of the tests matters within a board: policy A is
-deployed first and is the "previous policy" the fault-injection tests protect.
+(NMB/1 client). Each test starts by making the policy it expects the active one
+(`ensure_deployed`, a no-op when it already is), so any test runs alone.
 """
 
 import hashlib
@@ -14,8 +14,8 @@ import pytest
 
 from neuromotor.serial import BenchClient, ProtocolError
 
-from .helpers import (board_exec, board_listdir, board_reset, board_sha256, last_json, nm, sigkill,
-                      start_paused)
+from .helpers import (board_exec, board_listdir, board_reset, board_sha256, ensure_deployed, last_json, nm,
+                      sigkill, start_paused)
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
@@ -72,7 +72,8 @@ def test_deploy_and_run_matches_numpy(board, policies):
         np.testing.assert_allclose(acts, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_bench_plausible(board, tmp_path):
+def test_bench_plausible(board, policies, tmp_path):
+    ensure_deployed(board.port, policies["A"][1])
     res = nm("bench", "--port", board.port, "-n", "200", "--out", tmp_path, "--json", check=True)
     summary = last_json(res.stdout)
     b = summary["backends"]
@@ -90,6 +91,7 @@ def test_bench_plausible(board, tmp_path):
 
 def test_hil_equals_host_eval(board, policies):
     spec, path = policies["A"]
+    ensure_deployed(board.port, path)
     res = nm("hil", path, "--port", board.port, "--episodes", "2", "--steps", "100", "--json", check=True)
     r = last_json(res.stdout)
     assert r["returns_match"] is True
@@ -99,6 +101,7 @@ def test_hil_equals_host_eval(board, policies):
 
 
 def test_hil_refuses_other_policy(arm_board, policies):
+    ensure_deployed(arm_board.port, policies["A"][1])
     res = nm("hil", policies["B"][1], "--port", arm_board.port, "--episodes", "1", "--steps", "5")
     assert res.returncode == 2
     assert "deploy this run first" in res.stderr
@@ -106,7 +109,7 @@ def test_hil_refuses_other_policy(arm_board, policies):
 
 def test_sigkill_mid_upload_keeps_previous_policy(arm_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_a)
+    ensure_deployed(arm_board.port, path_a)
     # the deploying process dies after the first chunk of the new policy reached the board
     p, out = start_paused("deploy", path_b, "--port", arm_board.port, stage="upload")
     assert "unchanged /lib/nm_bench.mpy" in out      # only the policy differs from A's deploy
@@ -136,7 +139,7 @@ def test_sigkill_mid_transfer_no_pause(arm_board, policies):
     import time
     from .helpers import REPO, nm_cmd
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_b)
+    ensure_deployed(arm_board.port, path_b)
     p = subprocess.Popen(nm_cmd("deploy", path_a, "--port", arm_board.port), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, cwd=REPO,
                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
@@ -152,13 +155,11 @@ def test_sigkill_mid_transfer_no_pause(arm_board, policies):
     assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_b)
     nm("deploy", path_a, "--port", arm_board.port, check=True)
     assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_a)
-    # back to B, which the next test expects to be active
-    nm("deploy", path_b, "--port", arm_board.port, check=True)
 
 
 def test_board_reset_mid_deploy_boots_previous_policy(arm_board, policies):
     (spec_b, path_b), (spec_a, path_a) = policies["B"], policies["A"]
-    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_b)
+    ensure_deployed(arm_board.port, path_b)
     # every new file is on the board under its temporary name, nothing renamed yet
     p, out = start_paused("deploy", path_a, "--port", arm_board.port, stage="commit")
     assert "uploaded /policy.nmp.nmtmp" in out
@@ -180,7 +181,8 @@ def test_board_reset_mid_deploy_boots_previous_policy(arm_board, policies):
 
 
 def test_garbage_on_the_line(arm_board, policies):
-    spec, _ = policies["A"]
+    spec, path = policies["A"]
+    ensure_deployed(arm_board.port, path)
     obs = np.float32([0.5, -0.5, 1.0])
     with BenchClient(arm_board.port, timeout=5) as c:
         c.load()
@@ -209,7 +211,7 @@ def test_garbage_on_the_line(arm_board, policies):
 
 def test_board_resets_during_upload(arm_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_a)
+    ensure_deployed(arm_board.port, path_a)
     # the deploying process stays alive; the board soft-resets under it mid-upload
     res = nm("deploy", path_b, "--port", arm_board.port, env={"NEUROMOTOR_DEPLOY_PAUSE": "reset-upload"})
     assert res.returncode == 2
@@ -224,7 +226,7 @@ def test_board_resets_during_upload(arm_board, policies):
 
 def test_hardware_reset_mid_upload(arm_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
-    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_a)
+    ensure_deployed(arm_board.port, path_a)
     p, out = start_paused("deploy", path_b, "--port", arm_board.port, stage="upload")
     arm_board.reset()                      # QMP system_reset: the MCU reboots, RAM (and littlefs) kept
     os.kill(p.pid, signal.SIGUSR1)     # the deploy carries on against a board that rebooted
@@ -269,7 +271,8 @@ def test_mip_install_from_local_package_json(board, tmp_path):
 def test_timeout_then_resync(arm_board, policies):
     """The board goes silent (QEMU stopped with SIGSTOP): a clear timeout error; once it runs
     again, the same session resynchronises and drops the late replies."""
-    spec, _ = policies["A"]
+    spec, path = policies["A"]
+    ensure_deployed(arm_board.port, path)
     obs = np.float32([0.1, 0.2, -0.3])
     with BenchClient(arm_board.port, timeout=5) as c:
         c.load()
