@@ -3,6 +3,14 @@
     .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, BLAS with 1 and 2 threads
     .venv/bin/python benchmarks/td3_pendulum.py --seeds 16        # + a population of 16 in one process
     .venv/bin/python benchmarks/td3_pendulum.py --compare sb3     # + Stable-Baselines3 TD3 (run `make compare` first)
+    .venv/bin/python benchmarks/td3_pendulum.py --rltools ~/rltools/build/td3_bench   # + your build of RLtools
+
+--rltools takes a binary you built yourself from an RLtools checkout: its own
+paper benchmark, src/rl/environments/pendulum/td3/cpu/benchmark.cpp, with its
+OpenBLAS backend (e.g. g++ -std=c++17 -O3 -ffast-math -march=native
+-I<checkout>/include -DRL_TOOLS_BACKEND_ENABLE_OPENBLAS ... -lopenblas). It trains
+exactly 10,000 steps without evaluation; it is run with one BLAS thread, three
+times, and the median counts. Nothing of RLtools ships with neuromotor.
 
 Everything is measured in the same run (the machine may be shared, so only
 ratios within one run mean something). Training time excludes evaluation; the
@@ -14,6 +22,9 @@ import argparse
 import json
 import os
 import platform
+import resource
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,6 +83,25 @@ def sb3(seed, steps):
             "return_mean": float(mean), "solved": int(mean >= SOLVED), "torch": torch.__version__}
 
 
+def rltools(binary: Path, runs: int = 3):
+    """Wall and CPU seconds of a user-built RLtools pendulum TD3 benchmark (median of runs)."""
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"--rltools {binary}: not an executable file")
+    times = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([str(binary)], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append((wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime))
+    wall, cpu = (statistics.median(x) for x in zip(*times))
+    return {"agents": 1, "steps": 10_000, "wall_s": wall, "cpu_s": cpu, "steps_per_s": 10_000 / wall,
+            "runs": [{"wall_s": w, "cpu_s": c} for w, c in times], "binary": str(binary),
+            "return_mean": None, "solved": None}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=10_000)
@@ -80,6 +110,7 @@ def main():
     p.add_argument("--shards", type=int, default=os.cpu_count(), help="population shards (threads)")
     p.add_argument("--blas-threads", default="1,2", help="BLAS thread counts to try for the single agent")
     p.add_argument("--compare", choices=["sb3"], help="also train Stable-Baselines3 TD3")
+    p.add_argument("--rltools", type=Path, metavar="BINARY", help="also time your build of RLtools' TD3 benchmark")
     p.add_argument("--out", type=Path, default=RESULTS / "td3_pendulum")
     args = p.parse_args()
 
@@ -91,6 +122,10 @@ def main():
             list(range(args.seeds)), args.steps, min(args.shards, args.seeds), 1)
     if args.compare == "sb3":
         rows["stable-baselines3 TD3, torch 1 thread"] = sb3(args.seed, args.steps)
+    if args.rltools:
+        if args.steps != 10_000:
+            sys.exit("--rltools: RLtools' benchmark trains 10,000 steps; leave --steps at 10000")
+        rows["RLtools (C++, OpenBLAS 1 thread)"] = rltools(args.rltools)
 
     best_single = min((r for k, r in rows.items() if k.startswith("neuromotor 1 agent")), key=lambda r: r["wall_s"])
     print(f"\nTD3 Pendulum-v1, {args.steps} steps, paper configuration; "
@@ -99,7 +134,7 @@ def main():
     for name, r in rows.items():
         print(f"{name:42} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
               f"{r['wall_s'] / r['agents']:8.2f} {60 * r['agents'] / r['wall_s']:10.1f} "
-              f"{r['return_mean']:8.1f} {r['solved']:>4}/{r['agents']}")
+              + (f"{r['return_mean']:8.1f} {r['solved']:>4}/{r['agents']}" if r["solved"] is not None else f"{'-':>8} {'-':>7}"))
     ratios = {}
     if "stable-baselines3 TD3, torch 1 thread" in rows:
         sb = rows["stable-baselines3 TD3, torch 1 thread"]
@@ -115,6 +150,19 @@ def main():
             print(f"speed-up over SB3 (per agent, population): "
                   f"{ratios['sb3_over_neuromotor_per_agent_in_population']:.1f}x wall, "
                   f"{ratios['sb3_over_neuromotor_per_agent_in_population_cpu']:.1f}x CPU time")
+
+    if "RLtools (C++, OpenBLAS 1 thread)" in rows:
+        rl = rows["RLtools (C++, OpenBLAS 1 thread)"]
+        ratios["neuromotor_single_over_rltools"] = best_single["wall_s"] / rl["wall_s"]
+        ratios["neuromotor_single_over_rltools_cpu"] = best_single["cpu_s"] / rl["cpu_s"]
+        print(f"neuromotor single agent / RLtools: {ratios['neuromotor_single_over_rltools']:.2f}x wall, "
+              f"{ratios['neuromotor_single_over_rltools_cpu']:.2f}x CPU time (lower is better)")
+        if args.seeds:
+            pop = rows[f"neuromotor {args.seeds} agents, {args.shards} shards"]
+            # The issue's yardstick: agents per minute of the population against RLtools training one at a time.
+            ratios["neuromotor_agents_per_minute_over_rltools"] = rl["wall_s"] / pop["wall_per_agent_s"]
+            print(f"neuromotor population agents/min / RLtools agents/min: "
+                  f"{ratios['neuromotor_agents_per_minute_over_rltools']:.2f}x (higher is better)")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": "td3_pendulum", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
