@@ -45,11 +45,12 @@ def ours(seeds, steps, shards, blas_threads):
     env = env_class("pendulum")
     with threadpool_limits(blas_threads, "blas"):
         algo = Sharded(TD3, Config(), env, seeds, shards)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), algo.process_time()
         for _ in range(steps):
             algo.advance()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        wall, cpu = time.perf_counter() - t0, algo.process_time() - c0
     returns = Evaluator(env, seeds, 10).run(algo, steps).mean(axis=1)
+    algo.close()
     return {"agents": len(seeds), "shards": shards, "blas_threads": blas_threads, "steps": steps,
             "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps * len(seeds) / wall,
             "wall_per_agent_s": wall / len(seeds), "agents_per_minute": 60 * len(seeds) / wall,

@@ -66,6 +66,9 @@ def test_toml_config_and_set_overrides(tmp_path, cli):
     (["pendulum", "--set", "batch_sise=10"], "unknown setting 'batch_sise'"),
     (["pendulum", "--set", "batch_size=ten"], "batch_size must be a int"),
     (["pendulum", "--seeds", "3-x"], "bad seed list"),
+    (["pendulum", "--set", "warmup_actions=zero"], "warmup_actions must be"),
+    # the same refusal from inside population shard processes, as one line
+    (["pendulum", "--seeds", "0-3", "--shards", "2", "--set", "warmup_actions=zero"], "warmup_actions must be"),
 ])
 def test_bad_input_is_one_clear_message(tmp_path, cli, args, message, runs_root):
     code, out, err = cli("train", *args, "--quiet")

@@ -215,7 +215,7 @@ def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
     capsys.readouterr()
     spec = runs.load_policy_spec(run)
     assert spec.sizes == [27, 256, 256, 8] and not np.allclose(spec.obs_std, 1)
-    obs = np.concatenate([runs.load(run)[1].shards[0].obs[0], np.random.default_rng(0).normal(0, 2, (4, 27))])
+    obs = np.concatenate([runs.load(run)[1].local.obs[0], np.random.default_rng(0).normal(0, 2, (4, 27))])
     script = (f"from neuromotor_rt import Policy\nobs = {obs.astype(np.float32).tolist()!r}\n"
               "for be in ('native', 'python'):\n"
               f"    p = Policy.load({str(tmp_path / 'ant.nmp')!r}, backend=be)\n"

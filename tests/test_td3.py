@@ -8,6 +8,7 @@ from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
 from neuromotor.evaluation import Evaluator
 from neuromotor.nn import MLP
+from neuromotor.errors import UserError
 from neuromotor.parallel import Sharded
 
 SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
@@ -31,11 +32,21 @@ def _train(seeds, steps, shards=1, cfg=None):
     return algo
 
 
+def _shard(sharded: Sharded, i: int) -> TD3:
+    """Shard i of a multi-process population, rebuilt in this process from its state."""
+    local = TD3(Config(**SMALL), env_class("pendulum"), sharded.shard_seeds[i])
+    prefix = f"shard{i}."
+    local.load_state_dict({k[len(prefix):]: v for k, v in sharded.state_dict().items() if k.startswith(prefix)})
+    return local
+
+
 def test_seed_alone_equals_seed_inside_a_population():
     steps = 260  # crosses an episode boundary (200) and several actor/target updates
-    alone = _train([5], steps).shards[0]
-    population = _train([2, 5, 9], steps).shards[0]
-    sharded = _train([2, 5, 9, 11], steps, shards=2).shards[0]  # seed 5 is agent 1 of shard 0
+    alone = _train([5], steps).local
+    population = _train([2, 5, 9], steps).local
+    sharded = _train([2, 5, 9, 11], steps, shards=2)  # worker processes; seed 5 is agent 1 of shard 0
+    assert sharded.local is None and sharded.shard_seeds == [[2, 5], [9, 11]]
+    sharded = _shard(sharded, 0)
     a = _agent_arrays(alone, 0)
     for other, k in ((population, 1), (sharded, 1)):
         b = _agent_arrays(other, k)
@@ -46,7 +57,7 @@ def test_seed_alone_equals_seed_inside_a_population():
 
 
 def test_update_schedule():
-    algo = _train([0], 120).shards[0]
+    algo = _train([0], 120).local
     assert algo.critic_opt.t == 70          # one critic update per step from step 50 on
     assert algo.actor_opt.t == 35           # actor (and targets) every second step
     assert algo.replay_size == 120
@@ -114,7 +125,7 @@ def test_state_dict_round_trip_mid_rng_block_continues_exactly():
 
 def test_each_critic_learns_from_its_own_minibatch():
     """RLtools' sampling: critic c's update (regression and Bellman target) sees only minibatch c."""
-    algo = _train([3], 60).shards[0]
+    algo = _train([3], 60).local
     start = {k: np.array(v) for k, v in algo.state_dict().items()}
     rng = np.random.default_rng(0)
     idx = rng.integers(0, algo.replay_size, (1, 2, algo.cfg.batch_size))
@@ -132,9 +143,9 @@ def test_each_critic_learns_from_its_own_minibatch():
 
 
 def test_warmup_actions():
-    policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).shards[0]
-    uniform = _train([1], 40).shards[0]
+    policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).local
+    uniform = _train([1], 40).local
     a = policy.act_dim
     assert np.ptp(policy.replay[0, :40, :a]) < np.ptp(uniform.replay[0, :40, :a])  # tanh policy + 0.1 noise
-    with pytest.raises(ValueError, match="warmup_actions"):
+    with pytest.raises(UserError, match="warmup_actions"):
         TD3(Config(warmup_actions="zero"), env_class("pendulum"), [0])

@@ -24,7 +24,7 @@ class RunConfig:
     eval_every: int = 1000          # deterministic evaluation interval (paper: 1000)
     eval_episodes: int = 10         # episodes per evaluation (paper: 10)
     checkpoint_every: int = 1000    # 0: only at the end
-    shards: int = 0                 # population shards stepped in parallel threads; 0: one per CPU
+    shards: int = 0                 # population shards stepped in parallel processes; 0: one per CPU
 
     def validate(self):
         if self.steps <= 0:

@@ -27,7 +27,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     evaluator = Evaluator(env_class(cfg["env"]), seeds, run_cfg.eval_episodes)
     recent = [deque(maxlen=RECENT_EPISODES) for _ in seeds]
     t0 = time.perf_counter()
-    cpu0 = time.process_time()
+    cpu0 = algo.process_time()
 
     def evaluate():
         returns = evaluator.run(algo, algo.steps)
@@ -47,7 +47,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     # are how a population uses the cores).
     with threadpool_limits(1, "blas"):
         returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress, f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    wall, cpu = time.perf_counter() - t0, algo.process_time() - cpu0
     if returns is None:  # resumed a run that had already finished
         returns = evaluator.run(algo, algo.steps)
 

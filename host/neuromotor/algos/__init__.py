@@ -23,7 +23,7 @@ An algorithm class trains a population of independent agents in lockstep
 
 The trainer never sees an algorithm directly: neuromotor.runs.build wraps it in
 neuromotor.parallel.Sharded, which splits a population into shards stepped in
-parallel threads and presents the same interface.
+parallel worker processes and presents the same interface.
 """
 
 from neuromotor.registry import lookup

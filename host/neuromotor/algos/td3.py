@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam, polyak
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
@@ -68,7 +69,7 @@ class TD3:
 
     def __init__(self, cfg: Config, env_factory, seeds):
         if cfg.warmup_actions not in ("uniform", "policy"):
-            raise ValueError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
+            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
         self.cfg = cfg
         self.seeds = list(seeds)
         P = self.P = len(self.seeds)

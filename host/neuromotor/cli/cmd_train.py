@@ -23,7 +23,7 @@ def register(sub):
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seed", type=int, help="train one agent with this seed (default 0)")
     seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
-    p.add_argument("--shards", type=int, help="population shards stepped in parallel threads (default: one per CPU)")
+    p.add_argument("--shards", type=int, help="population shards stepped in parallel processes (default: one per CPU)")
     p.add_argument("--preset", metavar="NAME", help="a named configuration of the algorithm "
                    "(ppo: ant-paper, pendulum); --config and --set apply on top")
     p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")

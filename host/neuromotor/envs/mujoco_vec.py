@@ -87,13 +87,13 @@ def max_threads() -> int:
         return os.cpu_count() or 1
 
 
-_default_threads = "auto"
+THREADS_ENV = "NEUROMOTOR_MUJOCO_THREADS"
 
 
 def set_default_threads(value) -> None:
-    """The threads of envs built without an explicit count (`--threads`); validated now."""
-    global _default_threads
-    _default_threads = parse_threads(value)
+    """The threads of envs built without an explicit count (`--threads`); validated now.
+    Kept in the environment, which population shard processes receive (neuromotor.parallel)."""
+    os.environ[THREADS_ENV] = str(parse_threads(value))
 
 
 def parse_threads(value) -> int:
@@ -124,7 +124,7 @@ class MujocoVec:
     def __init__(self, num_envs: int, threads=None):
         mujoco = self._mujoco = _import_mujoco()
         self.num_envs = num_envs
-        self.threads = min(parse_threads(_default_threads if threads is None else threads), num_envs)
+        self.threads = min(parse_threads(os.environ.get(THREADS_ENV, "auto") if threads is None else threads), num_envs)
         self.model = _load_model(mujoco, _asset(self.xml))
         self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
         m = self.model

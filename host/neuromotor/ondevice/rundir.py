@@ -58,7 +58,7 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
     runs.write_config(run_dir, "pendulum", "td3", [seed], run_cfg, algo_cfg)
     cfg = runs.read_config(run_dir)
     algo = runs.build(cfg)
-    td3 = algo.shards[0]
+    td3 = algo.local
     _set_actor(td3, spec)
     td3.steps = steps
     checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
