@@ -46,8 +46,7 @@ def ours(seeds, steps, shards, blas_threads):
     with threadpool_limits(blas_threads, "blas"):
         algo = Sharded(TD3, Config(), env, seeds, shards)
         t0, c0 = time.perf_counter(), algo.process_time()
-        for _ in range(steps):
-            algo.advance()
+        algo.advance(until=steps)
         wall, cpu = time.perf_counter() - t0, algo.process_time() - c0
     returns = Evaluator(env, seeds, 10).run(algo, steps).mean(axis=1)
     algo.close()

@@ -43,6 +43,12 @@ def _serve(conn, settings, algo_cls, cfg, env_factory, seeds):
         pass
 
 
+def _advance(algo, until):
+    algo.advance()
+    while until is not None and algo.steps < until:
+        algo.advance()
+
+
 def _answer(conn, algo_cls, cfg, env_factory, seeds):
     try:
         algo = algo_cls(cfg, env_factory, seeds)
@@ -54,7 +60,7 @@ def _answer(conn, algo_cls, cfg, env_factory, seeds):
         name, args = conn.recv()
         try:
             if name == "advance":
-                algo.advance()
+                _advance(algo, *args)
                 result = (algo.steps, algo.pop_episode_returns())
             elif name == "process_time":
                 result = time.process_time()
@@ -133,11 +139,13 @@ class Sharded:
     def steps(self) -> int:
         return self.local.steps if self.local else self._steps
 
-    def advance(self) -> None:
+    def advance(self, until: int = None) -> None:
+        """One step of the algorithm, or as many as it takes to reach step `until`: shards
+        then run that far on their own, without waiting for each other at every step."""
         if self.local:
-            self.local.advance()
+            _advance(self.local, until)
             return
-        results = self._call_all("advance")
+        results = self._call_all("advance", [until] * len(self._workers))
         self._steps = results[0][0]
         for first, (_, finished) in zip(self.first_agent, results):
             for k, returns in enumerate(finished):

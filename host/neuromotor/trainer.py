@@ -72,15 +72,19 @@ def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc):
                dynamic_ncols=True, desc=desc)
     returns = None
     shown = algo.steps
+    every = run_cfg.checkpoint_every
     while algo.steps < run_cfg.steps:
         before = algo.steps
-        algo.advance()
+        # run up to the next evaluation, checkpoint or progress update in one go
+        stops = [run_cfg.steps, (before // run_cfg.eval_every + 1) * run_cfg.eval_every]
+        stops += [(before // every + 1) * every] if every else []
+        stops += [shown + 100] if progress else []
+        algo.advance(until=min(stops))
         for k, finished in enumerate(algo.pop_episode_returns()):
             recent[k].extend(finished)
         done = algo.steps >= run_cfg.steps
         if done or algo.steps // run_cfg.eval_every > before // run_cfg.eval_every:
             returns = evaluate()
-        every = run_cfg.checkpoint_every
         if done or (every and algo.steps // every > before // every):
             checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
         if progress and (done or algo.steps - shown >= 100):
