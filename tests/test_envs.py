@@ -50,3 +50,32 @@ def test_registry():
     assert env_class("pendulum")(2).num_envs == 2
     with pytest.raises(UserError, match="unknown environment 'cartpole'"):
         env_class("cartpole")
+
+
+def test_autoreset_truncates_resets_and_counts_returns():
+    """Two agents of two envs each: at max_episode_steps every episode is truncated, the
+    next obs starts a new episode drawn from the agent's Generator, final_obs is where
+    the old one ended, and each agent gets its two returns."""
+    from neuromotor.envs.autoreset import AutoReset
+    agent_rngs = [np.random.default_rng(s) for s in (7, 8)]
+    twin_rngs = [np.random.default_rng(s) for s in (7, 8)]
+    env, twin = make_env("pendulum", 4), make_env("pendulum", 4)
+    auto = AutoReset(env, [r for r in agent_rngs for _ in range(2)], envs_per_agent=2)
+    obs = auto.reset()
+    np.testing.assert_array_equal(obs, twin.reset([r for r in twin_rngs for _ in range(2)]))
+    actions = np.random.default_rng(0).uniform(-2, 2, (twin.max_episode_steps, 4, 1)).astype(np.float32)
+    total = np.zeros(4)
+    for t, act in enumerate(actions):
+        obs, reward, terminated, truncated, final_obs = auto.step(act)
+        raw_obs, raw_reward, _ = twin.step(act)
+        total += raw_reward
+        np.testing.assert_array_equal(final_obs, raw_obs)
+        assert not terminated.any()
+        if t < len(actions) - 1:
+            assert not truncated.any() and obs is final_obs
+    assert truncated.all()
+    np.testing.assert_array_equal(obs, twin.reset([r for r in twin_rngs for _ in range(2)]))
+    assert not np.array_equal(obs, final_obs)
+    returns = auto.pop_episode_returns()
+    np.testing.assert_allclose(returns, total.reshape(2, 2))
+    assert auto.pop_episode_returns() == [[], []] and not auto.ep_len.any()

@@ -90,3 +90,23 @@ def test_checkpointed_state_continues_bit_exactly():
             np.testing.assert_array_equal(x, y)
     with pytest.raises(ValueError, match="shape"):
         b.set_state(np.zeros((4, 3)))
+
+
+def test_autoreset_on_termination():
+    """Hopper falls under strong random actions: that env's episode is terminated (not
+    truncated), final_obs is its fallen state, obs its fresh start; the others go on."""
+    from neuromotor.envs.autoreset import AutoReset
+    env = mujoco_vec.HopperVec(3, threads=1)
+    auto = AutoReset(env, [np.random.default_rng(s) for s in range(3)])
+    auto.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(env.max_episode_steps):
+        obs, reward, terminated, truncated, final_obs = auto.step(rng.uniform(-1, 1, (3, 3)).astype(np.float32))
+        if terminated.any():
+            break
+    assert terminated.any() and not truncated.any()
+    i = int(np.flatnonzero(terminated)[0])
+    assert not np.array_equal(obs[i], final_obs[i])
+    assert auto.ep_len[i] == 0 and auto.ep_len[~terminated].min() > 0
+    np.testing.assert_array_equal(obs[~terminated], final_obs[~terminated])
+    assert len(auto.pop_episode_returns()[i]) == 1

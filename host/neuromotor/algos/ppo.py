@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
@@ -103,7 +104,8 @@ class PPO:
         o, a = self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
         self.low, self.high = env.action_low.astype(F32), env.action_high.astype(F32)
         self.rngs = [np.random.default_rng(s) for s in self.seeds]
-        self._env_rngs = [r for r in self.rngs for _ in range(E)]  # env j of agent k draws from agent k
+        # env j of agent k draws its initial states from agent k's Generator
+        self.episodes = AutoReset(env, [r for r in self.rngs for _ in range(E)], envs_per_agent=E)
 
         hidden = [cfg.activation]
         self.actor = MLP([o, *cfg.actor_hidden, a], hidden * len(cfg.actor_hidden) + ["identity"], pop=(P,))
@@ -144,10 +146,7 @@ class PPO:
         self.b_raw = np.zeros((P, T, E, o))              # raw observations for the statistics
 
         self.steps = 0
-        self.obs = env.reset(self._env_rngs).reshape(P, E, o)
-        self.ep_return = np.zeros((P, E))
-        self.ep_len = np.zeros((P, E), np.int64)
-        self._finished = [[] for _ in range(P)]
+        self.obs = self.episodes.reset().reshape(P, E, o)
         self._workspaces = {}
         # A second core (if the env may use one) for the critic's update.
         self._critic_pool = ThreadPoolExecutor(1) if getattr(env, "threads", 1) > 1 else None
@@ -204,23 +203,13 @@ class PPO:
             self.b_act[:, t] = action
             self.b_logp[:, t] = -0.5 * np.square(noise[:, t]).sum(-1) + logp_const
             # The env sees the action clipped to its bounds; the policy is scored on the sample.
-            obs, reward, terminated = self.env.step(np.clip(action, self.low, self.high).reshape(P * E, a))
-            obs, reward, terminated = obs.reshape(P, E, -1), reward.reshape(P, E), terminated.reshape(P, E)
-            self.ep_return += reward
-            self.ep_len += 1
-            truncated = ~terminated & (self.ep_len >= self.env.max_episode_steps)
-            done = terminated | truncated
+            stepped = self.episodes.step(np.clip(action, self.low, self.high).reshape(P * E, a))
+            obs, reward, terminated, truncated, final_obs = (x.reshape(P, E, *x.shape[1:]) for x in stepped)
             if truncated.any():
                 # Time-out is not failure: bootstrap with the value of the final observation.
-                reward = reward + F32(cfg.gamma) * truncated * self._value(self._normalize(obs))
+                reward = reward + F32(cfg.gamma) * truncated * self._value(self._normalize(final_obs))
             self.b_rew[:, t] = reward
-            self.b_done[:, t] = done
-            if done.any():
-                for k, j in zip(*np.nonzero(done)):
-                    self._finished[k].append(float(self.ep_return[k, j]))
-                self.ep_return[done] = 0
-                self.ep_len[done] = 0
-                obs = self.env.reset(self._env_rngs, mask=done.reshape(-1)).reshape(P, E, -1)
+            self.b_done[:, t] = terminated | truncated
             self.obs = obs
         self.b_val[:, T] = self._value(self._normalize(self.obs))
         if cfg.normalize_obs:
@@ -331,8 +320,7 @@ class PPO:
 
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):
-        out, self._finished = self._finished, [[] for _ in range(self.P)]
-        return out
+        return self.episodes.pop_episode_returns()
 
     def policy_spec(self, agent: int) -> PolicySpec:
         """The deterministic policy: the Gaussian mean of the normalised observation.
@@ -359,7 +347,7 @@ class PPO:
             "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
             "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
             "lr": self.lr, "obs_mean": self.obs_mean, "obs_var": self.obs_var, "obs_count": self.obs_count,
-            "obs": self.obs, "ep_return": self.ep_return, "ep_len": self.ep_len,
+            "obs": self.obs, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
     def state_dict(self) -> dict:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam, polyak
 from neuromotor.nn.mlp import with_ones
@@ -132,10 +133,8 @@ class TD3:
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
-        self.obs = env.reset(self.rngs)
-        self.ep_return = np.zeros(P, F32)
-        self.ep_len = np.zeros(P, np.int64)
-        self._finished = [[] for _ in range(P)]
+        self.episodes = AutoReset(env, self.rngs)
+        self.obs = self.episodes.reset()
 
     # ----- randomness, drawn per agent in blocks -----
     def _rng_states(self) -> np.ndarray:
@@ -165,7 +164,7 @@ class TD3:
             action = self.actor.forward(self.actor_v, self._obs1, self._ws_act)[:, 0]
             action = action + explore * F32(cfg.exploration_noise)
             _clip(action, 1, out=action)
-        next_obs, reward, terminated = self.env.step(action * self.act_scale + self.act_offset)
+        obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
 
         o, a = self.obs_dim, self.act_dim
         row = self.replay[:, self.replay_pos]
@@ -176,17 +175,7 @@ class TD3:
         row[:, a + o + 3:-1] = next_obs
         self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
         self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
-
-        self.ep_return += reward
-        self.ep_len += 1
-        done = terminated | (self.ep_len >= self.env.max_episode_steps)
-        if done.any():
-            for k in np.flatnonzero(done):
-                self._finished[k].append(float(self.ep_return[k]))
-            self.ep_return[done] = 0
-            self.ep_len[done] = 0
-            next_obs = self.env.reset(self.rngs, mask=done)
-        self.obs = next_obs
+        self.obs = obs
 
         if self.steps >= cfg.learning_starts:
             # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
@@ -244,8 +233,7 @@ class TD3:
 
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):
-        out, self._finished = self._finished, [[] for _ in range(self.P)]
-        return out
+        return self.episodes.pop_episode_returns()
 
     def policy_spec(self, agent: int) -> PolicySpec:
         layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
@@ -264,7 +252,7 @@ class TD3:
             "critic": self.critic_p, "critic_target": self.critic_t,
             "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
             "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
-            "replay": self.replay, "ep_return": self.ep_return, "ep_len": self.ep_len,
+            "replay": self.replay, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
     def state_dict(self) -> dict:

@@ -16,6 +16,9 @@ A vectorised environment class is constructed as `Class(num_envs)` and provides:
       Truncation is the caller's job too (episode length vs max_episode_steps).
   get_state() / set_state(state)                       arrays, for checkpoints
 Optional: draw(ax, state_row) to render one env's state with matplotlib (GIFs).
+
+Training steps envs through neuromotor.envs.autoreset.AutoReset, which adds
+truncation, gymnasium's same-step auto-reset and episode returns.
 """
 
 from neuromotor.registry import lookup

@@ -23,10 +23,10 @@ fit a microcontroller; the contact cost stays in the reward, as in Ant-v5.
 
 Episodes follow the registry contract in `neuromotor.envs`: `step` returns
 obs, reward and terminated, and never resets or truncates; after a terminal
-step the env keeps its final state. The caller truncates at
-`max_episode_steps` (1000, gymnasium's TimeLimit) and restarts finished envs
-with `reset(rngs, mask)`; PPO's rollout (neuromotor.algos.ppo) is the
-auto-reset loop, bootstrapping truncated episodes from their final observation.
+step the env keeps its final state. `neuromotor.envs.autoreset.AutoReset`
+adds truncation at `max_episode_steps` (1000, gymnasium's TimeLimit) and
+gymnasium's same-step auto-reset, returning obs, reward, terminated, truncated
+and the final observations; the algorithms train through it.
 """
 
 import importlib.util

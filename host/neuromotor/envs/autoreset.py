@@ -1,0 +1,61 @@
+"""Auto-reset over a registry env: where episodes end, restart and are counted.
+
+A registry env (see neuromotor.envs) steps and never resets. Training wants
+the opposite: every env always running, episodes cut at `max_episode_steps`,
+and their returns reported. `AutoReset(env, rngs, envs_per_agent)` does that,
+with gymnasium's SAME_STEP auto-reset semantics:
+
+    obs, reward, terminated, truncated, final_obs = autoreset.step(actions)
+
+  terminated[i]  env i's episode ended in a terminal state at this step
+  truncated[i]   it reached max_episode_steps without terminating (a time-out,
+                 not a failure: bootstrap from final_obs[i])
+  final_obs      the observation each env reached at this step (for ended
+                 episodes their last observation; what a replay buffer stores)
+  obs            what to act on next: final_obs, except that the envs whose
+                 episode ended have already been reset (rngs[i] draws env i's
+                 new initial state), so obs[i] starts its next episode
+
+Returns of finished episodes are collected per agent (envs i*envs_per_agent ..
+(i+1)*envs_per_agent - 1 belong to agent i) until `pop_episode_returns()`.
+`ep_return` and `ep_len` (per env) are the running episodes, part of an
+algorithm's checkpoint.
+"""
+
+import numpy as np
+
+
+class AutoReset:
+    def __init__(self, env, rngs, envs_per_agent: int = 1):
+        if len(rngs) != env.num_envs or env.num_envs % envs_per_agent:
+            raise ValueError(f"{env.num_envs} envs need one Generator each and whole agents of {envs_per_agent}")
+        self.env, self.rngs, self.envs_per_agent = env, rngs, envs_per_agent
+        self.ep_return = np.zeros(env.num_envs)
+        self.ep_len = np.zeros(env.num_envs, np.int64)
+        self._finished = [[] for _ in range(env.num_envs // envs_per_agent)]
+
+    def reset(self) -> np.ndarray:
+        """Start a first episode in every env."""
+        self.ep_return[...] = 0
+        self.ep_len[...] = 0
+        return self.env.reset(self.rngs)
+
+    def step(self, actions):
+        final_obs, reward, terminated = self.env.step(actions)
+        self.ep_return += reward
+        self.ep_len += 1
+        truncated = ~terminated & (self.ep_len >= self.env.max_episode_steps)
+        done = terminated | truncated
+        obs = final_obs
+        if done.any():
+            for i in np.flatnonzero(done):
+                self._finished[i // self.envs_per_agent].append(float(self.ep_return[i]))
+            self.ep_return[done] = 0
+            self.ep_len[done] = 0
+            obs = self.env.reset(self.rngs, mask=done)
+        return obs, reward, terminated, truncated, final_obs
+
+    def pop_episode_returns(self) -> list:
+        """Per agent, the returns of the episodes finished since the last call."""
+        out, self._finished = self._finished, [[] for _ in self._finished]
+        return out
