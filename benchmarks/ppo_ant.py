@@ -101,7 +101,7 @@ def train_steps(algo, iterations: int):
 SB3_SETTINGS = {"defaults": {}, "matched": {"n_steps": 512, "batch_size": 2048, "n_epochs": 4}}
 
 
-def sb3_model(settings: dict, seed: int):
+def sb3_model(settings: dict, seed: int, torch_threads: int):
     """SB3 PPO ([256, 256] ReLU, torch on CPU) on 8 of gymnasium's Ant-v5 in a DummyVecEnv; None without SB3."""
     try:
         import gymnasium as gym
@@ -110,6 +110,9 @@ def sb3_model(settings: dict, seed: int):
         from stable_baselines3.common.vec_env import DummyVecEnv
     except ImportError:
         return None
+    # Before the weights are drawn: their orthogonal init differs in the last bits with the
+    # thread count, so a seed would learn differently on another machine or after another seed.
+    torch.set_num_threads(torch_threads)
     venv = DummyVecEnv([lambda: gym.make(AntVec.gym_id, **AntVec.gym_kwargs) for _ in range(8)])
     return SB3PPO("MlpPolicy", venv, device="cpu", seed=seed, verbose=0, **settings,
                   policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.ReLU})
@@ -117,11 +120,9 @@ def sb3_model(settings: dict, seed: int):
 
 def sb3_sps(settings: dict, torch_threads: int, steps: int):
     """Env steps/s of whole SB3 PPO training on gymnasium's Ant-v5, 8 envs in a DummyVecEnv."""
-    model = sb3_model(settings, seed=0)
+    model = sb3_model(settings, 0, torch_threads)
     if model is None:
         return None
-    import torch
-    torch.set_num_threads(torch_threads)
     rollout = 8 * model.n_steps
     steps = -(-steps // rollout) * rollout  # whole iterations: collection and update
     t0 = time.perf_counter()
@@ -147,12 +148,10 @@ def sb3_learn(seed, env_steps, eval_every, episodes, on_progress):
     sampling), so training is the same with or without them; their time is left
     out of train_s and train_cpu_s. on_progress(run) gets the run after each one.
     """
-    model = sb3_model(SB3_SETTINGS["defaults"], seed)
+    model = sb3_model(SB3_SETTINGS["defaults"], seed, 1)  # minibatches of 64 gain little from more threads
     if model is None:
         raise SystemExit("stable-baselines3/torch not installed: make compare")
-    import torch
     from stable_baselines3.common.callbacks import BaseCallback
-    torch.set_num_threads(1)  # minibatches of 64 gain little from more; the other cores stay free
     run = {"seed": seed, "curve": [], "train_s": 0.0, "train_cpu_s": 0.0, "eval_s": 0.0}
     last = [time.perf_counter(), time.process_time()]
 
