@@ -23,7 +23,8 @@ def test_train_writes_a_run_dir_and_one_json_line(tmp_path, cli):
     assert code == 0
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["steps"] == 300 and summary["run_dir"] == str(run_dir)
-    assert "wall_s" in summary and summary["eval_return_mean"] < 0 and summary["eval_return_std"] >= 0
+    assert {"steps", "wall_s", "eval_return_mean", "eval_return_std", "run_dir"} <= set(summary)  # the --json contract
+    assert summary["eval_return_mean"] < 0 and summary["eval_return_std"] >= 0
     assert [a["seed"] for a in summary["agents"]] == [0]
     for name in runs.OWN_FILES:
         assert (run_dir / name).is_file(), name

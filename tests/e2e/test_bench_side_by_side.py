@@ -33,6 +33,6 @@ def test_bench_two_boards_side_by_side(two_boards, tmp_path):
     summary = last_json(res.stdout)
     assert [b["board"] for b in summary["boards"]] == ["qemu-m4f", "qemu-m7"]
     for b in summary["boards"]:
-        assert b["emulated"] and b["backends"]["native"]["instructions_per_mac"] > 0.3
+        assert b["emulated"] and list(b["backends"]) == ["native"]
     assert res.stdout.count("instruction-count time") == 2
     assert (tmp_path / "bench.png").stat().st_size > 0

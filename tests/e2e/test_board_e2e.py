@@ -6,6 +6,7 @@ Real QEMU boards on a pty, the real mpremote (deploy, board_exec) and pyserial
 """
 
 import hashlib
+import json
 import os
 import signal
 
@@ -79,14 +80,13 @@ def test_bench_plausible(board, policies, tmp_path):
     b = summary["backends"]
     assert set(b) >= {"native", "python"}
     assert "instruction-count" in res.stdout
-    for name, s in b.items():
-        assert {"median_us", "p99_us"} <= set(s)  # reported; their size is the benchmark's business
-        assert s["instructions_per_mac"] > 0.3
-    # python is far slower than the fused kernels; the native figure is a sane multiple of the MACs
-    # (qemu-rv32 has no FPU: its native kernels use soft float, so the gap is smaller there)
-    assert b["python"]["instructions_per_mac"] > 3 * b["native"]["instructions_per_mac"]
-    assert b["native"]["instructions_per_mac"] < (1000 if board.name == "qemu-rv32" else 100)
-    assert (tmp_path / "bench.json").stat().st_size > 0 and (tmp_path / "bench.png").stat().st_size > 0
+    # every backend timed the deployed policy (3-32-32-1: 1,152 multiply-adds); how fast they
+    # are is benchmarks/board_inference.py's business
+    full = json.loads((tmp_path / "bench.json").read_text())["results"][0]["backends"]
+    assert set(full) == set(b)
+    for name, s in full.items():
+        assert s["macs"] == 3 * 32 + 32 * 32 + 32 and s["sizes"] == [3, 32, 32, 1] and s["n"] > 0, name
+    assert (tmp_path / "bench.png").stat().st_size > 0
 
 
 def test_hil_equals_host_eval(board, policies):
@@ -96,7 +96,7 @@ def test_hil_equals_host_eval(board, policies):
     r = last_json(res.stdout)
     assert r["returns_match"] is True
     assert r["return_mean"] == pytest.approx(r["host_return_mean"], rel=1e-4, abs=1e-3)
-    assert r["steps"] == 200 and "rtt_median_us" in r
+    assert r["steps"] == 200
     assert r["link"]["retries"] == 0
 
 
