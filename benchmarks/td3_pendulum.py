@@ -135,34 +135,25 @@ def main():
         print(f"{name:42} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
               f"{r['wall_s'] / r['agents']:8.2f} {60 * r['agents'] / r['wall_s']:10.1f} "
               + (f"{r['return_mean']:8.1f} {r['solved']:>4}/{r['agents']}" if r["solved"] is not None else f"{'-':>8} {'-':>7}"))
+    # Speed-ups of neuromotor over each peer in this run (below 1: the peer is faster). Per agent
+    # in the population, peer time / our time per agent is the agents-per-minute yardstick.
     ratios = {}
-    if "stable-baselines3 TD3, torch 1 thread" in rows:
-        sb = rows["stable-baselines3 TD3, torch 1 thread"]
-        ratios["sb3_over_neuromotor_single"] = sb["wall_s"] / best_single["wall_s"]
+    pop = rows.get(f"neuromotor {args.seeds} agents, {args.shards} shards")
+    for label, key, peer in (("SB3", "sb3", rows.get("stable-baselines3 TD3, torch 1 thread")),
+                             ("RLtools", "rltools", rows.get("RLtools (C++, OpenBLAS 1 thread)"))):
+        if peer is None:
+            continue
         # CPU time too: on a shared machine wall time mostly measures the neighbours.
-        ratios["sb3_over_neuromotor_single_cpu"] = sb["cpu_s"] / best_single["cpu_s"]
-        print(f"speed-up over SB3 (single agent): {ratios['sb3_over_neuromotor_single']:.1f}x wall, "
-              f"{ratios['sb3_over_neuromotor_single_cpu']:.1f}x CPU time")
-        if args.seeds:
-            pop = rows[f"neuromotor {args.seeds} agents, {args.shards} shards"]
-            ratios["sb3_over_neuromotor_per_agent_in_population"] = sb["wall_s"] / pop["wall_per_agent_s"]
-            ratios["sb3_over_neuromotor_per_agent_in_population_cpu"] = sb["cpu_s"] * pop["agents"] / pop["cpu_s"]
-            print(f"speed-up over SB3 (per agent, population): "
-                  f"{ratios['sb3_over_neuromotor_per_agent_in_population']:.1f}x wall, "
-                  f"{ratios['sb3_over_neuromotor_per_agent_in_population_cpu']:.1f}x CPU time")
-
-    if "RLtools (C++, OpenBLAS 1 thread)" in rows:
-        rl = rows["RLtools (C++, OpenBLAS 1 thread)"]
-        ratios["neuromotor_single_over_rltools"] = best_single["wall_s"] / rl["wall_s"]
-        ratios["neuromotor_single_over_rltools_cpu"] = best_single["cpu_s"] / rl["cpu_s"]
-        print(f"neuromotor single agent / RLtools: {ratios['neuromotor_single_over_rltools']:.2f}x wall, "
-              f"{ratios['neuromotor_single_over_rltools_cpu']:.2f}x CPU time (lower is better)")
-        if args.seeds:
-            pop = rows[f"neuromotor {args.seeds} agents, {args.shards} shards"]
-            # The yardstick: agents per minute of the population against RLtools training one at a time.
-            ratios["neuromotor_agents_per_minute_over_rltools"] = rl["wall_s"] / pop["wall_per_agent_s"]
-            print(f"neuromotor population agents/min / RLtools agents/min: "
-                  f"{ratios['neuromotor_agents_per_minute_over_rltools']:.2f}x (higher is better)")
+        single = ratios[f"{key}_over_neuromotor_single"] = peer["wall_s"] / best_single["wall_s"]
+        single_cpu = ratios[f"{key}_over_neuromotor_single_cpu"] = peer["cpu_s"] / best_single["cpu_s"]
+        print(f"speed-up over {label} (single agent): {single:.2f}x wall, {single_cpu:.2f}x CPU time")
+        if pop:
+            per_agent = ratios[f"{key}_over_neuromotor_per_agent_in_population"] = \
+                peer["wall_s"] / pop["wall_per_agent_s"]
+            per_agent_cpu = ratios[f"{key}_over_neuromotor_per_agent_in_population_cpu"] = \
+                peer["cpu_s"] * pop["agents"] / pop["cpu_s"]
+            print(f"speed-up over {label} (per agent, population; = agents/min ratio): "
+                  f"{per_agent:.2f}x wall, {per_agent_cpu:.2f}x CPU time")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": "td3_pendulum", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),

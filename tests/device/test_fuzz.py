@@ -42,16 +42,22 @@ def junk():
     if c == 12: return R(-5, 300)
     return farr(random.choice([0, 1, 3, 4, 5, 16, 17, 64, 65, 300]))
 
+def net_and_scratch(lay):
+    # The sizes the layout asks for, or small random ones when the layout is invalid.
+    try:
+        n = k.net_size(lay); s = k.scratch_size(lay)
+    except (ValueError, TypeError, OverflowError):
+        n, s = R(0, 100), R(0, 100)
+    if n > 200000:
+        n = R(0, 100)
+    return n, s
+
 def consistent(fn):
     # Mostly-valid arguments with one or two perturbed, to get past early checks.
     lay, sizes, L = layout(random.random() < 0.7)
+    if fn in ('mlp', 'Forward'):
+        n, s = net_and_scratch(lay)
     if fn == 'mlp':
-        try:
-            n = k.net_size(lay); s = k.scratch_size(lay)
-        except (ValueError, TypeError, OverflowError):
-            n, s = R(0, 100), R(0, 100)
-        if n > 200000:
-            n = R(0, 100)
         args = [farr(sizes[-1] if sizes else 1), farr(sizes[0] if sizes else 1), farr(n), lay, farr(s)]
         shared = farr(n + 64)
         if random.random() < 0.2:  # overlapping buffers
@@ -68,12 +74,6 @@ def consistent(fn):
         n_in, n_out = R(1, 30), R(1, 30)
         args = [farr(k.layer_size(n_in, n_out)), farr(n_in * n_out), farr(n_out), n_in, n_out]
     elif fn == 'Forward':
-        try:
-            n = k.net_size(lay); s = k.scratch_size(lay)
-        except (ValueError, TypeError, OverflowError):
-            n, s = R(0, 100), R(0, 100)
-        if n > 200000:
-            n = R(0, 100)
         args = [farr(sizes[-1] if sizes else 1), farr(n), lay, farr(s), farr(sizes[0] if sizes else 1)]
     elif fn in ('net_size', 'scratch_size'):
         args = [lay]
