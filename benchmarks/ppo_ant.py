@@ -54,6 +54,7 @@ from neuromotor.algos.ppo import PPO
 from neuromotor.config import parse_seeds
 from neuromotor.envs.mujoco_vec import AntVec, gymnasium_returns, parse_threads
 from neuromotor.evaluation import Evaluator
+from neuromotor.export.policy_file import atomic_write
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -187,6 +188,11 @@ def sb3_learn(seed, env_steps, eval_every, episodes, on_progress):
     return run
 
 
+def write_json(path, doc: dict) -> None:
+    """Atomically: the next run reads this file back (phases not run keep their results)."""
+    atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode())
+
+
 def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
     """Learning curves of all seeds (one population), evaluated on the way and at the end."""
     cfg = PPO.defaults("ant")[0]
@@ -199,7 +205,7 @@ def learn(seeds, threads, env_steps, eval_every, episodes, out_json, partial):
         returns = evaluator.run(algo, algo.steps)
         curve.append({"step": algo.steps, "returns": returns.mean(axis=1).tolist(), "train_s": round(train_time, 1)})
         partial["curve"] = curve
-        out_json.write_text(json.dumps(partial, indent=2) + "\n")  # progress survives a kill
+        write_json(out_json, partial)  # progress survives a kill
         lr = algo.info.get("lr", algo.lr)  # the adaptive learning rates, per seed
         print(f"  step {algo.steps:>9}  eval return {returns.mean():8.1f}  "
               f"({', '.join(f'{r:.0f}' for r in returns.mean(axis=1))})  actor lr "
@@ -366,13 +372,13 @@ def main(argv=None) -> int:
 
         def progress(run):  # each evaluation of each seed survives a kill
             summary["sb3_learn_runs"] = runs + [run]
-            out_json.write_text(json.dumps(summary, indent=2) + "\n")
+            write_json(out_json, summary)
 
         for s in seeds:
             runs.append(sb3_learn(s, args.env_steps, args.eval_every, args.episodes, progress))
             summary.update(sb3_returns=[r["return"] for r in runs], sb3_learn_runs=runs,
                            sb3_final_step=runs[-1]["final_step"])
-            out_json.write_text(json.dumps(summary, indent=2) + "\n")
+            write_json(out_json, summary)
         sb3 = np.array(summary["sb3_returns"])
         summary.update(sb3_return_mean=round(float(sb3.mean()), 1),
                        sb3_return_std_over_seeds=round(float(sb3.std()), 1))
@@ -380,7 +386,7 @@ def main(argv=None) -> int:
     summary.update(compare(summary))
     if {"learn", "sb3-learn"} & set(phases):
         print_returns(summary)
-    out_json.write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(out_json, summary)
     print(f"wrote {out_json}")
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k not in ("curve", "config", "sb3_learn_runs")}))
