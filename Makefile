@@ -26,7 +26,8 @@ test: venv system firmware natmods emulated
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# After `system`: on a minimal Debian, python3's venv module comes from there.
+$(VENV)/.installed: pyproject.toml | system
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco]'
@@ -38,7 +39,7 @@ compare: venv
 	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,compare]'
 
 system:
-	device/port/setup_system.sh
+	PYTHON=$(PYTHON) device/port/setup_system.sh
 
 micropython:
 	device/port/fetch_micropython.sh

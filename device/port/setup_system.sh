@@ -1,17 +1,36 @@
 #!/bin/sh
-# Install the Debian packages the firmware builds and emulated boards need,
-# skipping the install when everything is already present.
+# Install every Debian package `make demo` and `make test` need, on a minimal
+# Debian (bookworm or later) that has only python3 and make: the host compiler
+# and Python's venv for the virtual environment, the cross compilers and QEMU for
+# the boards, cmake for the CMake home of the user C modules, valgrind for the
+# kernel fuzz test. Skips the install when everything is already present.
 set -eu
-pkgs="gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
+pkgs="gcc libc6-dev make cmake pkg-config libffi-dev xz-utils ca-certificates
+gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
 gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
-qemu-system-arm qemu-system-misc libffi-dev pkg-config valgrind xz-utils"
+qemu-system-arm qemu-system-misc valgrind"
+# Debian's python3 ships venv and ensurepip in separate packages; a python3 that
+# already has both (pyenv, a distribution build) needs neither.
+python=${PYTHON:-python3}
+if ! "$python" -c 'import ensurepip, venv' 2>/dev/null; then
+    pkgs="$pkgs python3-venv"
+fi
+if ! "$python" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+    pkgs="$pkgs python3-dev"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+        echo "setup_system: need root or sudo to install:$missing" >&2
+        exit 1
+    }
+    sudo="sudo"
+fi
 echo "setup_system: installing$missing" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
