@@ -1,0 +1,133 @@
+"""One way to write a host file: atomically, and only over a regular file the user meant.
+
+Every writer (checkpoints, a run's config/metrics/summary/curve, bench output,
+exported policies) goes through `atomic_write` or `atomic_open`:
+
+- the data goes to a temporary file in the target's directory, is fsync'd, and
+  is then os.replace()d over the target, so a kill at any moment leaves either
+  the old file or the new one, never half of each;
+- the target must be a regular file or not exist yet. Devices, FIFOs, sockets,
+  directories and anything the kernel will not let us create a file beside
+  (/proc, /sys) are refused with a UserError, as are an empty path and a
+  missing parent directory (a typo there should not create directories);
+- a symlink to an existing regular file is written through: the file it points
+  to is replaced and the link stays. A symlink to anything else (a device, a
+  directory, nothing at all) is refused;
+- `protected` paths (e.g. a run's own checkpoint when exporting from it) are
+  refused under any name: relative, through symlinks or as a hard link.
+"""
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from neuromotor.errors import UserError
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def check_target(path, protected=()) -> Path:
+    """The file that writing `path` would replace (symlinks resolved), or a UserError saying why not.
+
+    Call it before long work whose result goes to `path`, so a bad path fails first.
+    """
+    if path is None or os.fspath(path) == "":
+        raise UserError("output path is empty")
+    given = Path(path)
+    target = Path(os.path.realpath(given))
+    if given.is_symlink():
+        if not target.exists():
+            raise UserError(f"{given} is a symlink to {target}, which does not exist; "
+                            "give the real path to create a new file")
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise UserError(f"cannot write {given}: {_first_non_dir(given)} is not a directory") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {given}: {exc.strerror}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError(f"cannot write {given}: it is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"cannot write {given}: {target} is not a regular file")
+        for p in protected:
+            try:
+                if _same_file(st, os.stat(p)):
+                    raise UserError(f"refusing to write {given}: it would overwrite {p}")
+            except OSError:
+                pass
+        if not os.access(target, os.W_OK):
+            raise UserError(f"cannot write {given}: permission denied")
+    else:
+        real_protected = {os.path.realpath(p) for p in protected}
+        if str(target) in real_protected:
+            raise UserError(f"refusing to write {given}: it is a file this run needs")
+    parent = target.parent
+    if not parent.exists():
+        raise UserError(f"cannot write {given}: directory {given.parent} does not exist")
+    if not parent.is_dir():
+        raise UserError(f"cannot write {given}: {_first_non_dir(given)} is not a directory")
+    return target
+
+
+def _first_non_dir(path: Path) -> Path:
+    for p in reversed(path.parents):
+        if p.exists() and not p.is_dir():
+            return p
+    return path.parent
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode: str = "wb", protected=()):
+    """A file object whose contents replace `path` when the block ends without an exception."""
+    target = check_target(path, protected)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        try:
+            mode_bits = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode_bits = 0o666 & ~umask
+        os.fchmod(fd, mode_bits)
+        with os.fdopen(fd, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        tmp = None
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The rename itself is only durable once the directory entry is on disk.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path, data, protected=()) -> Path:
+    """Replace `path` with `data` (bytes, or str written as UTF-8); returns the path as given."""
+    if isinstance(data, str):
+        data = data.encode()
+    with atomic_open(path, "wb", protected) as f:
+        f.write(data)
+    return Path(path)
