@@ -74,6 +74,8 @@ def _resumed_run(args):
     if args.env or args.preset or args.config or args.set or args.seed is not None or args.seeds or args.run_dir or args.envs:
         raise UserError("--resume continues a run with its own config; only --steps may change")
     run_dir = args.resume
+    from neuromotor.ondevice.rundir import refuse_resume
+    refuse_resume(run_dir)  # its critics and replay stayed on the board
     cfg, algo = runs.load(run_dir)
     if args.steps is not None:
         cfg["run"].steps = args.steps

@@ -5,8 +5,10 @@ summary.json, learning_curve.png), so `eval`, `export` and `hil` read it through
 `runs.load_policy_spec` like any other run, plus:
   policy.nmp       the policy file exactly as the board wrote it (CRC checked)
   on_device.json   board, profile, kernels, heap figures and the progress stream
+                   (written when training starts, so an unfinished run is recognised too)
 The checkpoint holds a host TD3 of the same configuration with the board's actor
-(critics and replay are not brought back: they never leave the board).
+(critics and replay are not brought back: they never leave the board), so such a
+run cannot be resumed on the host: `refuse_resume` says so.
 """
 
 import json
@@ -29,6 +31,24 @@ POLICY = "policy.nmp"
 ON_DEVICE = "on_device.json"
 
 
+def is_ondevice_run(run_dir) -> bool:
+    return (Path(run_dir) / ON_DEVICE).is_file()
+
+
+def refuse_resume(run_dir) -> None:
+    """UserError for a run directory made by train-on-device: resuming it on the host would
+    continue from untrained critics and an empty replay buffer."""
+    if is_ondevice_run(run_dir):
+        raise UserError(f"{run_dir} was trained on the board (train-on-device): its critics and replay "
+                        "buffer never left the board, so it cannot be resumed; run train-on-device again")
+
+
+def write_started(run_dir: Path, profile: str, seed: int, steps: int) -> None:
+    """Mark the run directory as on-device before the first step (write_run_dir completes it)."""
+    atomic_write(run_dir / ON_DEVICE, (json.dumps({"profile": profile, "seed": seed, "steps": steps,
+                                                   "progress": []}, indent=2) + "\n").encode())
+
+
 def algo_config(profile: str) -> Config:
     p = PROFILES[profile]
     return Config(actor_hidden=tuple(p["hidden"]), critic_hidden=tuple(p["hidden"]),
@@ -37,9 +57,9 @@ def algo_config(profile: str) -> Config:
 
 def _set_actor(td3, spec) -> None:
     """Write a PolicySpec's layers into agent 0 of a host TD3 (either host MLP layout)."""
-    member = MLP.member(td3.actor_v, 0)
-    if hasattr(td3.actor, "weights_and_biases"):
-        layers = td3.actor.weights_and_biases(member)
+    member = MLP.member(td3.actor.layers, 0)
+    if hasattr(td3.actor.mlp, "weights_and_biases"):
+        layers = td3.actor.mlp.weights_and_biases(member)
     else:
         layers = [(w, b.reshape(-1)) for w, b in member]
     if len(layers) != len(spec.weights):
@@ -47,7 +67,7 @@ def _set_actor(td3, spec) -> None:
     for (w, b), sw, sb in zip(layers, spec.weights, spec.biases):
         w[...] = sw.T
         b[...] = sb
-    td3.actor_t[...] = td3.actor_p
+    td3.actor.target[...] = td3.actor.params
 
 
 def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: int, steps: int,
@@ -86,7 +106,8 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
                                 run_dir / runs.CURVE, f"td3 on pendulum, on the board ({profile})")
     except Exception:  # a plot is a nicety
         pass
-    (run_dir / ON_DEVICE).write_text(json.dumps({**device, "profile": profile, "progress": progress}, indent=2) + "\n")
+    atomic_write(run_dir / ON_DEVICE,
+                 (json.dumps({**device, "profile": profile, "progress": progress}, indent=2) + "\n").encode())
     summary = {
         "steps": steps, "wall_s": device.get("wall_s"), "cpu_s": None,
         "eval_return_mean": float(returns[0].mean()), "eval_return_std": float(returns[0].std()),

@@ -7,7 +7,7 @@ from neuromotor import runs
 from neuromotor.errors import UserError
 from neuromotor.export.policy_file import decode
 from neuromotor.ondevice.client import BoardResetError, TrainClient, upload_trainer
-from neuromotor.ondevice.rundir import PROFILES, write_run_dir
+from neuromotor.ondevice.rundir import PROFILES, write_run_dir, write_started
 
 
 def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, seed: int = 0,
@@ -22,8 +22,8 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
         from neuromotor.paths import runs_dir
         run_dir = runs_dir() / f"pendulum-td3-ondevice-{profile}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     runs.prepare(run_dir, force)
-    for extra in ("policy.nmp", "on_device.json"):
-        (run_dir / extra).unlink(missing_ok=True)
+    (run_dir / "policy.nmp").unlink(missing_ok=True)
+    write_started(run_dir, profile, seed, steps)
     if upload:
         board = upload_trainer(port, log=log)
     else:
