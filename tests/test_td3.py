@@ -17,8 +17,8 @@ SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 def _agent_arrays(algo: TD3, k: int) -> dict:
     """Every parameter of agent k of one (unsharded) TD3 instance."""
     out = {}
-    for name, net, views in (("actor", algo.actor, algo.actor_v), ("actor_t", algo.actor, algo.actor_tv),
-                             ("critic", algo.critic, algo.critic_v), ("critic_t", algo.critic, algo.critic_tv)):
+    for name, views in (("actor", algo.actor.layers), ("actor_t", algo.actor.target_layers),
+                        ("critic", algo.critic.layers), ("critic_t", algo.critic.target_layers)):
         for i, layer in enumerate(MLP.member(views, k)):
             out[f"{name}{i}"] = layer.copy()
     out["replay"] = algo.replay[k].copy()
@@ -58,8 +58,8 @@ def test_seed_alone_equals_seed_inside_a_population():
 
 def test_update_schedule():
     algo = _train([0], 120).local
-    assert algo.critic_opt.t == 70          # one critic update per step from step 50 on
-    assert algo.actor_opt.t == 35           # actor (and targets) every second step
+    assert algo.critic.opt.t == 70          # one critic update per step from step 50 on
+    assert algo.actor.opt.t == 35           # actor (and targets) every second step
     assert algo.replay_size == 120
 
 
@@ -135,8 +135,8 @@ def test_each_critic_learns_from_its_own_minibatch():
     critics = []
     for ix in (idx, other):
         algo.load_state_dict(start)
-        algo._update_critic(algo.replay[0][ix[0]][None], noise)
-        critics.append([layer.copy() for layer in algo.critic_v])
+        algo._update_critics(algo.replay[0][ix[0]][None], noise)
+        critics.append([layer.copy() for layer in algo.critic.layers])
     for a, b in zip(*critics):
         np.testing.assert_array_equal(a[:, 0], b[:, 0])  # critic 1: same minibatch 0
     assert not np.array_equal(critics[0][0][:, 1], critics[1][0][:, 1])  # critic 2: other minibatch
@@ -145,7 +145,7 @@ def test_each_critic_learns_from_its_own_minibatch():
 def test_warmup_actions():
     policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).local
     uniform = _train([1], 40).local
-    a = policy.act_dim
-    assert np.ptp(policy.replay[0, :40, :a]) < np.ptp(uniform.replay[0, :40, :a])  # tanh policy + 0.1 noise
+    act = policy.row.act
+    assert np.ptp(policy.replay[0, :40, act]) < np.ptp(uniform.replay[0, :40, act])  # tanh policy + 0.1 noise
     with pytest.raises(UserError, match="warmup_actions"):
         TD3(Config(warmup_actions="zero"), env_class("pendulum"), [0])

@@ -1,8 +1,8 @@
 """One device TD3 update (nm_td3 + nm_train on the unix MicroPython build) equals the
 host TD3 update (neuromotor.algos.td3) from the same weights, minibatch and noise.
 
-The host seam: TD3._update_critic(batch, target_noise) and TD3._update_actor(batch)
-plus polyak, exactly the calls TD3.advance makes once learning has started.
+The host seam: TD3._update_critics(batch, target_noise) and TD3._update_actor(batch)
+and TD3._update_targets(), exactly the calls TD3.advance makes once learning has started.
 """
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs.pendulum import PendulumVec
-from neuromotor.nn import MLP, polyak
+from neuromotor.nn import MLP
 
 from .conftest import run_mp
 
@@ -29,7 +29,7 @@ def _layers(net, flat, index):
 def _critic_input_perm(td3):
     """Host critic input row for each device input row [s0, s1, s2, a]."""
     o, a = td3.obs_dim, td3.act_dim
-    if td3.row == o + a + 2 + o:          # host critic input [s, a]
+    if td3.row.width == o + a + 2 + o:          # host critic input [s, a]
         return list(range(o + a))
     return [a + i for i in range(o)] + list(range(a))   # host critic input [a, s]
 
@@ -37,7 +37,7 @@ def _critic_input_perm(td3):
 def _host_batch(td3, rows):
     """Replay rows in the device layout [s, a, r, not_done, s'] -> the host's row layout."""
     o, a = td3.obs_dim, td3.act_dim
-    if td3.row == o + a + 2 + o:
+    if td3.row.width == o + a + 2 + o:
         return rows
     one = np.ones((len(rows), 1), np.float32)
     return np.concatenate([rows[:, o:o + a], rows[:, :o], one, rows[:, o + a:o + a + 2], rows[:, o + a + 2:], one], axis=1)
@@ -56,11 +56,11 @@ def _flatten(layers, perm=None):
 def _critic_to_device(td3, flat):
     """Host critic vector (population (1, 2)) -> device [critic 1][critic 2], inputs [s; a]."""
     perm = _critic_input_perm(td3)
-    return np.concatenate([_flatten(_layers(td3.critic, flat, (0, c)), perm) for c in range(2)])
+    return np.concatenate([_flatten(_layers(td3.critic.mlp, flat, (0, c)), perm) for c in range(2)])
 
 
 def _actor_to_device(td3, flat):
-    return _flatten(_layers(td3.actor, flat, 0))
+    return _flatten(_layers(td3.actor.mlp, flat, 0))
 
 
 DEVICE_SCRIPT = """
@@ -93,7 +93,7 @@ def _run(micropython_train, tmp_path, profile, steps, python_kernels=False):
     td3 = TD3(cfg, PendulumVec, [7])
     rng = np.random.default_rng(3)
     # targets differ from the online nets so that every network's role is checked
-    for net, flat, members in ((td3.actor, td3.actor_t, [0]), (td3.critic, td3.critic_t, [(0, 0), (0, 1)])):
+    for net, flat, members in ((td3.actor.mlp, td3.actor.target, [0]), (td3.critic.mlp, td3.critic.target, [(0, 0), (0, 1)])):
         for m in members:
             for w, b in _layers(net, flat, m):  # views: only the weights and biases change
                 w += rng.normal(0, 0.02, w.shape).astype(np.float32)
@@ -109,8 +109,8 @@ def _run(micropython_train, tmp_path, profile, steps, python_kernels=False):
     rows[:, 5] = rng.integers(0, 2, n_rows)  # some terminal rows: not_done matters
     rows[:, 6:] = rng.uniform(-1, 1, (n_rows, o)) * [1, 1, 8]
 
-    files = {"actor.bin": _actor_to_device(td3, td3.actor_p), "actor_t.bin": _actor_to_device(td3, td3.actor_t),
-             "critic.bin": _critic_to_device(td3, td3.critic_p), "critic_t.bin": _critic_to_device(td3, td3.critic_t),
+    files = {"actor.bin": _actor_to_device(td3, td3.actor.params), "actor_t.bin": _actor_to_device(td3, td3.actor.target),
+             "critic.bin": _critic_to_device(td3, td3.critic.params), "critic_t.bin": _critic_to_device(td3, td3.critic.target),
              "replay.bin": rows}
     for k in range(steps):
         idx = rng.integers(0, n_rows, (nb, B)).astype(np.uint32)
@@ -120,11 +120,10 @@ def _run(micropython_train, tmp_path, profile, steps, python_kernels=False):
         files[f"noise{k}.bin"] = noise
         # host: the same calls as TD3.advance
         batch = _host_batch(td3, rows)[idx if nb == 2 else idx[0]][None]
-        td3._update_critic(batch, noise[None] if nb == 2 else noise[0][None])
+        td3._update_critics(batch, noise[None] if nb == 2 else noise[0][None])
         if k % 2 == 0:
             td3._update_actor(batch[:, 0] if nb == 2 else batch)
-            polyak(td3.actor_t, td3.actor_p, cfg.tau, td3._tmp_a)
-            polyak(td3.critic_t, td3.critic_p, cfg.tau, td3._tmp_c)
+            td3._update_targets()
     for name, arr in files.items():
         (tmp_path / name).write_bytes(np.ascontiguousarray(arr).tobytes())
     kern = ", kernels_=nm_td3.PyKernels()" if python_kernels else ""
@@ -145,25 +144,25 @@ def _check(a, b, what):
 def test_device_update_equals_host(micropython_train, tmp_path, profile):
     steps = 3  # actor + critic, critic only, actor + critic again (Adam t = 1, 2, 3)
     td3, get = _run(micropython_train, tmp_path, profile, steps)
-    _check(get("actor"), _actor_to_device(td3, td3.actor_p), "actor after the updates")
-    _check(get("actor_t"), _actor_to_device(td3, td3.actor_t), "target actor")
-    _check(get("critic"), _critic_to_device(td3, td3.critic_p), "twin critics")
-    _check(get("critic_t"), _critic_to_device(td3, td3.critic_t), "target critics")
+    _check(get("actor"), _actor_to_device(td3, td3.actor.params), "actor after the updates")
+    _check(get("actor_t"), _actor_to_device(td3, td3.actor.target), "target actor")
+    _check(get("critic"), _critic_to_device(td3, td3.critic.params), "twin critics")
+    _check(get("critic_t"), _critic_to_device(td3, td3.critic.target), "target critics")
     # Adam moments too (the update is not just close in parameters by accident)
-    _check(get("critic_m"), _critic_to_device(td3, td3.critic_opt.m), "critic Adam m")
-    hv = _critic_to_device(td3, td3.critic_opt.v)
+    _check(get("critic_m"), _critic_to_device(td3, td3.critic.opt.m), "critic Adam m")
+    hv = _critic_to_device(td3, td3.critic.opt.v)
     _check(get("critic_v") / hv.max(), hv / hv.max(), "critic Adam v (relative to its largest entry)")
-    _check(get("actor_m"), _actor_to_device(td3, td3.actor_opt.m), "actor Adam m")
+    _check(get("actor_m"), _actor_to_device(td3, td3.actor.opt.m), "actor Adam m")
     # and the update did move the parameters well beyond the tolerance
     td3_0 = TD3(Config(actor_hidden=PROFILES[profile][0], critic_hidden=PROFILES[profile][0]), PendulumVec, [7])
-    assert np.max(np.abs(get("actor") - _actor_to_device(td3_0, td3_0.actor_p))) > 1e-3
+    assert np.max(np.abs(get("actor") - _actor_to_device(td3_0, td3_0.actor.params))) > 1e-3
 
 
 def test_python_fallback_equals_host(micropython_train, tmp_path):
     """The pure-Python kernels give the same update (tiny custom-size run: they are slow)."""
     td3, get = _run(micropython_train, tmp_path, "small", 1, python_kernels=True)
-    _check(get("actor"), _actor_to_device(td3, td3.actor_p), "actor (python kernels)")
-    _check(get("critic"), _critic_to_device(td3, td3.critic_p), "critics (python kernels)")
+    _check(get("actor"), _actor_to_device(td3, td3.actor.params), "actor (python kernels)")
+    _check(get("critic"), _critic_to_device(td3, td3.critic.params), "critics (python kernels)")
 
 
 def test_natmod_kernels_equal_usermod(micropython_train, tmp_path):

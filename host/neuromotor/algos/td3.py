@@ -17,7 +17,8 @@ gather; the target nets evaluate both critic minibatches in one matmul per layer
 The other differences checked against RLtools: none in initialisation (PyTorch's
 U(+-1/sqrt(fan_in))), noise units, Adam, polyak, observations, rewards or float32.
 RLtools acts with the (untrained) policy plus noise before learning starts; the
-issue's spec asks for uniform random warm-up actions (`warmup_actions`).
+default here is uniform random warm-up actions, as in the TD3 paper and CleanRL
+(`warmup_actions` selects either).
 
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
 the agent's own Generator (exploration noise, warm-up actions, replay indices,
@@ -65,6 +66,50 @@ def _clip(x, bound, out):
     return np.minimum(out, F32(bound), out=out)
 
 
+class Net:
+    """One network family and everything its training touches: the flat online
+    parameters, their target copy, the gradient, the optimiser, and per-layer views
+    of each (see nn.mlp: one flat vector per family, layers are views into it)."""
+
+    def __init__(self, sizes, activations, pop, lr):
+        self.mlp = MLP(sizes, activations, pop=pop)
+        self.params, self.target, self.grad = (self.mlp.zeros() for _ in range(3))
+        self.layers, self.target_layers, self.grad_layers = map(self.mlp.views, (self.params, self.target, self.grad))
+        self.opt = Adam(self.mlp.size, lr=lr)
+        self._tmp = np.empty(self.mlp.size, F32)
+
+    def step(self) -> None:
+        """One Adam step along the gradient of the last backward pass."""
+        self.opt.step(self.params, self.grad)
+
+    def update_target(self, tau: float) -> None:
+        """target <- tau * params + (1 - tau) * target"""
+        polyak(self.target, self.params, tau, self._tmp)
+
+
+class ReplayRow:
+    """Where each field of a transition sits in a replay row, as slices of its last axis.
+
+    A row is [act, obs, 1, reward, not_done, next_obs, 1]. The 1s are the networks'
+    bias inputs (see nn.mlp), so the critic's input [act, obs, 1], the actor's input
+    [obs, 1] and the target actor's input [next_obs, 1] are slices of a sampled
+    minibatch rather than copies of it.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        o, a = obs_dim, act_dim
+        self.act = slice(0, a)
+        self.obs = slice(a, a + o)
+        self.reward = slice(a + o + 1, a + o + 2)
+        self.not_done = slice(a + o + 2, a + o + 3)
+        self.next_obs = slice(a + o + 3, a + 2 * o + 3)
+        self.width = a + 2 * o + 4
+        self.ones = [a + o, self.width - 1]
+        self.critic_input = slice(0, a + o + 1)
+        self.actor_input = slice(a, a + o + 1)
+        self.next_actor_input = slice(a + o + 3, self.width)
+
+
 class TD3:
     Config = Config
 
@@ -81,35 +126,23 @@ class TD3:
         self.rngs = [np.random.default_rng(s) for s in self.seeds]
 
         act = cfg.activation
-        self.actor = MLP([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], pop=(P,))
+        self.actor = Net([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], (P,), cfg.actor_lr)
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
-        self.critic = MLP([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], pop=(P, 2))
-        # Flat parameter vectors (one per optimiser) and their per-layer views.
-        self.actor_p, self.actor_t, self.actor_g = (self.actor.zeros() for _ in range(3))
-        self.critic_p, self.critic_t, self.critic_g = (self.critic.zeros() for _ in range(3))
-        self.actor_v, self.actor_tv, self.actor_gv = map(self.actor.views, (self.actor_p, self.actor_t, self.actor_g))
-        self.critic_v, self.critic_tv, self.critic_gv = map(self.critic.views, (self.critic_p, self.critic_t, self.critic_g))
-        self.q1_v = MLP.member(self.critic_v, (slice(None), 0))  # critic 1 of every agent
+        self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
+                          cfg.critic_lr)
+        self.q1_layers = MLP.member(self.critic.layers, (slice(None), 0))  # critic 1 of every agent
         for k, rng in enumerate(self.rngs):
-            self.actor.init_member(self.actor_v, k, rng)
+            self.actor.mlp.init_member(self.actor.layers, k, rng)
             for c in range(2):
-                self.critic.init_member(self.critic_v, (k, c), rng)
-        self.actor_t[...] = self.actor_p
-        self.critic_t[...] = self.critic_p
-        self.actor_opt = Adam(self.actor.size, lr=cfg.actor_lr)
-        self.critic_opt = Adam(self.critic.size, lr=cfg.critic_lr)
-        self._tmp_a = np.empty(self.actor.size, F32)
-        self._tmp_c = np.empty(self.critic.size, F32)
+                self.critic.mlp.init_member(self.critic.layers, (k, c), rng)
+        self.actor.target[...] = self.actor.params
+        self.critic.target[...] = self.critic.params
 
-        # Replay: one row per transition [a, s, 1, r, not_done, s', 1], agents stacked
-        # (P, capacity). The 1s are the networks' bias inputs (see nn.mlp), so the critic
-        # input [a, s, 1], the actor input [s, 1] and the target actor input [s', 1] are
-        # slices of the sampled batch.
-        self.row = a + o + 1 + 2 + o + 1
-        self.replay = np.zeros((P, cfg.buffer_size, self.row), F32)
-        self.replay[..., a + o] = 1
-        self.replay[..., -1] = 1
-        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row)
+        # Replay: agents stacked (P, capacity, row); the bias inputs are written once here.
+        self.row = ReplayRow(o, a)
+        self.replay = np.zeros((P, cfg.buffer_size, self.row.width), F32)
+        self.replay[..., self.row.ones] = 1
+        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row.width)
         self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None, None]
         self.replay_pos = 0
         self.replay_size = 0
@@ -117,18 +150,19 @@ class TD3:
         # Preallocated inputs and workspaces of the hot path. The target critics' input is
         # copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         B = cfg.batch_size
+        actor, critic = self.actor.mlp, self.critic.mlp
         self._obs1 = np.ones((P, 1, o + 1), F32)               # acting: [s, 1]
         self._x_next = np.empty((P, 2, 2 * B, a + o + 1), F32)  # target critics' input [a', s', 1], both minibatches
         self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critic c's input [a, s, 1] from minibatch c
         self._x_actor = np.empty((P, B, a + o + 1), F32)       # critic 1's input for the actor loss [pi(s), s, 1]
         self._dq = np.empty((P, 2, B, 1), F32)
         self._dq_actor = np.empty((P, B, 1), F32)
-        self._ws_act = self.actor.workspace((P, 1))
-        self._ws_actor = self.actor.workspace((P, B))
-        self._ws_actor2 = self.actor.workspace((P, 2 * B))
-        self._ws_critic = self.critic.workspace((P, 2, B))
-        self._ws_critic2 = self.critic.workspace((P, 2, 2 * B))
-        self._ws_q1 = self.critic.workspace((P, B))
+        self._ws_act = actor.workspace((P, 1))
+        self._ws_actor = actor.workspace((P, B))
+        self._ws_actor2 = actor.workspace((P, 2 * B))
+        self._ws_critic = critic.workspace((P, 2, B))
+        self._ws_critic2 = critic.workspace((P, 2, 2 * B))
+        self._ws_q1 = critic.workspace((P, B))
 
         self.steps = 0
         self._block = None
@@ -150,29 +184,31 @@ class TD3:
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
-        return self.actor.forward(self.actor_v, with_ones(obs.astype(F32))) * self.act_scale + self.act_offset
+        return self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(F32))) * self.act_scale + self.act_offset
 
     def advance(self):
+        """One env step of every agent, then (from learning_starts on) one TD3 update."""
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
         explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
+        # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
         else:
             self._obs1[:, 0, :-1] = self.obs
-            action = self.actor.forward(self.actor_v, self._obs1, self._ws_act)[:, 0]
+            action = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
             action = action + explore * F32(cfg.exploration_noise)
             _clip(action, 1, out=action)
         obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
 
-        o, a = self.obs_dim, self.act_dim
-        row = self.replay[:, self.replay_pos]
-        row[:, :a] = action
-        row[:, a:a + o] = self.obs
-        row[:, a + o + 1] = reward
-        row[:, a + o + 2] = ~terminated
-        row[:, a + o + 3:-1] = next_obs
+        # Store (s, a, r, not_done, s') in the replay ring.
+        f, row = self.row, self.replay[:, self.replay_pos]
+        row[:, f.act] = action
+        row[:, f.obs] = self.obs
+        row[:, f.reward] = reward[:, None]
+        row[:, f.not_done] = ~terminated[:, None]
+        row[:, f.next_obs] = next_obs
         self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
         self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
         self.obs = obs
@@ -180,66 +216,75 @@ class TD3:
         if self.steps >= cfg.learning_starts:
             # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
             batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
-            self._update_critic(batch[:, :2], target_noise)
-            if self.steps % cfg.policy_delay == 0:
+            self._update_critics(batch[:, :2], target_noise)
+            if self.steps % cfg.policy_delay == 0:  # delayed policy updates
                 self._update_actor(batch[:, 2])
-                polyak(self.actor_t, self.actor_p, cfg.tau, self._tmp_a)
-                polyak(self.critic_t, self.critic_p, cfg.tau, self._tmp_c)
+                self._update_targets()
         self.steps += 1
 
     # ----- the TD3 updates -----
-    def _update_critic(self, batch, target_noise):
+    def _update_critics(self, batch, target_noise):
         """batch (P, 2, B, row): critic c learns from minibatch c, its Bellman targets from both
         target critics on that minibatch; target_noise (P, 2, B, a) likewise per minibatch."""
-        cfg, o, a = self.cfg, self.obs_dim, self.act_dim
+        cfg, f, a = self.cfg, self.row, self.act_dim
+        actor, critic = self.actor, self.critic
         P, _, B, _ = batch.shape
-        r, not_done = batch[..., a + o + 1:a + o + 2], batch[..., a + o + 2:a + o + 3]
-        s2 = batch[..., a + o + 3:].reshape(P, 2 * B, o + 1)
+        reward, not_done = batch[..., f.reward], batch[..., f.not_done]
+        next_obs = batch[..., f.next_actor_input].reshape(P, 2 * B, -1)
+
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
-        a2 = self.actor.forward(self.actor_tv, s2, self._ws_actor2)
+        next_act = actor.mlp.forward(actor.target_layers, next_obs, self._ws_actor2)
         noise = target_noise.reshape(P, 2 * B, a) * F32(cfg.policy_noise)
-        a2 += _clip(noise, cfg.noise_clip, out=noise)
-        x2 = self._x_next
-        _clip(a2[:, None], 1, out=x2[..., :a])
-        x2[..., a:] = s2[:, None]
-        # Clipped double Q: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        q2 = self.critic.forward(self.critic_tv, x2, self._ws_critic2)  # (P, 2, 2B, 1)
-        y = np.minimum(q2[:, 0], q2[:, 1]).reshape(P, 2, B, 1)
+        next_act += _clip(noise, cfg.noise_clip, out=noise)
+        x_next = self._x_next
+        _clip(next_act[:, None], 1, out=x_next[..., f.act])
+        x_next[..., f.actor_input] = next_obs[:, None]
+
+        # Clipped double Q-learning: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
+        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, 2B, 1)
+        y = np.minimum(q_next[:, 0], q_next[:, 1]).reshape(P, 2, B, 1)
         y *= not_done
         y *= F32(cfg.gamma)
-        y += r
-        # Critic c regresses on its y: L = mean (Q1 - y1)^2 + mean (Q2 - y2)^2
+        y += reward
+
+        # Critic c regresses on its y: L = mean (Q1(s, a) - y1)^2 + mean (Q2(s, a) - y2)^2
         x = self._x_critic
-        x[...] = batch[..., :a + o + 1]
-        q = self.critic.forward(self.critic_v, x, self._ws_critic)      # (P, 2, B, 1)
+        x[...] = batch[..., f.critic_input]
+        q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
         dq = self._dq
         np.subtract(q, y, out=dq)
         dq *= F32(2.0 / cfg.batch_size)
-        self.critic.backward(self.critic_v, self._ws_critic, dq, self.critic_gv)
-        self.critic_opt.step(self.critic_p, self.critic_g)
+        critic.mlp.backward(critic.layers, self._ws_critic, dq, critic.grad_layers)
+        critic.step()
 
     def _update_actor(self, batch):
-        o, a = self.obs_dim, self.act_dim
-        s = batch[..., a:a + o + 1]
-        # Deterministic policy gradient: maximise Q1(s, pi(s)), i.e. minimise -mean Q1.
+        """batch (P, B, row): deterministic policy gradient, maximise Q1(s, pi(s)), i.e.
+        minimise -mean Q1 (critic 1 only, as in the paper)."""
+        f, actor, critic = self.row, self.actor, self.critic
+        obs = batch[..., f.actor_input]
         x = self._x_actor
-        x[..., a:] = s
-        x[..., :a] = self.actor.forward(self.actor_v, s, self._ws_actor)
-        self.critic.forward(self.q1_v, x, self._ws_q1)
+        x[..., f.actor_input] = obs
+        x[..., f.act] = actor.mlp.forward(actor.layers, obs, self._ws_actor)
+        critic.mlp.forward(self.q1_layers, x, self._ws_q1)
         self._dq_actor.fill(-1.0 / self.cfg.batch_size)
-        dx = self.critic.backward(self.q1_v, self._ws_q1, self._dq_actor, None, need_dx=True)
-        self.actor.backward(self.actor_v, self._ws_actor, dx[..., :a], self.actor_gv)
-        self.actor_opt.step(self.actor_p, self.actor_g)
+        dx = critic.mlp.backward(self.q1_layers, self._ws_q1, self._dq_actor, None, need_dx=True)
+        actor.mlp.backward(actor.layers, self._ws_actor, dx[..., f.act], actor.grad_layers)
+        actor.step()
+
+    def _update_targets(self):
+        """Target networks trail the online ones: theta' <- tau * theta + (1 - tau) * theta'."""
+        self.actor.update_target(self.cfg.tau)
+        self.critic.update_target(self.cfg.tau)
 
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
 
     def policy_spec(self, agent: int) -> PolicySpec:
-        layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
+        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
         return PolicySpec(
             weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
-            activations=self.actor.activations,
+            activations=self.actor.mlp.activations,
             obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
             action_scale=self.act_scale, action_offset=self.act_offset,
             meta={"algo": "td3", "seed": self.seeds[agent], "step": self.steps},
@@ -248,10 +293,10 @@ class TD3:
     def _arrays(self) -> dict:
         """The mutable arrays a checkpoint restores in place."""
         return {
-            "actor": self.actor_p, "actor_target": self.actor_t,
-            "critic": self.critic_p, "critic_target": self.critic_t,
-            "actor_opt_m": self.actor_opt.m, "actor_opt_v": self.actor_opt.v,
-            "critic_opt_m": self.critic_opt.m, "critic_opt_v": self.critic_opt.v,
+            "actor": self.actor.params, "actor_target": self.actor.target,
+            "critic": self.critic.params, "critic_target": self.critic.target,
+            "actor_opt_m": self.actor.opt.m, "actor_opt_v": self.actor.opt.v,
+            "critic_opt_m": self.critic.opt.m, "critic_opt_v": self.critic.opt.v,
             "replay": self.replay, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
@@ -259,7 +304,7 @@ class TD3:
         return {
             **self._arrays(),
             "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
-            "actor_opt_t": np.int64(self.actor_opt.t), "critic_opt_t": np.int64(self.critic_opt.t),
+            "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
             "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
             "rng": self._rng_states(), "rng_block_start": self._block_rng,
             "env_state": self.env.get_state(), "obs": self.obs,
@@ -269,7 +314,7 @@ class TD3:
         for key, arr in self._arrays().items():
             arr[...] = d[key]
         self.steps = int(d["steps"])
-        self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
         self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
         if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
             for r, st in zip(self.rngs, d["rng_block_start"]):
