@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
+from neuromotor.safe_write import atomic_open, atomic_write, check_target
 from neuromotor.serial import BenchClient
 from neuromotor.serial.ports import board_for_port
 
@@ -166,8 +167,11 @@ def plot(results, path: Path):
     # Below the axes: long labels would hide the bars.
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        with atomic_open(path) as f:
+            fig.savefig(f, format="png", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def json_summary(results) -> dict:
@@ -187,11 +191,26 @@ def json_summary(results) -> dict:
 
 def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=DEFAULT_PREDICT_MHZ,
               log=print):
+    out = prepare_out_dir(out_dir)
     results = [bench_port(p, n=n, backends=backends, predict_mhz=predict_mhz, log=log) for p in ports]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     full = {"time": stamp, "results": results}
-    (out / "bench.json").write_text(json.dumps(full, indent=1))
+    atomic_write(out / "bench.json", json.dumps(full, indent=1))
     plot(results, out / "bench.png")
     return results, out
+
+
+def prepare_out_dir(out_dir) -> Path:
+    """The output directory, created and checked before any board time is spent on results."""
+    if out_dir is None or str(out_dir) == "":
+        raise UserError("--out is empty; give a directory for bench.json and bench.png")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create --out directory {out}: {exc.strerror}") from None
+    for name in ("bench.json", "bench.png"):
+        check_target(out / name)
+    return out

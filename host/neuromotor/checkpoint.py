@@ -1,27 +1,23 @@
 """Checkpoints: a flat dict of numpy arrays in one .npz, written atomically.
 
-Written to a temporary file in the same directory, then os.replace()d over the
-old one, so a kill at any moment leaves either the old or the new checkpoint.
+Written through neuromotor.safe_write (a temporary file in the same directory,
+fsync'd, then os.replace()d over the old one), so a kill at any moment leaves
+either the old or the new checkpoint.
 Loaded with allow_pickle=False and checked against the arrays the running code
 expects (names, shapes, dtypes) before anything is touched.
 """
 
-import os
 import zipfile
 
 import numpy as np
 
 from neuromotor.errors import UserError
+from neuromotor.safe_write import atomic_open
 
 
 def save(path, arrays: dict) -> None:
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
+    with atomic_open(path) as f:
         np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def load(path, expected: dict) -> dict:

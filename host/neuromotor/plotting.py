@@ -3,6 +3,8 @@
 import matplotlib
 import numpy as np
 
+from neuromotor.safe_write import atomic_open
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -27,8 +29,11 @@ def learning_curve(metrics: list, path, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        with atomic_open(path) as f:
+            fig.savefig(f, format="png", dpi=100)
+    finally:
+        plt.close(fig)
 
 
 def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
@@ -48,4 +53,5 @@ def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
         fig.canvas.draw()
         frames.append(Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3]).quantize(16))
     plt.close(fig)
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)
+    with atomic_open(path) as f:
+        frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)

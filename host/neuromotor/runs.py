@@ -23,10 +23,13 @@ from neuromotor.errors import UserError
 from neuromotor.parallel import Sharded
 from neuromotor.paths import runs_dir
 from neuromotor.policy import PolicySpec
+from neuromotor.safe_write import atomic_write
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
 OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY)
+# Written into a run by other commands (train-on-device); stale once the run is replaced.
+ADDED_FILES = ("policy.nmp", "on_device.json")
 
 
 def default_name(env: str, algo: str, seeds: list) -> str:
@@ -42,7 +45,7 @@ def prepare(run_dir: Path, force: bool) -> None:
         if not force:
             raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
                             "or --resume to continue it")
-        for name in OWN_FILES:
+        for name in OWN_FILES + ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -50,7 +53,11 @@ def prepare(run_dir: Path, force: bool) -> None:
 def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg) -> None:
     doc = {"env": env, "algo": algo, "seeds": seeds,
            "run": config.to_dict(run_cfg), "algo_config": config.to_dict(algo_cfg)}
-    (run_dir / CONFIG).write_text(json.dumps(doc, indent=2) + "\n")
+    atomic_write(run_dir / CONFIG, json.dumps(doc, indent=2) + "\n")
+
+
+def write_summary(run_dir: Path, summary: dict) -> None:
+    atomic_write(run_dir / SUMMARY, json.dumps(summary, indent=2) + "\n")
 
 
 def read_config(run_dir) -> dict:
@@ -116,9 +123,7 @@ def read_metrics(run_dir) -> list:
 def truncate_metrics(run_dir: Path, step: int) -> None:
     """Keep the records up to `step` (a resumed run redoes what came after its checkpoint)."""
     keep = [r for r in read_metrics(run_dir) if r["step"] <= step]
-    tmp = run_dir / (METRICS + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
-    tmp.replace(run_dir / METRICS)
+    atomic_write(run_dir / METRICS, "".join(json.dumps(r) + "\n" for r in keep))
 
 
 def list_runs(root=None) -> list:

@@ -73,6 +73,13 @@ def check_target(path, protected=()) -> Path:
         raise UserError(f"cannot write {given}: directory {given.parent} does not exist")
     if not parent.is_dir():
         raise UserError(f"cannot write {given}: {_first_non_dir(given)} is not a directory")
+    # Try the temporary file now: /proc, /sys or a read-only mount fail here, not after the work.
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise UserError(f"cannot write {given}: {exc.strerror}") from None
+    os.close(fd)
+    os.unlink(probe)
     return target
 
 

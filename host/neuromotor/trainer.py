@@ -6,7 +6,6 @@ eval_every and at the end; checkpoints when it crosses checkpoint_every and at
 the end.
 """
 
-import json
 import time
 from collections import deque
 from pathlib import Path
@@ -62,7 +61,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
         "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
                     "eval_return_std": float(returns[k].std())} for k, s in enumerate(seeds)],
     }
-    (run_dir / runs.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    runs.write_summary(run_dir, summary)
     return summary
 
 

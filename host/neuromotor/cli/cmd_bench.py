@@ -1,6 +1,9 @@
 """`neuromotor bench --port PORT [--port PORT2 ...]`: inference latency on boards over serial."""
 
 import json
+import math
+
+from neuromotor.errors import UserError
 
 
 def register(sub):
@@ -21,7 +24,12 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.bench import json_summary, run_bench, table
+    from neuromotor.bench import json_summary, prepare_out_dir, run_bench, table
+    if args.n <= 0:
+        raise UserError(f"-n must be positive, got {args.n}")
+    if not math.isfinite(args.predict_mhz) or args.predict_mhz <= 0:
+        raise UserError(f"--predict-mhz must be a positive clock in MHz, got {args.predict_mhz}")
+    prepare_out_dir(args.out)
     from neuromotor.serial.ports import resolve_ports
     ports = resolve_ports(args.port)
     results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,

@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -9,6 +10,7 @@ from neuromotor import runs
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
+from neuromotor.safe_write import check_target
 
 
 def register(sub):
@@ -27,8 +29,10 @@ def register(sub):
 def run(args) -> int:
     if args.episodes <= 0:
         raise UserError(f"--episodes must be positive, got {args.episodes}")
-    if args.render and not args.render.endswith(".gif"):
-        raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")
+    if args.render is not None:
+        if not args.render.endswith(".gif"):
+            raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")
+        check_target(args.render, protected=[Path(args.run_dir) / name for name in runs.OWN_FILES])
     cfg, algo = runs.load(args.run_dir)
     seeds = cfg["seeds"]
     if not 0 <= args.agent < len(seeds):

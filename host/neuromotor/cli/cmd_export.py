@@ -1,8 +1,10 @@
 """`neuromotor export RUN -o policy.nmp` (or `--format c-header -o policy.h`)."""
 
+import os
 from pathlib import Path
 
 from neuromotor.errors import UserError
+from neuromotor.safe_write import check_target
 
 
 def register(subparsers) -> None:
@@ -13,7 +15,9 @@ def register(subparsers) -> None:
         "to the device policy file format (docs/policy-format.md) or to a C header.",
     )
     p.add_argument("run", help="run directory (from `neuromotor train`) or an existing .nmp policy file")
-    p.add_argument("-o", "--output", required=True, help="output path (written atomically)")
+    p.add_argument("-o", "--output", required=True,
+                   help="output path, written atomically; it must be a regular file or new (a symlink to a "
+                   "regular file is written through) and never the source or a run's own files")
     p.add_argument("--format", choices=("nmp", "c-header"), default=None,
                    help="output format (default: c-header for *.h, else nmp)")
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
@@ -35,12 +39,26 @@ def load_spec(source: str, agent: int = 0):
     return load_policy_spec(path, agent=agent)
 
 
+def _protected(source: str, output: str) -> list:
+    """What an export must never replace: its source, and the files of any run directory."""
+    from neuromotor.runs import CONFIG, OWN_FILES
+
+    src = Path(source)
+    paths = [src] if src.is_file() else [src / name for name in OWN_FILES]
+    out_dir = Path(os.path.realpath(output)).parent if output else None
+    if out_dir is not None and (out_dir / CONFIG).is_file():
+        paths += [out_dir / name for name in OWN_FILES]
+    return paths
+
+
 def run(args) -> int:
     from neuromotor.export import write_c_header, write_policy
 
+    # Checked before the (slow) load; the resolved target makes a symlink write through.
+    target = check_target(args.output, protected=_protected(args.run, args.output))
     spec = load_spec(args.run, args.agent)
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")
-    out = (write_c_header if fmt == "c-header" else write_policy)(spec, args.output)
-    print(f"wrote {out} ({fmt}, network {' -> '.join(str(s) for s in spec.sizes)}, "
+    (write_c_header if fmt == "c-header" else write_policy)(spec, target)
+    print(f"wrote {args.output} ({fmt}, network {' -> '.join(str(s) for s in spec.sizes)}, "
           f"{', '.join(spec.activations)})")
     return 0
