@@ -13,14 +13,10 @@ import time
 import numpy as np
 
 from neuromotor.errors import UserError
+from neuromotor.runs import load_spec
 from neuromotor.serial import BenchClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
-
-
-def load_spec(source):
-    from neuromotor.cli.cmd_export import load_spec as _load
-    return _load(str(source))
 
 
 def env_name_for(spec, default="pendulum"):

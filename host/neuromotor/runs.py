@@ -9,7 +9,8 @@
       summary.json        the final result (what `train --json` prints)
 
 `load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
-loads the checkpoint and returns the deployable actor of one agent.
+loads the checkpoint and returns the deployable actor of one agent;
+`load_spec(source)` does that for a run directory or reads a policy file.
 """
 
 import json
@@ -99,6 +100,18 @@ def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
     spec = algo.policy_spec(agent)
     spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
     return spec
+
+
+def load_spec(source, agent: int = 0) -> PolicySpec:
+    """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
+    from neuromotor.export.policy_file import read_policy
+
+    path = Path(source)
+    if path.is_file():
+        return read_policy(path)
+    if not path.is_dir():
+        raise UserError(f"{source}: no such run directory or policy file")
+    return load_policy_spec(path, agent=agent)
 
 
 def append_metrics(run_dir: Path, records: list) -> None:

@@ -3,7 +3,6 @@
 import os
 from pathlib import Path
 
-from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
 
 
@@ -24,21 +23,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def load_spec(source: str, agent: int = 0):
-    from neuromotor.export.policy_file import read_policy
-
-    path = Path(source)
-    if path.is_file():
-        return read_policy(path)
-    if not path.is_dir():
-        raise UserError(f"{source}: no such run directory or policy file")
-    try:
-        from neuromotor.runs import load_policy_spec
-    except ImportError as exc:
-        raise UserError(f"cannot read run directories in this installation ({exc})") from exc
-    return load_policy_spec(path, agent=agent)
-
-
 def _protected(source: str, output: str) -> list:
     """What an export must never replace: its source, and the files of any run directory."""
     from neuromotor.runs import CONFIG, OWN_FILES
@@ -53,6 +37,7 @@ def _protected(source: str, output: str) -> list:
 
 def run(args) -> int:
     from neuromotor.export import write_c_header, write_policy
+    from neuromotor.runs import load_spec
 
     # Checked before the (slow) load; the resolved target makes a symlink write through.
     target = check_target(args.output, protected=_protected(args.run, args.output))

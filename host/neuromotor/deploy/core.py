@@ -110,7 +110,7 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
 
 def export_policy(run_or_file: str) -> tuple:
     """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
-    from neuromotor.cli.cmd_export import load_spec
+    from neuromotor.runs import load_spec
     from neuromotor.export import encode
     p = Path(run_or_file)
     spec = load_spec(run_or_file)      # reads + validates a .nmp too (magic, version, CRC)
