@@ -12,8 +12,8 @@ from pathlib import Path
 
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_open, atomic_write, check_target
-from neuromotor.serial import BenchClient
-from neuromotor.serial.ports import board_for_port
+from neuromotor.link import BenchClient
+from neuromotor.link.ports import board_for_port
 
 DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from neuromotor.errors import UserError
 from neuromotor.runs import load_spec
-from neuromotor.serial import BenchClient
+from neuromotor.link import BenchClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
 

@@ -59,7 +59,7 @@ def test_short_run_on_qemu_m7(m7, tmp_path):
 def test_profile_too_large_is_refused(m7):
     """A profile bigger than the board's free heap is refused before training, with the numbers."""
     from neuromotor.ondevice import TrainClient
-    from neuromotor.serial.client import ServerError
+    from neuromotor.link.client import ServerError
     pool, _ = m7
     board = pool.get("qemu-m7")  # a reset test may have restarted it
     with TrainClient(board.port, timeout=30) as c:

@@ -30,7 +30,7 @@ def run(args):
     if not math.isfinite(args.predict_mhz) or args.predict_mhz <= 0:
         raise UserError(f"--predict-mhz must be a positive clock in MHz, got {args.predict_mhz}")
     prepare_out_dir(args.out)
-    from neuromotor.serial.ports import resolve_ports
+    from neuromotor.link.ports import resolve_ports
     ports = resolve_ports(args.port)
     results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,
                              predict_mhz=args.predict_mhz)

@@ -23,7 +23,7 @@ def register(sub):
 
 def run(args):
     from neuromotor.deploy import deploy
-    from neuromotor.serial.ports import resolve_port
+    from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     print(f"deploy: {args.source} -> {port}")
     res = deploy(port, args.source, dry_run=args.dry_run, policy_dest=args.dest,

@@ -21,7 +21,7 @@ def register(sub):
 
 def run(args):
     from neuromotor.hil import report, run_hil
-    from neuromotor.serial.ports import resolve_port
+    from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,
                   steps=args.steps)

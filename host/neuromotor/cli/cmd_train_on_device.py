@@ -27,7 +27,7 @@ def register(sub):
 
 
 def _resolve_port(port: str) -> str:
-    from neuromotor.serial.ports import resolve_port
+    from neuromotor.link.ports import resolve_port
     return resolve_port(port)
 
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.serial.client import BenchClient, ProtocolError, ServerError
-from neuromotor.serial.protocol import PROTO, BadLine, encode
+from neuromotor.link.client import BenchClient, ProtocolError, ServerError
+from neuromotor.link.protocol import PROTO, BadLine, encode
 
 START_TRAINER = "import nm_td3\nnm_td3.serve()\n"
 RESET_MARKERS = ("soft reboot", "MicroPython v", "MPY: ")
