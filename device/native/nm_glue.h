@@ -149,10 +149,12 @@ static int nm_get_act(mp_obj_t obj) {
     return (int)nm_get_dim(obj, "act", 0, NM_ACT_COUNT - 1);
 }
 
-static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name, nm_arr_t b) {
-    uintptr_t a0 = (uintptr_t)a.buf, a1 = a0 + a.len * sizeof(float);
-    uintptr_t b0 = (uintptr_t)b.buf, b1 = b0 + b.len * sizeof(float);
-    if (a.len && b.len && a0 < b1 && b0 < a1) {
+// Byte ranges [a, a + a_bytes) and [b, b + b_bytes) must not share a byte.
+static void nm_check_disjoint_bytes(const char *a_name, const void *a, size_t a_bytes,
+    const char *b_name, const void *b, size_t b_bytes) {
+    uintptr_t a0 = (uintptr_t)a, a1 = a0 + a_bytes;
+    uintptr_t b0 = (uintptr_t)b, b1 = b0 + b_bytes;
+    if (a_bytes && b_bytes && a0 < b1 && b0 < a1) {
         nm_msg_t m;
         nm_msg_start(&m, a_name);
         nm_msg_str(&m, " must not overlap ");
@@ -161,13 +163,38 @@ static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name
     }
 }
 
+// Float arrays (and 32-bit ones: their elements are as wide).
+static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name, nm_arr_t b) {
+    nm_check_disjoint_bytes(a_name, a.buf, a.len * sizeof(float), b_name, b.buf, b.len * sizeof(float));
+}
+
+static NORETURN void nm_raise_nonfinite(const char *what, size_t i) {
+    nm_msg_t m;
+    nm_msg_start(&m, what);
+    nm_msg_str(&m, "[");
+    nm_msg_uint(&m, i);
+    nm_msg_str(&m, "] is not finite");
+    nm_raise_msg(&mp_type_ValueError, &m);
+}
+
+// "<what>[<i>] is not finite" for the first inf or NaN in x[0..n).
+static void nm_check_finite(const char *what, const float *x, size_t n) {
+    size_t i = nm_first_nonfinite(x, n);
+    if (i < n) {
+        nm_raise_nonfinite(what, i);
+    }
+}
+
 // Validated layout: L, s0..sL, act0..act(L-1) as array('H').
+// buf/n_bytes: the caller's array, for overlap checks (NULL once copied away).
 typedef struct {
     const uint16_t *sizes;
     const uint16_t *acts;
     size_t n_layers;
     size_t net_len;
     size_t scratch_len;
+    const void *buf;
+    size_t n_bytes;
 } nm_layout_t;
 
 static nm_layout_t nm_get_layout(mp_obj_t obj) {
@@ -183,7 +210,7 @@ static nm_layout_t nm_get_layout(mp_obj_t obj) {
     if (a.len != 2 * n + 2) {
         nm_raise_expected("layout", "", 2 * n + 2, " entries for that layer count", a.len);
     }
-    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0 };
+    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, p, a.len * sizeof(uint16_t) };
     for (size_t i = 0; i <= n; i++) {
         if (l.sizes[i] == 0) {
             nm_raise_text("layout", ": layer sizes must be >= 1");
@@ -252,44 +279,120 @@ static mp_obj_t nm_py_dense_batch(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_batch_obj, 6, 6, nm_py_dense_batch);
 
-// mlp(out, x, net, layout, scratch): whole policy forward, see nm_kernels.h.
+/* ---------------------------------------------------------------------------
+ * Whole-policy forward: the buffers of one call and their checks, shared by
+ * mlp() and Forward.
+ */
+typedef struct {
+    nm_arr_t out, x, net, scratch, clamp;
+    int clamped;   // a clamp was given (an empty one is refused, not ignored)
+    int x_written; // x is the copy-in buffer xbuf, not the caller's obs
+} nm_mlp_bufs_t;
+
+// The optional clamp argument (absent or None: no clamp); its length and
+// values are checked in nm_check_mlp.
+static void nm_get_clamp(nm_mlp_bufs_t *b, mp_obj_t obj) {
+    b->clamped = obj != MP_OBJ_NULL && obj != mp_const_none;
+    if (b->clamped) {
+        b->clamp = nm_floats(obj, "clamp", 0);
+    } else {
+        b->clamp.buf = NULL;
+        b->clamp.len = 0;
+    }
+}
+
+/* Lengths against the layout; no buffer that is written (out, scratch, and x
+ * when it is xbuf) overlapping another buffer or the layout, nor clamp
+ * overlapping any buffer; clamp limits finite with lo <= hi. x_name names x in
+ * messages; x's values are not looked at (a list is copied in after this). */
+static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
+    const size_t s_out = l->sizes[l->n_layers];
+    nm_check_len(x_name, l->sizes[0], b->x.len);
+    nm_check_len("out", s_out, b->out.len);
+    nm_check_len("net", l->net_len, b->net.len);
+    nm_check_min_len("scratch", l->scratch_len, b->scratch.len);
+    if (b->clamped) {
+        nm_check_len("clamp", 2 * s_out, b->clamp.len);
+    }
+    nm_check_disjoint("out", b->out, x_name, b->x);
+    nm_check_disjoint("out", b->out, "net", b->net);
+    nm_check_disjoint("scratch", b->scratch, "out", b->out);
+    nm_check_disjoint("scratch", b->scratch, x_name, b->x);
+    nm_check_disjoint("scratch", b->scratch, "net", b->net);
+    if (b->x_written) {
+        nm_check_disjoint(x_name, b->x, "net", b->net);
+    }
+    nm_check_disjoint("clamp", b->clamp, "out", b->out);
+    nm_check_disjoint("clamp", b->clamp, "scratch", b->scratch);
+    nm_check_disjoint("clamp", b->clamp, x_name, b->x);
+    nm_check_disjoint("clamp", b->clamp, "net", b->net);
+    if (l->buf) {
+        nm_check_disjoint_bytes("out", b->out.buf, b->out.len * sizeof(float), "layout", l->buf, l->n_bytes);
+        nm_check_disjoint_bytes("scratch", b->scratch.buf, b->scratch.len * sizeof(float), "layout", l->buf, l->n_bytes);
+        if (b->x_written) {
+            nm_check_disjoint_bytes(x_name, b->x.buf, b->x.len * sizeof(float), "layout", l->buf, l->n_bytes);
+        }
+    }
+    if (b->clamped) {
+        const float *lo = b->clamp.buf, *hi = lo + s_out;
+        nm_check_finite("clamp", lo, 2 * s_out);
+        for (size_t i = 0; i < s_out; i++) {
+            if (!(lo[i] <= hi[i])) {
+                nm_msg_t m;
+                nm_msg_start(&m, "clamp[");
+                nm_msg_uint(&m, i);
+                nm_msg_str(&m, "] (lower limit) is above clamp[");
+                nm_msg_uint(&m, s_out + i);
+                nm_msg_str(&m, "] (upper limit)");
+                nm_raise_msg(&mp_type_ValueError, &m);
+            }
+        }
+    }
+}
+
+// Checked buffers in, action out (clamped when limits were given).
+static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+    if (b->clamped) {
+        nm_clamp(b->out.buf, b->clamp.buf, l->sizes[l->n_layers]);
+    }
+}
+
+// mlp(out, x, net, layout, scratch[, clamp]): whole policy forward, see nm_kernels.h;
+// clamp holds len(out) lower limits then len(out) upper limits.
 static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
-    (void)n_args;
-    nm_arr_t out = nm_floats(args[0], "out", 1);
-    nm_arr_t x = nm_floats(args[1], "x", 0);
-    nm_arr_t net = nm_floats(args[2], "net", 0);
+    nm_mlp_bufs_t b;
+    b.out = nm_floats(args[0], "out", 1);
+    b.x = nm_floats(args[1], "x", 0);
+    b.net = nm_floats(args[2], "net", 0);
     nm_layout_t l = nm_get_layout(args[3]);
-    nm_arr_t scratch = nm_floats(args[4], "scratch", 1);
-    nm_check_len("x", l.sizes[0], x.len);
-    nm_check_len("out", l.sizes[l.n_layers], out.len);
-    nm_check_len("net", l.net_len, net.len);
-    nm_check_min_len("scratch", l.scratch_len, scratch.len);
-    nm_check_disjoint("out", out, "x", x);
-    nm_check_disjoint("out", out, "net", net);
-    nm_check_disjoint("scratch", scratch, "out", out);
-    nm_check_disjoint("scratch", scratch, "x", x);
-    nm_check_disjoint("scratch", scratch, "net", net);
-    nm_mlp(out.buf, x.buf, net.buf, l.sizes, l.acts, l.n_layers, scratch.buf);
+    b.scratch = nm_floats(args[4], "scratch", 1);
+    nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
+    b.x_written = 0;
+    nm_check_mlp(&l, &b, "x");
+    nm_check_finite("obs", b.x.buf, b.x.len);
+    nm_run_mlp(&l, &b);
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 5, nm_py_mlp);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
 
 /* ---------------------------------------------------------------------------
- * Forward(out, net, layout, scratch, xbuf): a callable holding one policy's
- * buffers; f(obs) runs mlp(out, obs, net, layout, scratch) and returns out.
- * obs as array('f') goes straight through; a list or tuple of numbers is
- * copied into xbuf first. Python classes may subclass it (the runtime's
- * native Policy does): calling an instance then reaches this C function
- * without a bytecode frame.
+ * Forward(out, net, layout, scratch, xbuf[, clamp]): a callable holding one
+ * policy's buffers; f(obs) runs mlp(out, obs, net, layout, scratch[, clamp])
+ * and returns out. obs as array('f') goes straight through; a list or tuple
+ * of numbers is copied into xbuf, only once every buffer has passed its
+ * checks (xbuf inside net would otherwise overwrite the weights). Python
+ * classes may subclass it (the runtime's native Policy does): calling an
+ * instance then reaches this C function without a bytecode frame.
  *
  * The layout is validated once and copied in, so mutating the caller's
  * layout array later cannot desynchronise the sizes. Buffers can still be
- * resized or reallocated between calls, so each call re-fetches them and
- * checks typecode, length and overlap against the cached counts.
+ * resized, reallocated or rewritten between calls, so each call re-fetches
+ * them and repeats every check (the clamp limits are a few floats).
  */
 typedef struct {
     mp_obj_base_t base;
-    mp_obj_t out, net, scratch, xbuf;
+    mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
     size_t n_layers, net_len, scratch_len;
     uint16_t sizes[NM_MAX_LAYERS + 1];
     uint16_t acts[NM_MAX_LAYERS];
@@ -305,61 +408,66 @@ typedef struct {
 #define NM_HAS_FLOAT 0
 #endif
 
-// The input: obs itself if it is an array('f'), else obs copied into xbuf.
-static nm_arr_t nm_forward_input(nm_forward_obj_t *self, mp_obj_t obs) {
-    size_t n_in = self->sizes[0];
-    mp_buffer_info_t info;
-    if (mp_get_buffer(obs, &info, MP_BUFFER_READ) && info.typecode == 'f') {
-        nm_arr_t x = { info.buf, info.len / sizeof(float) };
-        nm_check_len("x", n_in, x.len);
-        return x;
-    }
-    #if NM_HAS_FLOAT
-    nm_arr_t xb = nm_floats(self->xbuf, "xbuf", 1);
-    nm_check_len("xbuf", n_in, xb.len);
-    size_t len;
-    mp_obj_t *items;
-    mp_obj_get_array(obs, &len, &items); // TypeError unless tuple or list
-    nm_check_len("obs", n_in, len);
-    for (size_t i = 0; i < len; i++) {
-        ((float *)xb.buf)[i] = nm_obj_get_float(items[i]);
-    }
-    return xb;
-    #else
-    return nm_floats(obs, "obs", 0); // raises TypeError
-    #endif
-}
-
 static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
-    nm_arr_t out = nm_floats(self->out, "out", 1);
-    nm_check_len("out", self->sizes[self->n_layers], out.len);
-    nm_arr_t net = nm_floats(self->net, "net", 0);
-    nm_check_len("net", self->net_len, net.len);
-    nm_arr_t scratch = nm_floats(self->scratch, "scratch", 1);
-    nm_check_min_len("scratch", self->scratch_len, scratch.len);
-    // obs is fetched last: a list is copied into xbuf only once the rest is known good.
-    nm_arr_t x = nm_forward_input(self, obs);
-    nm_check_disjoint("out", out, "x", x);
-    nm_check_disjoint("out", out, "net", net);
-    nm_check_disjoint("scratch", scratch, "out", out);
-    nm_check_disjoint("scratch", scratch, "x", x);
-    nm_check_disjoint("scratch", scratch, "net", net);
-    nm_mlp(out.buf, x.buf, net.buf, self->sizes, self->acts, self->n_layers, scratch.buf);
+    nm_layout_t l = { self->sizes, self->acts, self->n_layers, self->net_len, self->scratch_len, NULL, 0 };
+    nm_mlp_bufs_t b;
+    b.out = nm_floats(self->out, "out", 1);
+    b.net = nm_floats(self->net, "net", 0);
+    b.scratch = nm_floats(self->scratch, "scratch", 1);
+    nm_get_clamp(&b, self->clamp);
+    mp_buffer_info_t info;
+    const int direct = mp_get_buffer(obs, &info, MP_BUFFER_READ) && info.typecode == 'f';
+    b.x_written = !direct;
+    if (direct) {
+        b.x.buf = info.buf;
+        b.x.len = info.len / sizeof(float);
+    } else {
+        #if NM_HAS_FLOAT
+        b.x = nm_floats(self->xbuf, "xbuf", 1);
+        #else
+        b.x = nm_floats(obs, "obs", 0); // raises TypeError
+        #endif
+    }
+    nm_check_mlp(&l, &b, direct ? "x" : "xbuf");
+    if (direct) {
+        nm_check_finite("obs", b.x.buf, b.x.len);
+    } else {
+        size_t len;
+        mp_obj_t *items;
+        mp_obj_get_array(obs, &len, &items); // TypeError unless tuple or list
+        nm_check_len("obs", b.x.len, len);
+        float *xb = b.x.buf;
+        for (size_t i = 0; i < len; i++) {
+            float v = nm_obj_get_float(items[i]);
+            if (!nm_finite(v)) {
+                nm_raise_nonfinite("obs", i);
+            }
+            xb[i] = v;
+        }
+    }
+    nm_run_mlp(&l, &b);
     return self->out;
 }
 
 static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *args) {
-    mp_arg_check_num(n_args, n_kw, 5, 5, false);
-    // Validate the whole set once with mlp()'s checks and messages (this runs it on xbuf).
-    mp_obj_t check[5] = { args[0], args[4], args[1], args[2], args[3] };
-    nm_py_mlp(5, check);
+    mp_arg_check_num(n_args, n_kw, 5, 6, false);
+    // Every check a call makes, once now, so a bad set fails where it was built.
     nm_layout_t l = nm_get_layout(args[2]);
+    nm_mlp_bufs_t b;
+    b.out = nm_floats(args[0], "out", 1);
+    b.net = nm_floats(args[1], "net", 0);
+    b.scratch = nm_floats(args[3], "scratch", 1);
+    b.x = nm_floats(args[4], "xbuf", 1);
+    b.x_written = 1;
+    nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
+    nm_check_mlp(&l, &b, "xbuf");
     nm_forward_obj_t *o = m_malloc(sizeof(nm_forward_obj_t));
     o->base.type = type;
     o->out = args[0];
     o->net = args[1];
     o->scratch = args[3];
     o->xbuf = args[4];
+    o->clamp = n_args > 5 ? args[5] : mp_const_none;
     o->n_layers = l.n_layers;
     o->net_len = l.net_len;
     o->scratch_len = l.scratch_len;
