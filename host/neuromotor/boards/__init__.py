@@ -7,11 +7,11 @@
     boards.detect()                   # [Detected(name, port, kind, ...)]: USB boards + running QEMUs
 """
 
-from .descriptor import (CORE_ARCHS, NATMOD_ARCHS, Board, board_names, list_boards, load_board,
-                         validate_board)
+from .descriptor import CORE_ARCHS, NATMOD_ARCHS, Board, board_names, list_boards, load_board
 from .detect import Detected, detect, emulated_ports, serial_ports, usb_table
 from .emulated import (EmulatedBoard, build_firmware, clean_stale, firmware_path, get, qemu_command,
                        reset, running, stale, start, state_dir, stop)
+from .validate import validate_board
 
 __all__ = [
     "CORE_ARCHS", "NATMOD_ARCHS", "Board", "board_names", "list_boards", "load_board", "validate_board",
