@@ -20,19 +20,12 @@ DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
 
 def board_label(port, info):
     b = board_for_port(port)
-    name = None
-    if b is not None:
-        name = getattr(b, "name", None) or (b.get("name") if isinstance(b, dict) else None)
-    return name or f"{info.get('platform', '?')}@{port}"
+    return b.name if b is not None else f"{info.get('platform', '?')}@{port}"
 
 
 def is_emulated(port, info):
     b = board_for_port(port)
-    if b is not None:
-        kind = getattr(b, "kind", None) or (b.get("kind") if isinstance(b, dict) else None)
-        if kind is not None:
-            return kind == "emulated"
-    return info.get("platform") == "qemu"
+    return b.kind == "emulated" if b is not None else info.get("platform") == "qemu"
 
 
 def emulated_clock(port):

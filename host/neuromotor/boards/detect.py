@@ -1,27 +1,41 @@
-"""Which boards are there: USB serial ports matched by VID:PID, plus running emulated boards."""
+"""Which boards are there: USB serial ports matched by VID:PID, plus running emulated boards.
+
+Both kinds answer to one small protocol, `ConnectedBoard` (name, port, kind), so
+`--port auto`, bench and HIL treat a USB board and a QEMU alike.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .descriptor import list_boards
 from .emulated import running
 
 
-@dataclass
-class Detected:
-    """A board neuromotor can talk to right now."""
+class ConnectedBoard(Protocol):
+    """A board neuromotor can talk to right now: a `UsbBoard` or an `emulated.EmulatedBoard`."""
 
-    name: str               # board name; "a|b" when the VID:PID fits several boards
+    @property
+    def name(self) -> str: ...   # board name; "a|b" when a USB VID:PID fits several boards
+
+    @property
+    def port(self) -> str: ...   # serial device or QEMU's pty
+
+    @property
+    def kind(self) -> str: ...   # "serial" or "emulated"
+
+
+@dataclass
+class UsbBoard:
+    """A USB serial port whose VID:PID belongs to a known board (or any, with all_ports)."""
+
+    name: str
     port: str
-    kind: str               # "serial" or "emulated"
-    usb_id: str = ""        # "vvvv:pppp" for USB serial boards
+    usb_id: str             # "vvvv:pppp"
     description: str = ""
     candidates: list = field(default_factory=list)
-    pid: int | None = None  # QEMU's PID for emulated boards
-
-    def get(self, key, default=None):  # dict-style access
-        return getattr(self, key, default)
+    kind: str = field(default="serial", init=False)
 
 
 def usb_table(boards=None) -> dict:
@@ -33,7 +47,7 @@ def usb_table(boards=None) -> dict:
     return table
 
 
-def serial_ports(all_ports: bool = False, boards=None) -> list:
+def serial_ports(all_ports: bool = False, boards=None) -> list[UsbBoard]:
     """USB serial ports whose VID:PID belongs to a known board (all USB ports with all_ports)."""
     from serial.tools import list_ports
 
@@ -45,18 +59,13 @@ def serial_ports(all_ports: bool = False, boards=None) -> list:
         names = table.get((info.vid, info.pid), [])
         if not names and not all_ports:
             continue
-        out.append(Detected(name="|".join(names) or "unknown", port=info.device, kind="serial",
+        out.append(UsbBoard(name="|".join(names) or "unknown", port=info.device,
                             usb_id=f"{info.vid:04x}:{info.pid:04x}",
                             description=" ".join(x for x in (info.manufacturer, info.product or info.description) if x),
                             candidates=names))
     return out
 
 
-def emulated_ports() -> list:
-    return [Detected(name=b.name, port=b.port, kind="emulated", description=f"QEMU pid {b.pid}",
-                     candidates=[b.name], pid=b.pid) for b in running()]
-
-
-def detect(all_ports: bool = False) -> list:
+def detect(all_ports: bool = False) -> list[ConnectedBoard]:
     """Serial boards (by USB VID:PID) followed by running emulated boards."""
-    return serial_ports(all_ports) + emulated_ports()
+    return [*serial_ports(all_ports), *running()]

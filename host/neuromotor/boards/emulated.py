@@ -60,9 +60,6 @@ class EmulatedBoard:
     def reset(self) -> None:
         reset(self.instance)
 
-    def get(self, key, default=None):  # dict-style access for callers that expect a dict
-        return getattr(self, key, default)
-
 
 def state_dir() -> Path:
     return cache_dir() / "boards"

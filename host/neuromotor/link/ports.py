@@ -5,22 +5,13 @@ their ptys) belongs to neuromotor.boards; this module only turns its answer
 into one port or a clear error.
 """
 
+from neuromotor import boards
 from neuromotor.errors import UserError
 
 
 def detected_ports():
     """[(port, label)] of boards neuromotor.boards can see right now."""
-    try:
-        from neuromotor import boards
-    except ImportError:
-        return []
-    out = []
-    for b in boards.detect():
-        port = getattr(b, "port", None) or (b.get("port") if isinstance(b, dict) else None)
-        name = getattr(b, "name", None) or (b.get("name") if isinstance(b, dict) else None)
-        if port:
-            out.append((port, name or port))
-    return out
+    return [(b.port, b.name) for b in boards.detect()]
 
 
 def resolve_port(port: str) -> str:
@@ -45,14 +36,6 @@ def resolve_ports(ports) -> list:
     return ports
 
 
-def board_for_port(port: str):
-    """The detected board record for a port (None if unknown): tells emulated boards apart."""
-    try:
-        from neuromotor import boards
-    except ImportError:
-        return None
-    for b in boards.detect():
-        p = getattr(b, "port", None) or (b.get("port") if isinstance(b, dict) else None)
-        if p == port:
-            return b
-    return None
+def board_for_port(port: str) -> "boards.ConnectedBoard | None":
+    """The detected board on a port (None if unknown): tells emulated boards apart."""
+    return next((b for b in boards.detect() if b.port == port), None)
