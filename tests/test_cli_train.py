@@ -62,8 +62,8 @@ def test_toml_config_and_set_overrides(tmp_path, cli):
 @pytest.mark.parametrize("args, message", [
     (["cartpole"], "unknown environment 'cartpole'"),
     (["pendulum", "--algo", "sac"], "unknown algorithm 'sac'"),
-    (["pendulum", "--steps", "0"], "steps must be positive"),
-    (["pendulum", "--steps", "-5"], "steps must be positive"),
+    (["pendulum", "--steps", "0"], "steps must be an integer from 1"),
+    (["pendulum", "--steps", "-5"], "steps must be an integer from 1"),
     (["pendulum", "--set", "batch_sise=10"], "unknown setting 'batch_sise'"),
     (["pendulum", "--set", "batch_size=ten"], "batch_size must be a int"),
     (["pendulum", "--seeds", "3-x"], "bad seed list"),

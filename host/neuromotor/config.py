@@ -2,11 +2,14 @@
 
 Both are set from defaults, then a TOML file (`--config f.toml`, flat keys or
 tables [run] / [algo]), then `--set key=value` on the command line. Any key that
-is not a field of either dataclass is an error, as is a value of the wrong type.
+is not a field of either dataclass is an error, as is a value of the wrong type;
+`validate` then checks every field's range (RULES: finite numbers only) before
+anything is written, for new runs and for configs read back from a run directory.
 """
 
 import dataclasses
 import json
+import math
 import sys
 from dataclasses import dataclass
 
@@ -27,28 +30,138 @@ class RunConfig:
     shards: int = 0                 # population shards stepped in parallel processes; 0: one per CPU
 
     def validate(self):
-        if self.steps <= 0:
-            raise UserError(f"steps must be positive, got {self.steps}")
-        for name in ("eval_every", "eval_episodes"):
-            if getattr(self, name) <= 0:
-                raise UserError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.shards < 0:
-            raise UserError(f"shards must be >= 0, got {self.shards}")
-        if self.checkpoint_every < 0:
-            raise UserError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        validate(self)
+
+
+# Rules for every field of RunConfig and of each algorithm's Config, by field name
+# (a name means the same thing in every algorithm). Each rule is (check, what it wants).
+MAX_STEPS = 10**15          # env steps, step intervals: far beyond any run, still exact in float64
+MAX_COUNT = 2**31 - 1       # sizes that become array dimensions
+MAX_LAYER = 65_536          # units in one hidden layer
+MAX_LAYERS = 64
+MAX_SEED = 2**32 - 1        # seeds feed 32-bit RNG seeding on boards too
+MAX_AGENTS = 1_000_000      # a population bigger than this never fits; memory is checked separately
+
+
+def _int(lo, hi):
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
+            f"an integer from {lo} to {hi}")
+
+
+def _float(lo, hi=math.inf, lo_open=False, hi_open=False):
+    def ok(v):
+        return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and (lo < v if lo_open else lo <= v) and (v < hi if hi_open else v <= hi))
+    left, right = "(" if lo_open else "[", ")" if hi_open or hi == math.inf else "]"
+    return ok, f"a finite number in {left}{lo:g}, {hi:g}{right}"
+
+
+def _choice(*options):
+    return (lambda v: v in options), "one of " + ", ".join(options)
+
+
+_BOOL = (lambda v: isinstance(v, bool)), "true or false"
+_HIDDEN = (lambda v: isinstance(v, tuple) and 1 <= len(v) <= MAX_LAYERS
+           and all(isinstance(n, int) and 1 <= n <= MAX_LAYER for n in v),
+           f"1 to {MAX_LAYERS} hidden layer sizes, each from 1 to {MAX_LAYER}")
+_LR = _float(0, lo_open=True)
+
+RULES = {
+    # run
+    "steps": _int(1, MAX_STEPS),
+    "eval_every": _int(1, MAX_STEPS),
+    "eval_episodes": _int(1, MAX_COUNT),
+    "checkpoint_every": _int(0, MAX_STEPS),
+    "shards": _int(0, 4096),
+    # networks
+    "actor_hidden": _HIDDEN,
+    "critic_hidden": _HIDDEN,
+    "activation": _choice("relu", "tanh"),
+    "actor_lr": _LR,
+    "critic_lr": _LR,
+    "gamma": _float(0, 1),
+    # TD3
+    "batch_size": _int(1, MAX_COUNT),
+    "buffer_size": _int(1, MAX_COUNT),
+    "learning_starts": _int(0, MAX_STEPS),
+    "warmup_actions": _choice("uniform", "policy"),
+    "exploration_noise": _float(0),
+    "policy_noise": _float(0),
+    "noise_clip": _float(0),
+    "tau": _float(0, 1, lo_open=True),
+    "policy_delay": _int(1, MAX_COUNT),
+    # PPO
+    "num_envs": _int(1, MAX_COUNT),
+    "num_steps": _int(1, MAX_COUNT),
+    "minibatch_size": _int(1, MAX_COUNT),
+    "epochs": _int(1, MAX_COUNT),
+    "gae_lambda": _float(0, 1),
+    "clip_coef": _float(0, lo_open=True),
+    "ent_coef": _float(0),
+    "init_std": _float(0, lo_open=True),
+    "normalize_advantage": _BOOL,
+    "normalize_obs": _BOOL,
+    "adaptive_lr": _BOOL,
+    "target_kl": _float(0, lo_open=True),
+    "lr_factor": _float(1, lo_open=True),
+    "lr_min": _LR,
+    "lr_max": _LR,
+}
+
+
+def validate(*configs) -> None:
+    """Check every field against RULES, then the rules that tie fields together; UserError on the first bad one."""
+    values = {}
+    for cfg in configs:
+        for f in dataclasses.fields(cfg):
+            value = getattr(cfg, f.name)
+            ok, wants = RULES[f.name]
+            if not ok(value):
+                raise UserError(f"{f.name} must be {wants}, got {value!r}")
+            values[f.name] = value
+    if {"num_envs", "num_steps", "minibatch_size"} <= values.keys():
+        rollout = values["num_envs"] * values["num_steps"]
+        if rollout % values["minibatch_size"]:
+            raise UserError(f"a rollout's num_envs x num_steps ({values['num_envs']} x {values['num_steps']} "
+                            f"= {rollout}) must be a multiple of minibatch_size ({values['minibatch_size']})")
+    if {"lr_min", "lr_max"} <= values.keys() and values["lr_min"] > values["lr_max"]:
+        raise UserError(f"lr_min ({values['lr_min']}) must not exceed lr_max ({values['lr_max']})")
 
 
 def parse_seeds(text: str) -> list:
     """'0-15' -> [0..15]; '0,3,5' -> [0, 3, 5]; mixtures like '0-3,8' work too."""
-    seeds = []
+    bounds = []
     try:
         for part in text.split(","):
             lo, _, hi = part.strip().partition("-")
-            seeds.extend(range(int(lo), int(hi) + 1) if hi else [int(lo)])
+            bounds.append((int(lo), int(hi) if hi else int(lo)))
     except ValueError:
         raise UserError(f"bad seed list {text!r}; use e.g. 0-15 or 0,3,5") from None
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise UserError(f"bad seed list {text!r}: need distinct non-negative seeds")
+    for lo, hi in bounds:
+        if not 0 <= lo <= hi <= MAX_SEED:
+            raise UserError(f"bad seed list {text!r}: seeds are 0 to {MAX_SEED}, ranges go low-high")
+    count = sum(hi - lo + 1 for lo, hi in bounds)
+    if count > MAX_AGENTS:  # checked before the list exists: it alone could exhaust memory
+        raise UserError(f"--seeds {text!r} is {count} agents; at most {MAX_AGENTS} train in one run")
+    seeds = [s for lo, hi in bounds for s in range(lo, hi + 1)]
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"bad seed list {text!r}: need distinct seeds")
+    return seeds
+
+
+def check_seed(seed: int) -> int:
+    if not 0 <= seed <= MAX_SEED:
+        raise UserError(f"--seed must be from 0 to {MAX_SEED}, got {seed}")
+    return seed
+
+
+def check_seeds(seeds) -> list:
+    """A seed list read back from a run: distinct integers from 0 to MAX_SEED, at least one."""
+    if (not isinstance(seeds, list) or not 1 <= len(seeds) <= MAX_AGENTS
+            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED for s in seeds)
+            or len(set(seeds)) != len(seeds)):
+        shown = repr(seeds) if len(repr(seeds)) < 80 else repr(seeds)[:77] + "..."
+        raise UserError(f"seeds must be a list of distinct integers from 0 to {MAX_SEED}, got {shown}")
     return seeds
 
 

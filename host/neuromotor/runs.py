@@ -65,17 +65,30 @@ def read_config(run_dir) -> dict:
     path = Path(run_dir) / CONFIG
     try:
         doc = json.loads(path.read_text())
-        env, algo, seeds = doc["env"], doc["algo"], [int(s) for s in doc["seeds"]]
-        run_settings, algo_settings = doc["run"], doc["algo_config"]
+        env, algo, seeds = doc["env"], doc["algo"], doc["seeds"]
+        run_settings, algo_settings = dict(doc["run"]), dict(doc["algo_config"])
     except FileNotFoundError:
         raise UserError(f"{run_dir} is not a run directory (no {CONFIG})") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path} is corrupted ({exc})") from None
-    algo_cls = algo_class(algo)
-    env_class(env)  # unknown env -> UserError
-    run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
-    config.apply(run_settings, run_cfg)
-    config.apply(algo_settings, algo_cfg)
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a run's config") from None
+    except NotADirectoryError:
+        raise UserError(f"{run_dir} is not a run directory") from None
+    except PermissionError:
+        raise UserError(f"cannot read {path}: permission denied") from None
+    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
+    if not isinstance(env, str) or not isinstance(algo, str):
+        raise UserError(f"{path} is corrupted (env and algo must be names)")
+    try:
+        config.check_seeds(seeds)
+        algo_cls = algo_class(algo)
+        env_class(env)  # unknown env -> UserError
+        run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
+        config.apply(run_settings, run_cfg)
+        config.apply(algo_settings, algo_cfg)
+        config.validate(run_cfg, algo_cfg)
+    except UserError as exc:
+        raise UserError(f"{path}: {exc}") from None
     return {"env": env, "algo": algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
 
 

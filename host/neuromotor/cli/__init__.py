@@ -13,15 +13,22 @@ from neuromotor import __version__
 from neuromotor.errors import UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line, like every other refusal (no usage block)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="neuromotor",
         description="Reinforcement learning for microcontrollers: train on the host, "
         "export, deploy to a MicroPython board, benchmark over serial.",
         epilog="Run `neuromotor <command> --help` for the options of one command.",
     )
     parser.add_argument("--version", action="version", version=f"neuromotor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):
             importlib.import_module(f"{__name__}.{info.name}").register(sub)
@@ -30,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version or a usage error: its status, as a return value
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

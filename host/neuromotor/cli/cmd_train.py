@@ -58,8 +58,11 @@ def _new_run(args):
         run_cfg.steps = args.steps
     if args.shards is not None:
         run_cfg.shards = args.shards
-    run_cfg.validate()
-    seeds = config.parse_seeds(args.seeds) if args.seeds else [0 if args.seed is None else args.seed]
+    config.validate(run_cfg, algo_cfg)
+    if args.seeds is not None:
+        seeds = config.parse_seeds(args.seeds)
+    else:
+        seeds = [config.check_seed(0 if args.seed is None else args.seed)]
     if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
         run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
     cfg = {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
