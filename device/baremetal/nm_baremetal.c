@@ -1,6 +1,6 @@
 /*
  * neuromotor bare-metal timing program: the same kernel header the MicroPython
- * user C module and the natmods compile (device/native/nm_kernels.h), without
+ * user C module and the natmods compile (device/native/include/nm_kernels.h), without
  * MicroPython, on the emulated MPS2 boards (Cortex-M7 AN500, Cortex-M4F AN386).
  *
  * It builds an MLP (NM_SIZES, default 13->64->64->4, ReLU hidden layers) with

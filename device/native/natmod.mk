@@ -21,6 +21,6 @@ CFLAGS_EXTRA += -march=rv32imac -mabi=ilp32
 endif
 
 # natmods have no libc: keep GCC from turning loops into strlen/memset/memcpy calls.
-CFLAGS_EXTRA += -I$(NM_NATIVE_DIR) -ffp-contract=off -fno-tree-loop-distribute-patterns
+CFLAGS_EXTRA += -I$(NM_NATIVE_DIR) -I$(NM_NATIVE_DIR)include -ffp-contract=off -fno-tree-loop-distribute-patterns
 
 include $(MPY_DIR)/py/dynruntime.mk

@@ -33,7 +33,7 @@ cross_armv7emdp := arm-none-eabi-
 cross_rv32imc := riscv64-unknown-elf-
 cross_xtensawin := $(CROSS)
 
-HEADERS := $(wildcard $(REPO)/device/native/*.h) $(REPO)/device/native/natmod.mk $(NATMOD_SRC)/nm_natmod.c $(NATMOD_SRC)/Makefile
+HEADERS := $(wildcard $(REPO)/device/native/*.h $(REPO)/device/native/include/*.h) $(REPO)/device/native/natmod.mk $(NATMOD_SRC)/nm_natmod.c $(NATMOD_SRC)/Makefile
 
 .PHONY: all natmods xtensawin-note
 all natmods: $(foreach a,$(ARCHS),$(OUT)/$(a)/$(MOD).mpy) xtensawin-note

@@ -7,6 +7,7 @@ target_sources(usermod_nm_kernels INTERFACE
 
 target_include_directories(usermod_nm_kernels INTERFACE
     ${CMAKE_CURRENT_LIST_DIR}/..
+    ${CMAKE_CURRENT_LIST_DIR}/../include
 )
 
 # Bit-identical results with the natmod: never let the compiler fuse mul+add.

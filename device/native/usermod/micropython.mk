@@ -4,10 +4,10 @@ NM_USERMOD_DIR := $(USERMOD_DIR)
 NM_NATIVE_DIR := $(realpath $(USERMOD_DIR)/..)
 
 SRC_USERMOD_C += $(NM_USERMOD_DIR)/nm_module.c
-CFLAGS_USERMOD += -I$(NM_NATIVE_DIR) -ffp-contract=off
+CFLAGS_USERMOD += -I$(NM_NATIVE_DIR) -I$(NM_NATIVE_DIR)/include -ffp-contract=off
 
 # The bindings live in headers: regenerate qstrs when they change.
-QSTR_GLOBAL_DEPENDENCIES += $(NM_NATIVE_DIR)/nm_glue.h $(NM_NATIVE_DIR)/nm_kernels.h
+QSTR_GLOBAL_DEPENDENCIES += $(NM_NATIVE_DIR)/nm_glue.h $(NM_NATIVE_DIR)/include/nm_kernels.h
 
 # Ports build with -Os; the kernels want -O3: GCC keeps the block accumulators in
 # s-registers there (13->64->64->4 on the Cortex-M7: -Os 6.4, -O2 6.2, -O3 2.7

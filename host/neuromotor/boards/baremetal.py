@@ -1,6 +1,6 @@
 """The limit to compare with: neuromotor's kernel as a bare-metal program (no MicroPython).
 
-device/baremetal/nm_baremetal.c includes device/native/nm_kernels.h, is built with
+device/baremetal/nm_baremetal.c includes device/native/include/nm_kernels.h, is built with
 Debian's arm-none-eabi-gcc (same CPU flags, -O3 and -ffp-contract=off as the kernels in
 our emulated firmware) and runs on the emulated MPS2 board under QEMU -icount shift=0,
 timed with the same CMSDK timer0 that backs time.ticks_cpu() in the firmware.

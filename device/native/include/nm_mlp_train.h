@@ -1,0 +1,237 @@
+/*
+ * nm_mlp_train.h - training one MLP: sizes, forward over a batch keeping the
+ * activations, backward, Adam, Polyak averaging, export to the inference layout.
+ *
+ * Training layout (differs from the block-4 inference layout):
+ *   network parameters, per layer l (n_in -> n_out):
+ *       W[n_in][n_out] row-major (y = x W + b, as the host's MLP), then b[n_out]
+ *   activations are FEATURE-MAJOR: a batch of B samples of width n is n x B
+ *   floats, row i holding feature i of every sample. Every matrix product of
+ *   the forward and backward pass then reads both operands along contiguous
+ *   rows (nm_gemm_tn for outputs and input gradients, nm_gemm_nt for weight
+ *   gradients), with no transposed copies of the activations.
+ *   tape: the outputs of every layer after activation, layer after layer,
+ *   (s1 + ... + sL) x B floats; forward writes it, backward reads it.
+ *   layout: uint16 L, s0..sL, act0..act(L-1), as nm_kernels.h.
+ */
+#ifndef NM_MLP_TRAIN_H
+#define NM_MLP_TRAIN_H
+
+#include "nm_gemm.h"
+#include "nm_math.h"
+
+// With a compile-time batch size GCC may report impossible iterations of the
+// tail loops (-Waggressive-loop-optimizations); keep that out of -Werror builds.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Sizes (0 on overflow, as nm_kernels.h).
+ */
+
+// Floats of one network's parameters in the training layout.
+static inline int nm_train_net_size(const uint16_t *sizes, size_t n_layers, size_t *out) {
+    size_t total = 0, s;
+    for (size_t l = 0; l < n_layers; l++) {
+        if (!nm_mul_size((size_t)sizes[l] + 1, sizes[l + 1], &s) || !nm_add_size(total, s, &total)) {
+            return 0;
+        }
+    }
+    *out = total;
+    return 1;
+}
+
+// Floats of the tape for a batch: (s1 + ... + sL) x batch.
+static inline int nm_train_tape_size(const uint16_t *sizes, size_t n_layers, size_t batch, size_t *out) {
+    size_t widths = 0;
+    for (size_t l = 1; l <= n_layers; l++) {
+        widths += sizes[l]; // <= 32 * 65535: no overflow
+    }
+    return nm_mul_size(widths, batch, out);
+}
+
+// Scratch floats backward needs: two delta buffers (widest x B) and W^T of
+// the largest layer.
+static inline int nm_train_scratch_size(const uint16_t *sizes, size_t n_layers, size_t batch, size_t *out) {
+    size_t widest = 0, wt = 0;
+    for (size_t l = 0; l <= n_layers; l++) {
+        widest = sizes[l] > widest ? sizes[l] : widest;
+    }
+    for (size_t l = 0; l < n_layers; l++) {
+        size_t w = (size_t)sizes[l] * sizes[l + 1];
+        wt = w > wt ? w : wt;
+    }
+    size_t d;
+    if (!nm_mul_size(2 * widest, batch, &d) || !nm_add_size(d, wt, out)) {
+        return 0;
+    }
+    return 1;
+}
+
+#if defined(__GNUC__)
+typedef int32_t nm_i32a __attribute__((may_alias));
+#else
+typedef int32_t nm_i32a;
+#endif
+
+/* ---------------------------------------------------------------------------
+ * MLP forward over a batch, keeping the activations (tape).
+ *   x: s0 x B (feature-major); tape as described at the top of this file.
+ */
+NM_HOT static inline void nm_train_forward(const float *net, const uint16_t *sizes, const uint16_t *acts,
+    size_t n_layers, const float *x, float *tape, size_t B) {
+    const float *in = x, *w = net;
+    float *out = tape;
+    for (size_t l = 0; l < n_layers; l++) {
+        const size_t n_in = sizes[l], n_out = sizes[l + 1];
+        const float *b = w + n_in * n_out;
+        nm_gemm_tn(out, B, w, n_out, in, B, n_out, B, n_in, 0, b, acts[l] == NM_ACT_RELU);
+        if (acts[l] == NM_ACT_TANH) {
+            nm_activate(out, n_out * B, NM_ACT_TANH);
+        }
+        w = b + n_out;
+        in = out;
+        out += n_out * B;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Backward through the last forward pass (same net, x, tape):
+ *   dy: dL/d(output), sL x B; overwritten.
+ *   grad: dL/dparams in the net's layout (NULL: skip).
+ *   dx: dL/dx, s0 x B (NULL: skip).
+ *   scratch: nm_train_scratch_size floats.
+ */
+NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *sizes, const uint16_t *acts,
+    size_t n_layers, const float *x, const float *tape, float *dy, float *grad, float *dx,
+    float *scratch, size_t B) {
+    size_t widest = 0, offs[NM_MAX_LAYERS + 1], toffs[NM_MAX_LAYERS + 1];
+    offs[0] = 0;
+    toffs[0] = 0;
+    for (size_t l = 0; l <= n_layers; l++) {
+        widest = sizes[l] > widest ? sizes[l] : widest;
+        if (l < n_layers) {
+            offs[l + 1] = offs[l] + ((size_t)sizes[l] + 1) * sizes[l + 1];
+            toffs[l + 1] = toffs[l] + (size_t)sizes[l + 1] * B;
+        }
+    }
+    float *dbuf[2] = { scratch, scratch + widest * B };
+    float *wt = scratch + 2 * widest * B;   // n_out x n_in
+    float *d = dy;
+    for (size_t l = n_layers; l-- > 0;) {
+        const size_t n_in = sizes[l], n_out = sizes[l + 1];
+        const float *y = tape + toffs[l];
+        const float *in = l ? tape + toffs[l - 1] : x;
+        const float *w = net + offs[l];
+        const size_t nd = n_out * B;
+        // through the activation, from its output: relu' = [y > 0], tanh' = 1 - y^2
+        if (acts[l] == NM_ACT_RELU) {
+            // y > 0 as integers (a positive float's bits are a positive int; -0 is not)
+            const nm_i32a *yb = (const nm_i32a *)y;
+            nm_i32a *db = (nm_i32a *)d;
+            size_t i = 0;
+            for (; i + 4 <= nd; i += 4) {
+                const int32_t m0 = yb[i] > 0, m1 = yb[i + 1] > 0, m2 = yb[i + 2] > 0, m3 = yb[i + 3] > 0;
+                db[i] = m0 ? db[i] : 0;
+                db[i + 1] = m1 ? db[i + 1] : 0;
+                db[i + 2] = m2 ? db[i + 2] : 0;
+                db[i + 3] = m3 ? db[i + 3] : 0;
+            }
+            for (; i < nd; i++) {
+                db[i] = yb[i] > 0 ? db[i] : 0;
+            }
+        } else if (acts[l] == NM_ACT_TANH) {
+            for (size_t i = 0; i < nd; i++) {
+                d[i] = d[i] * (1.0f - y[i] * y[i]);
+            }
+        }
+        if (grad) {
+            float *gw = grad + offs[l], *gb = gw + n_in * n_out;
+            nm_gemm_nt(gw, n_out, in, B, d, B, n_in, n_out, B);
+            for (size_t o = 0; o < n_out; o++) {
+                const float *row = d + o * B;
+                float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+                size_t k = 0;
+                for (; k + 4 <= B; k += 4) {
+                    s0 += row[k], s1 += row[k + 1], s2 += row[k + 2], s3 += row[k + 3];
+                }
+                for (; k < B; k++) {
+                    s0 += row[k];
+                }
+                gb[o] = (s0 + s1) + (s2 + s3);
+            }
+        }
+        if (l == 0 && !dx) {
+            break;
+        }
+        float *next = l ? dbuf[(n_layers - l) & 1] : dx;
+        nm_transpose(wt, w, n_in, n_out);
+        nm_gemm_tn(next, B, wt, n_in, d, B, n_in, B, n_out, 0, NULL, 0);
+        d = next;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Optimiser and target networks, elementwise over flat vectors.
+ * Adam (PyTorch's update order, as the host's neuromotor.nn.Adam):
+ *   state = [lr, beta1, beta2, eps, beta1^t, beta2^t] (t advanced here).
+ */
+#define NM_ADAM_STATE 6
+
+static inline void nm_adam(float *p, const float *g, float *m, float *v, size_t n, float *st) {
+    const float lr = st[0], b1 = st[1], b2 = st[2], eps = st[3];
+    st[4] *= b1;
+    st[5] *= b2;
+    const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+    const float lr_t = nm_divf(lr, 1.0f - st[4]);
+    const float s2 = nm_sqrtf(1.0f - st[5]);
+    for (size_t i = 0; i < n; i++) {
+        const float gi = g[i];
+        float mi = m[i] * b1;
+        mi = mi + gi * c1;
+        float vi = v[i] * b2;
+        vi = vi + (gi * gi) * c2;
+        m[i] = mi;
+        v[i] = vi;
+        const float den = nm_divf(nm_sqrtf(vi), s2) + eps;
+        p[i] = p[i] - nm_divf(mi, den) * lr_t;
+    }
+}
+
+// target <- target + tau * (online - target)
+static inline void nm_polyak(float *target, const float *online, size_t n, float tau) {
+    for (size_t i = 0; i < n; i++) {
+        target[i] = target[i] + (online[i] - target[i]) * tau;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Export: the layers of a training-layout net in nm_kernels' block-4 layout
+ * (sum of nm_layer_size floats), i.e. the middle of an mlp() net vector.
+ */
+static inline void nm_train_pack(float *dst, const float *net, const uint16_t *sizes, size_t n_layers) {
+    for (size_t l = 0; l < n_layers; l++) {
+        const size_t n_in = sizes[l], n_out = sizes[l + 1];
+        const float *w = net, *b = net + n_in * n_out;
+        for (size_t k = 0; k < nm_blocks(n_out); k++) {
+            float *blk = dst + k * NM_BLOCK * (n_in + 1);
+            for (size_t r = 0; r < NM_BLOCK; r++) {
+                const size_t row = k * NM_BLOCK + r;
+                blk[r] = row < n_out ? b[row] : 0.0f;
+                for (size_t j = 0; j < n_in; j++) {
+                    blk[NM_BLOCK * (j + 1) + r] = row < n_out ? w[j * n_out + row] : 0.0f;
+                }
+            }
+        }
+        dst += nm_blocks(n_out) * NM_BLOCK * (n_in + 1);
+        net = b + n_out;
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#endif // NM_MLP_TRAIN_H
