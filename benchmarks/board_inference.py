@@ -19,6 +19,7 @@ instructions_per_mac (+ bare-metal figures and overhead_ratio).
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+from benchutil import RESULTS, macs, plt, save_png, write_json
+
 SIZES = (13, 64, 64, 4)
 ACTS = ("relu", "relu", "identity")
 
@@ -46,7 +48,6 @@ def make_policy(path):
 
 def bench_board(name, policy, n, predict_mhz, log):
     from neuromotor.bench import bench_port
-    import os
     from neuromotor import boards
     from neuromotor.deploy import deploy
     instance = f"{name}-bench-{os.getpid()}"
@@ -76,13 +77,12 @@ def main(argv=None):
                     "(default: qemu-m4f,qemu-m7, plus qemu-rv32 when qemu-system-riscv32 exists)")
     ap.add_argument("-n", type=int, default=1000, help="timed inferences per backend (python: n/20)")
     ap.add_argument("--predict-mhz", type=float, default=600.0)
-    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     boards = args.boards.split(",") if args.boards else (
         ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else []))
     log = lambda s: print(s, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
-    macs = sum(SIZES[i] * SIZES[i + 1] for i in range(len(SIZES) - 1))
     tmp = Path(tempfile.mkdtemp(prefix="nm-bench-"))
     policy = tmp / "policy_13_64_64_4.nmp"
     make_policy(policy)
@@ -105,7 +105,7 @@ def main(argv=None):
         results[name] = entry
     shutil.rmtree(tmp, ignore_errors=True)
 
-    lines = [f"13->64->64->4 ReLU policy ({macs} multiply-adds), emulated boards: instruction-count time "
+    lines = [f"13->64->64->4 ReLU policy ({macs(SIZES)} multiply-adds), emulated boards: instruction-count time "
              f"(QEMU -icount shift=0); 'pred' = predicted at {args.predict_mhz:.0f} MHz, 1 instruction/cycle",
              f"{'board':10s} {'backend':12s} {'instr':>10s} {'instr/MAC':>9s} {'pred µs':>9s} {'pred kHz':>9s} "
              f"{'guest p99 µs':>12s} {'vs C':>6s}"]
@@ -121,16 +121,15 @@ def main(argv=None):
                          f"{s['predicted_us']:9.2f} {s['predicted_khz']:9.2f} {s['p99_us']:12.0f} {ratio}")
         for b, why in e["unavailable"].items():
             lines.append(f"{name:10s} {b:12s} unavailable: {why}")
-    lines.append("targets (issue 4, qemu-m7): native <= 2.5 instr/MAC; MicroPython overhead <= 1.15x bare-metal C")
+    lines.append("design goals on qemu-m7: native <= 2.5 instr/MAC; MicroPython overhead <= 1.15x bare-metal C")
     lines.append(f"({time.monotonic() - t0:.0f} s)")
     print("\n".join(lines), file=sys.stderr if args.json else sys.stdout)
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = {"network": "-".join(map(str, SIZES)), "macs": macs, "predict_mhz": args.predict_mhz,
+    summary = {"network": "-".join(map(str, SIZES)), "macs": macs(SIZES), "predict_mhz": args.predict_mhz,
                "clock": "instruction-count time (QEMU -icount shift=0, 1 instruction = 1 ns guest)",
                "boards": results}
-    (out / "board_inference.json").write_text(json.dumps(summary, indent=1))
+    write_json(out / "board_inference.json", summary)
     plot(results, out / "board_inference.png", args.predict_mhz)
     if args.json:
         print(json.dumps(summary))
@@ -138,9 +137,6 @@ def main(argv=None):
 
 
 def plot(results, path, mhz):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     labels, vals = [], []
     for name, e in results.items():
         if e["baremetal"]:
@@ -157,9 +153,7 @@ def plot(results, path, mhz):
     ax.set_yscale("log")
     ax.set_ylabel("instructions per inference (log)")
     ax.set_title(f"13->64->64->4 inference on emulated boards (labels: predicted at {mhz:.0f} MHz)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_png(fig, path, dpi=120)
 
 
 if __name__ == "__main__":

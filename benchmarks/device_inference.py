@@ -28,12 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "host"))
-
-from neuromotor.export import write_policy  # noqa: E402
-from neuromotor.paths import cache_dir  # noqa: E402
-from neuromotor.policy import PolicySpec  # noqa: E402
+from benchutil import RESULTS, macs, write_json
+from neuromotor.export import write_policy
+from neuromotor.paths import cache_dir
+from neuromotor.policy import PolicySpec
 
 NETS = {"13-64-64-4": [13, 64, 64, 4], "3-64-64-1": [3, 64, 64, 1]}
 
@@ -110,10 +108,6 @@ def random_spec(sizes, seed=0):
                       np.ones(sizes[-1], np.float32), np.zeros(sizes[-1], np.float32))
 
 
-def macs(sizes):
-    return sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
-
-
 def numpy_us(spec, repeat):
     """CPython+NumPy, one observation: the same computation written plainly."""
     ws, bs = spec.weights, spec.biases
@@ -169,7 +163,7 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print the results JSON as the last line")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-valgrind", action="store_true")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "device_inference.json"))
+    ap.add_argument("--out", default=str(RESULTS / "device_inference.json"))
     args = ap.parse_args(argv)
 
     binary = Path(os.environ.get("NEUROMOTOR_MICROPYTHON", cache_dir() / "bin" / "micropython"))
@@ -226,12 +220,7 @@ def main(argv=None):
             print(f"{net:12} {backend:14} {r['us_per_inference']:12.3f} {r['ratio_to_numpy']:8.2f} {k_us} {ipm} {kipm}")
     print("us: best of %d runs, wall clock on a shared machine; instr/MAC: callgrind, "
           "call overhead included (API = policy(obs); kernel = nm_kernels.mlp)" % args.repeat)
-    out_path = Path(args.out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = out_path.with_suffix(".json.tmp")
-    tmp_path.write_text(json.dumps(results, indent=2) + "\n")
-    os.replace(tmp_path, out_path)
-    print(f"wrote {out_path}")
+    print(f"wrote {write_json(args.out, results)}")
     if args.json:
         print(json.dumps(results))
 

@@ -28,13 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "host"))
-
-from neuromotor.envs.pendulum import PendulumVec  # noqa: E402
-from neuromotor.export.policy_file import decode  # noqa: E402
-from neuromotor.ondevice.rundir import PROFILES  # noqa: E402
-from neuromotor.paths import cache_dir  # noqa: E402
+from benchutil import RESULTS, macs, write_json
+from neuromotor.envs.pendulum import PendulumVec
+from neuromotor.export.policy_file import decode
+from neuromotor.ondevice.rundir import PROFILES
+from neuromotor.paths import cache_dir
 
 TEENSY_HZ = 600e6
 LEARNING_STARTS = 100
@@ -45,10 +43,9 @@ def macs_per_step(profile):
     p = PROFILES[profile]
     h, B = list(p["hidden"]), p["batch"]
     sa, sc = [3] + h + [1], [4] + h + [1]
-    fa = sum(a * b for a, b in zip(sa, sa[1:]))
-    fc = sum(a * b for a, b in zip(sc, sc[1:]))
-    dx_c_hidden = sum(a * b for a, b in zip(sc[1:], sc[2:]))   # critic input grads, layers >= 1
-    dx_a_hidden = sum(a * b for a, b in zip(sa[1:], sa[2:]))
+    fa, fc = macs(sa), macs(sc)
+    dx_c_hidden = macs(sc[1:])   # critic input grads, layers >= 1
+    dx_a_hidden = macs(sa[1:])
     critic = fa + 2 * fc + 2 * fc + 2 * fc + 2 * dx_c_hidden     # target actor, target critics, fwd, dW, dX
     actor = fa + fc + fc + fa + dx_a_hidden                       # actor fwd, Q1 fwd, Q1 dX, actor dW + dX
     return (critic + actor / 2) * B + fa                          # + acting
@@ -181,10 +178,7 @@ def main(argv=None):
             o = out[p]
             log(f"{p:9} {o['instructions_per_step']:>11.0f} {o['macs_per_step']:>10.0f} {o['instructions_per_mac']:>9.2f} "
                 f"{o['predicted_teensy41_s']:>11.1f} {o['heap_peak_bytes']:>12} {o['heap_budget_bytes']:>9}")
-    res_dir = REPO / "benchmarks" / "results"
-    res_dir.mkdir(exist_ok=True)
-    (res_dir / "device_training.json").write_text(json.dumps({"summary": out, "unix_runs": runs, "qemu": q}, indent=2) + "\n")
-    log(f"wrote {res_dir / 'device_training.json'}")
+    log(f"wrote {write_json(RESULTS / 'device_training.json', {'summary': out, 'unix_runs': runs, 'qemu': q})}")
     print(json.dumps(out))
 
 

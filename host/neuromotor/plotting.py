@@ -28,10 +28,15 @@ def learning_curve(metrics: list, path, title: str) -> None:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    save_png(fig, path)
+
+
+def save_png(fig, path, dpi: int = 100) -> None:
+    """Write a figure atomically (a reader never sees half a PNG) and close it."""
     try:
+        fig.tight_layout()
         with atomic_open(path) as f:
-            fig.savefig(f, format="png", dpi=100)
+            fig.savefig(f, format="png", dpi=dpi)
     finally:
         plt.close(fig)
 
