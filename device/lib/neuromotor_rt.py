@@ -5,6 +5,11 @@
 #   p = Policy.load("policy.nmp", backend="python")
 #   action = p(obs)                        # array('f'), reused between calls
 #
+# A version-2 policy file carries action limits (env units): every backend
+# clamps each action into them, and a NaN action becomes the midpoint of its
+# limits. Observations must be finite (ValueError otherwise). Version-1 files
+# have no limits and are not clamped.
+#
 # The file format is specified in docs/policy-format.md; the host writes it
 # with `neuromotor export`. Backends:
 #   native  our C kernels: the built-in module `nm_kernels` (custom firmware)
@@ -14,7 +19,8 @@
 #   python  plain Python, works everywhere, slow.
 #
 # The native policy subclasses the kernels' C type `Forward`, so p(obs) goes
-# straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch) is the bare call.
+# straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp) is the
+# bare call.
 import struct
 import sys
 from array import array
@@ -32,7 +38,7 @@ try:
 except ImportError:  # pragma: no cover - very small ports
     os = None
 
-FORMAT_VERSION = const(1)
+FORMAT_VERSION = const(2)  # written when there are action limits; version 1 is read too
 MAGIC = b"NMPL"
 HEADER_FIXED = const(16)
 MAX_LAYERS = const(32)
@@ -62,6 +68,10 @@ class ChecksumError(PolicyFileError):
     pass
 
 
+class PolicyValueError(PolicyFileError):
+    """Well-formed file, undeployable numbers: NaN/inf, obs_std <= 0, action low > high."""
+
+
 class BackendUnavailableError(ImportError):
     pass
 
@@ -84,6 +94,47 @@ def net_size(sizes):
 def header_size(n_layers):
     n = HEADER_FIXED + 2 * (n_layers + 1) + n_layers
     return (n + 3) & ~3
+
+
+def _where(sizes, i):
+    """Which parameter float i of a net is (for error messages)."""
+    s0, sl = sizes[0], sizes[-1]
+    for name, n in (("obs_mean", s0), ("obs_std", s0)):
+        if i < n:
+            return "%s[%d]" % (name, i)
+        i -= n
+    for li in range(len(sizes) - 1):
+        n = layer_size(sizes[li], sizes[li + 1])
+        if i < n:
+            return "layer %d float %d" % (li, i)
+        i -= n
+    if i < sl:
+        return "action_scale[%d]" % i
+    return "action_offset[%d]" % (i - sl)
+
+
+def check_values(sizes, net, clamp=None):
+    """Raise PolicyValueError unless every float is finite, obs_std > 0 and low <= high."""
+    if len(net) != net_size(sizes):
+        raise PolicyValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes)))
+    for i in range(len(net)):
+        v = net[i]
+        if v - v != 0.0:  # inf - inf and NaN - NaN are NaN; a finite v gives 0
+            raise PolicyValueError("policy has non-finite values: %s is %r" % (_where(sizes, i), v))
+    s0, sl = sizes[0], sizes[-1]
+    for i in range(s0, 2 * s0):
+        if not net[i] > 0.0:
+            raise PolicyValueError("obs_std must be positive, got %r at index %d" % (net[i], i - s0))
+    if clamp is None:
+        return
+    if len(clamp) != 2 * sl:
+        raise PolicyValueError("clamp has %d floats, %d actions need %d" % (len(clamp), sl, 2 * sl))
+    for i in range(sl):
+        lo, hi = clamp[i], clamp[sl + i]
+        if lo - lo != 0.0 or hi - hi != 0.0:
+            raise PolicyValueError("policy has non-finite values: action limits of dimension %d are %r, %r" % (i, lo, hi))
+        if lo > hi:
+            raise PolicyValueError("action limits of dimension %d: low %r > high %r" % (i, lo, hi))
 
 
 def make_layout(sizes, acts):
@@ -140,8 +191,10 @@ def _read_exact(f, n, what):
 
 
 def read_policy(path):
-    """Validate and load a policy file. Returns (sizes, acts, net) with net an
-    array('f') holding the whole parameter vector (read in place, no copy)."""
+    """Validate and load a policy file. Returns (sizes, acts, net, clamp): net an
+    array('f') holding the kernels' parameter vector (read in place, no copy),
+    clamp an array('f') of the action_dim lower then upper limits, or None for
+    a version-1 file."""
     if sys.byteorder != "little":
         raise PolicyFileError("policy files are little-endian; this board is not")
     with open(path, "rb") as f:
@@ -155,9 +208,9 @@ def read_policy(path):
         if len(head) < HEADER_FIXED:
             raise TruncatedPolicyError("truncated policy file: %d bytes, header needs %d" % (len(head), HEADER_FIXED))
         magic, version, hlen, n_layers, flags, n_floats = struct.unpack("<4sHHHHI", head)
-        if version != FORMAT_VERSION:
+        if not 1 <= version <= FORMAT_VERSION:
             raise UnsupportedVersionError(
-                "policy file format version %d, this runtime reads version %d (re-export with a matching neuromotor)"
+                "policy file format version %d, this runtime reads versions 1 to %d (re-export with a matching neuromotor)"
                 % (version, FORMAT_VERSION))
         if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
             raise PolicyFileError("corrupt policy header: %d layers, header %d bytes, flags %d" % (n_layers, hlen, flags))
@@ -167,40 +220,77 @@ def read_policy(path):
         if total > expected:
             raise PolicyFileError("policy file has %d bytes of trailing data (expected %d bytes)" % (total - expected, expected))
         rest = _read_exact(f, hlen - HEADER_FIXED, "layer table")
-        net = array("f", range(n_floats))  # one allocation of the final size
-        if f.readinto(net) != 4 * n_floats:
+        sizes = list(struct.unpack_from("<%dH" % (n_layers + 1), rest, 0))
+        acts = list(rest[2 * (n_layers + 1):2 * (n_layers + 1) + n_layers])
+        if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
+            raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))
+        n_net, n_clamp = net_size(sizes), (2 * sizes[-1] if version >= 2 else 0)
+        if n_floats != n_net + n_clamp:
+            raise PolicyFileError("corrupt policy header: %d floats for sizes %r (version %d), expected %d"
+                                  % (n_floats, sizes, version, n_net + n_clamp))
+        net = array("f", range(n_net))  # one allocation of the final size
+        if f.readinto(net) != 4 * n_net:
             raise TruncatedPolicyError("truncated policy file: payload ended early")
+        clamp = None
+        if n_clamp:
+            clamp = array("f", range(n_clamp))
+            if f.readinto(clamp) != 4 * n_clamp:
+                raise TruncatedPolicyError("truncated policy file: payload ended early")
         stored = struct.unpack("<I", _read_exact(f, 4, "checksum"))[0]
-    crc = crc32(rest, crc32(head))
-    crc = crc32(net, crc)
+    crc = crc32(net, crc32(rest, crc32(head)))
+    if clamp is not None:
+        crc = crc32(clamp, crc)
     if crc != stored:
         raise ChecksumError("policy file checksum mismatch: stored %08x, computed %08x (file corrupted)" % (stored, crc))
-    sizes = list(struct.unpack_from("<%dH" % (n_layers + 1), rest, 0))
-    acts = list(rest[2 * (n_layers + 1):2 * (n_layers + 1) + n_layers])
-    if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
-        raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))
-    if n_floats != net_size(sizes):
-        raise PolicyFileError("corrupt policy header: %d floats for sizes %r, expected %d" % (n_floats, sizes, net_size(sizes)))
-    return sizes, acts, net
+    check_values(sizes, net, clamp)
+    return sizes, acts, net, clamp
 
 
-def write_policy(path, sizes, acts, net):
-    """Write a policy file (same format as the host's export), atomically."""
+_S_IFMT = const(0xF000)
+_S_IFREG = const(0x8000)
+
+
+def _regular_or_absent(path):
+    try:
+        mode = os.stat(path)[0]
+    except OSError:  # absent: a new file
+        return
+    if mode & _S_IFMT != _S_IFREG:
+        raise ValueError("cannot write %s: not a regular file" % path)
+
+
+def write_policy(path, sizes, acts, net, clamp=None):
+    """Write a policy file (same format as the host's export): version 2 with the
+    action limits clamp (lows then highs), version 1 without. The values are
+    checked first (PolicyValueError); the file goes to path + ".tmp" and is
+    renamed over path, which must be a regular file or absent."""
     n_layers = len(acts)
+    if len(sizes) != n_layers + 1:
+        raise ValueError("%d sizes for %d layers" % (len(sizes), n_layers))
+    check_values(sizes, net, clamp)
+    tmp = path + ".tmp"
+    _regular_or_absent(path)
+    _regular_or_absent(tmp)
     hlen = header_size(n_layers)
-    if len(net) != net_size(sizes):
-        raise ValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes)))
-    head = struct.pack("<4sHHHHI", MAGIC, FORMAT_VERSION, hlen, n_layers, 0, len(net))
+    n_floats = len(net) + (0 if clamp is None else len(clamp))
+    head = struct.pack("<4sHHHHI", MAGIC, 1 if clamp is None else FORMAT_VERSION, hlen, n_layers, 0, n_floats)
     table = struct.pack("<%dH" % (n_layers + 1), *sizes) + bytes(acts)
     table += bytes(hlen - HEADER_FIXED - len(table))
     crc = crc32(net, crc32(table, crc32(head)))
-    tmp = path + ".tmp"
+    if clamp is not None:
+        crc = crc32(clamp, crc)
     with open(tmp, "wb") as f:
         f.write(head)
         f.write(table)
         f.write(net)
+        if clamp is not None:
+            f.write(clamp)
         f.write(struct.pack("<I", crc))
-    os.rename(tmp, path)
+    try:
+        os.rename(tmp, path)
+    except OSError:  # FAT will not rename over an existing file
+        os.remove(path)
+        os.rename(tmp, path)
 
 
 # ---------------------------------------------------------------------------
@@ -232,42 +322,49 @@ class Policy:
 
     name = None
 
-    def __init__(self, sizes, acts, net):
+    def __init__(self, sizes, acts, net, clamp=None):
         self.sizes = sizes
         self.acts = acts
         self.net = net
+        self.clamp = clamp
         self.obs_dim = sizes[0]
         self.act_dim = sizes[-1]
         self.out = array("f", range(sizes[-1]))
         self.backend = self.name
 
     @classmethod
-    def create(cls, sizes, acts, net, backend=None, kernels=None):
+    def create(cls, sizes, acts, net, backend=None, kernels=None, clamp=None):
+        """A policy over an in-memory net (and optional clamp), its values checked first."""
+        check_values(sizes, net, clamp)
+        return cls._create(sizes, acts, net, clamp, backend, kernels)
+
+    @classmethod
+    def _create(cls, sizes, acts, net, clamp, backend, kernels):
         if backend is not None and backend not in BACKENDS:
             raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
         if backend == "native":
             k = _native_module(kernels)
-            return _native_class(k)(sizes, acts, net, k)
+            return _native_class(k)(sizes, acts, net, clamp, k)
         if backend == "ulab":
-            return UlabPolicy(sizes, acts, net)
+            return UlabPolicy(sizes, acts, net, clamp)
         if backend == "python":
-            return PythonPolicy(sizes, acts, net)
+            return PythonPolicy(sizes, acts, net, clamp)
         try:
             k = _native_module()
-            return _native_class(k)(sizes, acts, net, k)
+            return _native_class(k)(sizes, acts, net, clamp, k)
         except BackendUnavailableError:
             pass
         try:
-            return UlabPolicy(sizes, acts, net)
+            return UlabPolicy(sizes, acts, net, clamp)
         except BackendUnavailableError:
             pass
-        return PythonPolicy(sizes, acts, net)
+        return PythonPolicy(sizes, acts, net, clamp)
 
     @classmethod
     def load(cls, path, backend=None, kernels=None):
         """Load and validate a policy file; backend None picks the best available."""
-        sizes, acts, net = read_policy(path)
-        return cls.create(sizes, acts, net, backend, kernels)
+        sizes, acts, net, clamp = read_policy(path)  # values checked there
+        return cls._create(sizes, acts, net, clamp, backend, kernels)
 
     def __repr__(self):
         return "<Policy %s %s backend=%s>" % ("->".join(str(s) for s in self.sizes),
@@ -277,9 +374,9 @@ class Policy:
 class NativePolicy(Policy):
     name = "native"
 
-    def __init__(self, sizes, acts, net, kernels=None):
+    def __init__(self, sizes, acts, net, clamp=None, kernels=None):
         k = _native_module(kernels)
-        Policy.__init__(self, sizes, acts, net)
+        Policy.__init__(self, sizes, acts, net, clamp)
         self.kernels = k
         self.mlp = k.mlp
         self.layout = make_layout(sizes, acts)
@@ -293,7 +390,7 @@ class NativePolicy(Policy):
         # VM_MAX_STATE_ON_STACK would be heap-allocated (and freed) per call.
         if type(obs) is not _array:
             obs = self._copy_in(obs)
-        self.mlp(self.out, obs, self.net, self.layout, self.scratch)
+        self.mlp(self.out, obs, self.net, self.layout, self.scratch, self.clamp)
         return self.out
 
     def _copy_in(self, obs):
@@ -320,9 +417,9 @@ def _native_class(k):
         class NativeForwardPolicy(forward, Policy):
             name = "native"
 
-            def __init__(self, sizes, acts, net, kernels=None):
-                NativePolicy.__init__(self, sizes, acts, net, k)
-                super().__init__(self.out, net, self.layout, self.scratch, self.x)
+            def __init__(self, sizes, acts, net, clamp=None, kernels=None):
+                NativePolicy.__init__(self, sizes, acts, net, clamp, k)
+                super().__init__(self.out, net, self.layout, self.scratch, self.x, clamp)
 
         cls = _native_classes[id(k)] = NativeForwardPolicy
     return cls
@@ -347,9 +444,9 @@ def _ulab_numpy():
 class UlabPolicy(Policy):
     name = "ulab"
 
-    def __init__(self, sizes, acts, net):
+    def __init__(self, sizes, acts, net, clamp=None):
         np = _ulab_numpy()
-        Policy.__init__(self, sizes, acts, net)
+        Policy.__init__(self, sizes, acts, net, clamp)
         self.np = np
         s0, sl = sizes[0], sizes[-1]
         self.mean = np.array(net[0:s0])
@@ -373,18 +470,43 @@ class UlabPolicy(Policy):
 
     def __call__(self, obs):
         np = self.np
-        x = (np.array([float(v) for v in obs]) - self.mean) / self.std
+        x = (np.array(_finite_obs(obs, self.obs_dim)) - self.mean) / self.std
         for w, b, act in self.layers:
             x = np.dot(w, x) + b
             if act == 1:
                 x = np.maximum(x, 0.0)
             elif act == 2:
                 x = np.tanh(x)
-        y = x * self.scale + self.offset
-        out = self.out
-        for i in range(len(out)):
-            out[i] = y[i]
-        return out
+        return _store(self.out, x * self.scale + self.offset, self.clamp)
+
+
+def _finite_obs(obs, n):
+    """obs as a list of n floats; ValueError (as the native kernels) for a non-finite one."""
+    if len(obs) != n:
+        raise ValueError("obs: expected %d floats, got %d" % (n, len(obs)))
+    x = [float(v) for v in obs]
+    for i in range(n):
+        if x[i] - x[i] != 0.0:
+            raise ValueError("obs[%d] is not finite" % i)
+    return x
+
+
+def _store(out, y, clamp):
+    """out[i] = y[i], clamped into [clamp[i], clamp[n + i]] when there are limits; a NaN
+    becomes the midpoint lo/2 + hi/2 (nm_clamp in nm_kernels.h does the same)."""
+    n = len(out)
+    for i in range(n):
+        v = y[i]
+        if clamp is not None:
+            lo, hi = clamp[i], clamp[n + i]
+            if v != v:
+                v = 0.5 * lo + 0.5 * hi
+            elif v < lo:
+                v = lo
+            elif v > hi:
+                v = hi
+        out[i] = v
+    return out
 
 
 def _tanh(v):
@@ -408,13 +530,12 @@ def _tanh(v):
 class PythonPolicy(Policy):
     name = "python"
 
-    def __init__(self, sizes, acts, net):
-        Policy.__init__(self, sizes, acts, net)
-
     def __call__(self, obs):
         net, sizes = self.net, self.sizes
         s0 = sizes[0]
-        x = [(obs[i] - net[i]) / net[s0 + i] for i in range(s0)]
+        x = _finite_obs(obs, s0)
+        for i in range(s0):
+            x[i] = (x[i] - net[i]) / net[s0 + i]
         off = 2 * s0
         for li in range(len(self.acts)):
             n_in, n_out, act = sizes[li], sizes[li + 1], self.acts[li]
@@ -440,10 +561,10 @@ class PythonPolicy(Policy):
                 y = [_tanh(v) for v in y]
             x = y
             off += layer_size(n_in, n_out)
-        out, sl = self.out, sizes[-1]
+        sl = sizes[-1]
         for i in range(sl):
-            out[i] = x[i] * net[off + i] + net[off + sl + i]
-        return out
+            x[i] = x[i] * net[off + i] + net[off + sl + i]
+        return _store(self.out, x, self.clamp)
 
 
 # ---------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 """Helpers for the device tests: run scripts on a MicroPython binary, random policies."""
 
+import dataclasses
+import struct
 import subprocess
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -39,3 +42,22 @@ def random_spec(sizes, seed=0, activations=None) -> PolicySpec:
                       action_scale=(1.0 + rng.random(sizes[-1])).astype(np.float32),
                       action_offset=(0.1 * rng.standard_normal(sizes[-1])).astype(np.float32),
                       meta={"test": "random"})
+
+
+def clamped_spec(sizes=(5, 7, 3), seed=4, gain=20.0) -> PolicySpec:
+    """A policy shaped like PPO's export (identity output, scale 1, offset 0) whose raw
+    actions leave its limits ([-1, 1], last dimension [-0.25, 2]) for most inputs."""
+    spec = random_spec(list(sizes), seed=seed, activations=["tanh"] * (len(sizes) - 2) + ["identity"])
+    a = sizes[-1]
+    return dataclasses.replace(spec, weights=spec.weights[:-1] + [gain * spec.weights[-1]],
+                               action_scale=np.ones(a), action_offset=np.zeros(a),
+                               action_low=np.float32([-1.0] * (a - 1) + [-0.25]),
+                               action_high=np.float32([1.0] * (a - 1) + [2.0]))
+
+
+def patched(data: bytes, index: int, value: float) -> bytes:
+    """A policy file with payload float `index` replaced and its CRC made right again."""
+    hlen = struct.unpack_from("<H", data, 6)[0]
+    body = bytearray(data[:-4])
+    struct.pack_into("<f", body, hlen + 4 * index, value)
+    return bytes(body) + struct.pack("<I", zlib.crc32(body))

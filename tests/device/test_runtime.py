@@ -1,15 +1,19 @@
 """Device runtime on the real unix MicroPython build: every backend against the
 host NumPy reference (PolicySpec.forward), the two native builds against each
-other, policy-file errors, and allocation-free native inference."""
+other, policy-file errors (non-finite values included), action limits applied
+by every backend, and allocation-free native inference."""
 
+import dataclasses
 import os
 
 import numpy as np
 import pytest
 
-from neuromotor.export import write_policy
+from neuromotor.export import encode, write_policy
+from neuromotor.export.policy_file import net_size
+from neuromotor.policy import PolicySpec
 
-from mp_helpers import random_spec, run_script
+from mp_helpers import clamped_spec, patched, random_spec, run_script
 
 NETS = {
     "3-64-64-1": [3, 64, 64, 1],
@@ -54,6 +58,7 @@ print('isa', kernels.isa() if kernels else '-')
 
 
 def run_policy(binary, spec, obs, tmp_path, kind, natmod_dir="", isa="auto", tag=""):
+    """The device's actions for obs (one per row), with the policy written by the host."""
     policy = tmp_path / f"policy{tag}.nmp"
     write_policy(spec, policy)
     obs_path, out_path = tmp_path / f"obs{tag}.f32", tmp_path / f"out-{kind}-{isa}{tag}.f32"
@@ -230,7 +235,7 @@ def test_device_file_errors_are_distinct_and_clear(run_mp, tmp_path):
     lines = dict(zip(names, proc.stdout.splitlines()))
     assert lines["truncated"].startswith("TruncatedPolicyError | truncated policy file")
     assert lines["magic"].startswith("BadMagicError | not a neuromotor policy file: magic b'XXXX'")
-    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads version 1")
+    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads versions 1 to 2")
     assert lines["crc"].startswith("ChecksumError | policy file checksum mismatch")
     assert lines["empty"].startswith("TruncatedPolicyError")
     assert lines["good"].startswith("LOADED")
@@ -244,7 +249,8 @@ def test_device_writes_files_the_host_reads(run_mp, tmp_path):
     write_policy(spec, src)
     run_mp(f"""
 import neuromotor_rt as rt
-s, a, net = rt.read_policy({str(src)!r})
+s, a, net, clamp = rt.read_policy({str(src)!r})
+assert clamp is None
 rt.write_policy({str(dst)!r}, s, a, net)
 """)
     assert dst.read_bytes() == src.read_bytes()
@@ -393,3 +399,139 @@ for bad in ([1, 2], 'abcde', array('d', [0] * 5), array('f', [0] * 6)):
     assert lines[0] == "True True native"
     assert lines[1] == "True"
     assert lines[2:] == ["ValueError", "TypeError", "TypeError", "ValueError"]
+
+
+@pytest.mark.device
+def test_device_refuses_non_finite_and_non_positive_values(run_mp, tmp_path):
+    spec = clamped_spec()
+    s0, sl, n = spec.obs_dim, spec.act_dim, net_size(spec.sizes)
+    good = encode(spec)
+    cases = {
+        "nan-weight": (good, 2 * s0 + 4, float("nan"), "non-finite values: layer 0 float 4 is nan"),
+        "inf-offset": (good, n - sl + 1, float("inf"), "non-finite values: action_offset[1] is inf"),
+        "zero-std": (good, s0 + 2, 0.0, "obs_std must be positive, got 0.0 at index 2"),
+        "negative-std": (good, s0, -1.0, "obs_std must be positive, got -1.0 at index 0"),
+        "nan-low": (good, n, float("nan"), "non-finite values: action limits of dimension 0"),
+        "inverted": (good, n + sl, -5.0, "action limits of dimension 0: low -1.0 > high -5.0"),
+        "v1-inf-mean": (encode(random_spec([3, 8, 1])), 1, float("-inf"), "non-finite values: obs_mean[1] is -inf"),
+    }
+    paths = []
+    for name, (data, index, value, _) in cases.items():
+        paths.append(str(tmp_path / f"{name}.nmp"))
+        (tmp_path / f"{name}.nmp").write_bytes(patched(data, index, value))
+    proc = run_mp(FILE_ERRORS.format(names=paths))
+    for line, (name, (_, _, _, text)) in zip(proc.stdout.splitlines(), cases.items()):
+        kind, message = line.split(" | ")
+        assert kind == "PolicyValueError" and message.startswith(f"policy has {text}" if "non-finite" in text
+                                                                   else text), (name, line)
+    assert len(proc.stdout.splitlines()) == len(cases)
+
+
+CLAMP_BACKENDS = ["usermod", "natmod", "python", "ulab"]
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("kind", CLAMP_BACKENDS)
+def test_ppo_policy_is_clamped_on_every_backend(micropython, natmod_x64_dir, tmp_path, kind):
+    binary = micropython
+    if kind == "ulab":
+        binary = os.environ.get("NEUROMOTOR_MICROPYTHON_ULAB")
+        if not binary:
+            pytest.skip("no ulab-enabled micropython: set NEUROMOTOR_MICROPYTHON_ULAB")
+    spec = clamped_spec()
+    obs = random_obs(spec, n=300)
+    raw = dataclasses.replace(spec, action_low=None, action_high=None).forward(obs)
+    ref = spec(obs)
+    far = (raw < spec.action_low - 1e-3) | (raw > spec.action_high + 1e-3)
+    assert (raw < spec.action_low - 1e-3).any() and (raw > spec.action_high + 1e-3).any()
+    dev, _ = run_policy(binary, spec, obs, tmp_path, kind, natmod_x64_dir)
+    assert np.array_equal(dev[far], ref[far]), "actions beyond the limits must end exactly on them"
+    assert np.all(dev >= spec.action_low) and np.all(dev <= spec.action_high)
+    assert_agrees(dev, ref, f"{kind} clamped")
+
+
+def overflow_spec():
+    """2 -> 2 -> 1, identity: obs (x, x) gives hidden (+big, -big) and output big - big,
+    which is inf - inf = NaN once big overflows the float type."""
+    return PolicySpec([np.float32([[1e10, 1e10], [-1e10, -1e10]]), np.float32([[1, 1]])],
+                      [np.zeros(2), np.zeros(1)], ["identity", "identity"], obs_mean=np.zeros(2),
+                      obs_std=np.ones(2), action_scale=np.ones(1), action_offset=np.zeros(1),
+                      action_low=np.float32([-0.5]), action_high=np.float32([2.0]))
+
+
+@pytest.mark.device
+def test_nan_action_becomes_midpoint_and_non_finite_obs_is_refused(run_mp, natmod_x64_dir, tmp_path):
+    spec = overflow_spec()
+    assert spec(np.float32([3e38, 3e38])).tolist() == [0.75]  # the host reference does the same
+    policy = tmp_path / "p.nmp"
+    write_policy(spec, policy)
+    proc = run_mp(f"""
+import sys
+from array import array
+sys.path.append({str(natmod_x64_dir)!r})
+import neuromotor_rt as rt
+import nm_kernels, nm_kernels_natmod
+# float32 overflows at 3e38 * 1e10; the python backend computes in double here, so it
+# needs 1e300 to reach inf - inf.
+for name, k, big in (('usermod', nm_kernels, 3e38), ('natmod', nm_kernels_natmod, 3e38), ('python', None, 1e300)):
+    p = rt.Policy.load({str(policy)!r}, backend='python' if k is None else 'native', kernels=k)
+    print(name, list(p([big, big])), list(p([1.0, 2.0])))
+    for bad in ([float('nan'), 0.0], array('f', [0.0, float('inf')]), (float('-inf'), 1.0)):
+        try:
+            p(bad)
+            print(name, 'ACCEPTED', bad)
+        except ValueError as e:
+            print(name, 'ValueError', e)
+print('store', list(rt._store(array('f', [9, 9, 9]), [float('nan'), 5.0, -5.0], array('f', [-1, 0, 1, 1, 2, 3]))))
+""")
+    lines = proc.stdout.splitlines()
+    for i, name in enumerate(("usermod", "natmod", "python")):
+        assert lines[4 * i] == f"{name} [0.75] [0.0]"
+        assert lines[4 * i + 1:4 * i + 4] == [f"{name} ValueError obs[0] is not finite",
+                                              f"{name} ValueError obs[1] is not finite",
+                                              f"{name} ValueError obs[0] is not finite"]
+    assert lines[12] == "store [0.0, 2.0, 1.0]"
+
+
+@pytest.mark.device
+def test_device_write_policy_keeps_limits_and_refuses_bad_targets(run_mp, tmp_path):
+    from neuromotor.export import read_policy
+    spec = clamped_spec()
+    src, dst = tmp_path / "src.nmp", tmp_path / "dst.nmp"
+    write_policy(spec, src)
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    proc = run_mp(f"""
+from array import array
+import neuromotor_rt as rt
+s, a, net, clamp = rt.read_policy({str(src)!r})
+print(list(clamp))
+rt.write_policy({str(dst)!r}, s, a, net, clamp)
+for target in ({str(fifo)!r}, {str(folder)!r}):
+    try:
+        rt.write_policy(target, s, a, net, clamp)
+        print('WROTE', target)
+    except ValueError as e:
+        print(type(e).__name__, e)
+bad = array('f', net)
+bad[3] = float('nan')
+for n, c in ((bad, clamp), (net, array('f', [1, 1, 1, 0, 0, 0])), (net, array('f', [0, 0]))):
+    try:
+        rt.write_policy({str(tmp_path / "bad.nmp")!r}, s, a, n, c)
+        print('WROTE bad')
+    except rt.PolicyValueError as e:
+        print('PolicyValueError', e)
+""")
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[-1.0, -1.0, -0.25, 1.0, 1.0, 2.0]"
+    assert dst.read_bytes() == src.read_bytes()
+    back = read_policy(dst)
+    assert np.array_equal(back.action_low, spec.action_low) and np.array_equal(back.action_high, spec.action_high)
+    assert lines[1] == f"ValueError cannot write {fifo}: not a regular file"
+    assert lines[2] == f"ValueError cannot write {folder}: not a regular file"
+    assert lines[3] == "PolicyValueError policy has non-finite values: obs_mean[3] is nan"
+    assert lines[4] == "PolicyValueError action limits of dimension 0: low 1.0 > high 0.0"
+    assert lines[5] == "PolicyValueError clamp has 2 floats, 3 actions need 6"
+    assert os.path.exists(fifo) and not os.path.isfile(fifo) and folder.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst.nmp", "fifo", "folder", "src.nmp"]

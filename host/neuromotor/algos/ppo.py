@@ -323,11 +323,8 @@ class PPO:
         return self.episodes.pop_episode_returns()
 
     def policy_spec(self, agent: int) -> PolicySpec:
-        """The deterministic policy: the Gaussian mean of the normalised observation.
-
-        Actions outside the env's bounds are clipped by the env (MuJoCo's ctrl
-        range) or the runtime, as in training.
-        """
+        """The deterministic policy: the Gaussian mean of the normalised observation,
+        clamped to the env's action bounds as in training (the mean itself is unbounded)."""
         layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
         normalize = self.cfg.normalize_obs
         return PolicySpec(
@@ -336,8 +333,8 @@ class PPO:
             obs_mean=self.obs_mean[agent] if normalize else np.zeros(self.obs_dim),
             obs_std=self._obs_std()[agent] if normalize else np.ones(self.obs_dim),
             action_scale=np.ones(self.act_dim), action_offset=np.zeros(self.act_dim),
-            meta={"algo": "ppo", "seed": self.seeds[agent], "step": self.steps,
-                  "action_low": self.low.tolist(), "action_high": self.high.tolist()},
+            action_low=self.low, action_high=self.high,
+            meta={"algo": "ppo", "seed": self.seeds[agent], "step": self.steps},
         )
 
     def _arrays(self) -> dict:

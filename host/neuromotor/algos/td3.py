@@ -287,6 +287,7 @@ class TD3:
             activations=self.actor.mlp.activations,
             obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
             action_scale=self.act_scale, action_offset=self.act_offset,
+            action_low=self.env.action_low, action_high=self.env.action_high,
             meta={"algo": "td3", "seed": self.seeds[agent], "step": self.steps},
         )
 

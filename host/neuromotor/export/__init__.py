@@ -5,11 +5,13 @@ from neuromotor.export.policy_file import (
     BadMagicError,
     ChecksumError,
     PolicyFormatError,
+    PolicyValueError,
     TruncatedPolicyError,
     UnsupportedVersionError,
     decode,
     encode,
     layout,
+    pack_clamp,
     pack_layer,
     pack_net,
     read_policy,
@@ -18,7 +20,7 @@ from neuromotor.export.policy_file import (
 )
 
 __all__ = [
-    "BadMagicError", "ChecksumError", "PolicyFormatError", "TruncatedPolicyError",
-    "UnsupportedVersionError", "decode", "encode", "layout", "pack_layer", "pack_net",
+    "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
+    "UnsupportedVersionError", "decode", "encode", "layout", "pack_clamp", "pack_layer", "pack_net",
     "read_policy", "render_c_header", "unpack_layer", "write_c_header", "write_policy",
 ]

@@ -1,28 +1,63 @@
 """The policy as a C header for bare-metal users.
 
-The header holds the same parameter vector and shape descriptor as the policy
-file (block-4 layout, see docs/policy-format.md), an example observation with
-the action the host computed for it, and `nm_policy_forward`, which calls
-`nm_mlp` from device/native/nm_kernels.h (copy that header next to it).
+The header holds the same parameter vector, action limits and shape
+descriptor as the policy file (block-4 layout, see docs/policy-format.md), an
+example observation with the action the host computed for it, and
+`nm_policy_forward`, which calls `nm_mlp` and `nm_clamp` from
+device/native/include/nm_kernels.h (copy that header next to it).
 """
 
 import re
 
 import numpy as np
 
-from neuromotor.export.policy_file import atomic_write, layout, pack_net
-from neuromotor.policy import PolicySpec
+from neuromotor.export.policy_file import layout, pack_clamp, pack_net
+from neuromotor.policy import InvalidPolicyError, PolicySpec
+from neuromotor.safe_write import atomic_write
 
 
 def _floats(values, per_line: int = 6) -> str:
+    # Callers pass validated (finite) values only: C has no literal for NaN or inf.
     items = [f"{float(v):.9g}" for v in np.asarray(values, np.float32).ravel()]
-    items = [s if any(c in s for c in ".en") else s + ".0" for s in items]
-    items = [s + "f" if s not in ("inf", "-inf", "nan") else "(0.0f/0.0f)" for s in items]
+    items = [(s if any(c in s for c in ".e") else s + ".0") + "f" for s in items]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     return "    " + ",\n    ".join(lines)
 
 
+def _forward_c(spec: PolicySpec) -> str:
+    mlp = """nm_mlp(action, obs, nm_policy_net, nm_policy_layout + 1,
+            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);"""
+    if not spec.has_limits:
+        return f"""/* Returns 0, or -1 (action untouched) when an observation is NaN or inf. */
+static inline int nm_policy_forward(float *action, const float *obs) {{
+    static float scratch[NM_POLICY_SCRATCH_FLOATS];
+    if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) != NM_POLICY_OBS_DIM) {{
+        return -1;
+    }}
+    {mlp}
+    return 0;
+}}"""
+    return f"""/* Every action ends within nm_policy_clamp, whatever the network computed.
+ * Returns 0, or -1 when an observation is NaN or inf: the action is then the
+ * midpoint of the limits (the actuators' neutral command). */
+static inline int nm_policy_forward(float *action, const float *obs) {{
+    static float scratch[NM_POLICY_SCRATCH_FLOATS];
+    int status = 0;
+    if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) == NM_POLICY_OBS_DIM) {{
+        {mlp}
+    }} else {{
+        for (int i = 0; i < NM_POLICY_ACT_DIM; i++) {{
+            action[i] = 0.5f * nm_policy_clamp[i] + 0.5f * nm_policy_clamp[NM_POLICY_ACT_DIM + i];
+        }}
+        status = -1;
+    }}
+    nm_clamp(action, nm_policy_clamp, NM_POLICY_ACT_DIM);
+    return status;
+}}"""
+
+
 def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_H") -> str:
+    spec.validate()
     net = pack_net(spec)
     lay = layout(spec)
     n_layers = len(spec.weights)
@@ -32,7 +67,17 @@ def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_
         rng = np.random.default_rng(0)
         example_obs = spec.obs_mean + spec.obs_std * rng.standard_normal(spec.obs_dim).astype(np.float32)
     example_obs = np.asarray(example_obs, np.float32)
+    if example_obs.shape != (spec.obs_dim,) or not np.isfinite(example_obs).all():
+        raise InvalidPolicyError(f"example observation must be {spec.obs_dim} finite values")
     example_act = spec.forward(example_obs[None, :])[0]
+    clamp = ""
+    if spec.has_limits:
+        clamp = f"""
+/* action_low[NM_POLICY_ACT_DIM] then action_high[NM_POLICY_ACT_DIM], env units */
+static const float nm_policy_clamp[2 * NM_POLICY_ACT_DIM] = {{
+{_floats(pack_clamp(spec))}
+}};
+"""
     guard = re.sub(r"[^A-Za-z0-9_]", "_", guard).upper()
     meta = ", ".join(f"{k}={v}" for k, v in sorted(spec.meta.items())) or "none"
     acts = ", ".join(spec.activations)
@@ -40,12 +85,13 @@ def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_
  *
  * Network: {' -> '.join(str(s) for s in sizes)} ({acts}); meta: {meta}
  * Same parameters as the .nmp policy file: nm_policy_net is its payload
- * (obs_mean, obs_std, block-4 packed layers, action_scale, action_offset) and
+ * (obs_mean, obs_std, block-4 packed layers, action_scale, action_offset),
+ * nm_policy_clamp its action limits ({"present" if spec.has_limits else "none: a version-1 policy"}) and
  * nm_policy_layout its shape descriptor (L, sizes, activation codes).
  *
- * Use: #include "nm_kernels.h" (device/native/) before this header, then
+ * Use: #include "nm_kernels.h" (device/native/include/) before this header, then
  *     float action[NM_POLICY_ACT_DIM];
- *     nm_policy_forward(action, obs);
+ *     if (nm_policy_forward(action, obs) != 0) {{ ... an observation was NaN or inf ... }}
  * and check it once against nm_policy_example_obs / nm_policy_example_action
  * (computed on the host with NumPy; expect agreement to ~1e-5 relative).
  */
@@ -59,13 +105,14 @@ def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_
 #define NM_POLICY_ACT_DIM {spec.act_dim}
 #define NM_POLICY_NET_FLOATS {net.size}
 #define NM_POLICY_SCRATCH_FLOATS {scratch}
+#define NM_POLICY_CLAMPED {int(spec.has_limits)}
 
 static const uint16_t nm_policy_layout[{len(lay)}] = {{ {", ".join(str(v) for v in lay)} }};
 
 static const float nm_policy_net[NM_POLICY_NET_FLOATS] = {{
 {_floats(net)}
 }};
-
+{clamp}
 static const float nm_policy_example_obs[NM_POLICY_OBS_DIM] = {{
 {_floats(example_obs)}
 }};
@@ -75,16 +122,12 @@ static const float nm_policy_example_action[NM_POLICY_ACT_DIM] = {{
 }};
 
 #ifdef NM_KERNELS_H
-static inline void nm_policy_forward(float *action, const float *obs) {{
-    static float scratch[NM_POLICY_SCRATCH_FLOATS];
-    nm_mlp(action, obs, nm_policy_net, nm_policy_layout + 1,
-        nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);
-}}
+{_forward_c(spec)}
 #endif
 
 #endif /* {guard} */
 """
 
 
-def write_c_header(spec: PolicySpec, path, example_obs=None):
-    return atomic_write(path, render_c_header(spec, example_obs).encode())
+def write_c_header(spec: PolicySpec, path, example_obs=None, protected=()):
+    return atomic_write(path, render_c_header(spec, example_obs), protected)

@@ -5,7 +5,7 @@ device/lib/neuromotor_rt.py. Little-endian throughout:
 
     offset  size        field
     0       4           magic b"NMPL"
-    4       u16         format version (1)
+    4       u16         format version (2; version 1 has no action limits)
     6       u16         header length in bytes (payload offset), multiple of 4
     8       u16         layer count L (1..32)
     10      u16         flags (0)
@@ -13,11 +13,11 @@ device/lib/neuromotor_rt.py. Little-endian throughout:
     16      u16 x L+1   layer sizes s0..sL
     ...     u8 x L      activation codes (0 identity, 1 relu, 2 tanh)
     ...     0..3        zero padding to the header length
-    hlen    f32 x n     payload: obs_mean, obs_std, packed layers, action_scale, action_offset
+    hlen    f32 x n     payload: obs_mean, obs_std, packed layers, action_scale, action_offset,
+                        action_low, action_high (version 2)
     end-4   u32         CRC-32 (zlib) of every byte before it
 """
 
-import os
 import struct
 import zlib
 from pathlib import Path
@@ -25,10 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.errors import UserError
-from neuromotor.policy import ACTIVATIONS, PolicySpec
+from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec
+from neuromotor.safe_write import atomic_write
 
 MAGIC = b"NMPL"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2        # written when the policy has action limits
+VERSIONS = (1, 2)         # read
 HEADER_FIXED = 16
 MAX_LAYERS = 32
 MAX_WIDTH = 65535
@@ -54,6 +56,10 @@ class UnsupportedVersionError(PolicyFormatError):
 
 class ChecksumError(PolicyFormatError):
     pass
+
+
+class PolicyValueError(PolicyFormatError):
+    """Well-formed file, undeployable numbers: NaN/inf, obs_std <= 0, action low > high."""
 
 
 def header_size(n_layers: int) -> int:
@@ -90,11 +96,16 @@ def unpack_layer(flat: np.ndarray, n_in: int, n_out: int):
 
 
 def pack_net(spec: PolicySpec) -> np.ndarray:
-    """The payload: the parameter vector nm_kernels' mlp() takes."""
+    """The parameter vector nm_kernels' mlp() takes (the payload without the limits)."""
     parts = [spec.obs_mean, spec.obs_std]
     parts += [pack_layer(w, b) for w, b in zip(spec.weights, spec.biases)]
     parts += [spec.action_scale, spec.action_offset]
     return np.concatenate([np.asarray(p, np.float32).ravel() for p in parts])
+
+
+def pack_clamp(spec: PolicySpec) -> np.ndarray:
+    """action_low then action_high: the `lo_hi` vector nm_clamp takes."""
+    return np.concatenate([spec.action_low, spec.action_high]).astype(np.float32)
 
 
 def layout(spec: PolicySpec) -> list:
@@ -103,6 +114,9 @@ def layout(spec: PolicySpec) -> list:
 
 
 def encode(spec: PolicySpec) -> bytes:
+    """The file's bytes: version 2 with the spec's action limits, version 1 for a spec
+    without them (one read from a version-1 file)."""
+    spec.validate()  # fields may have been reassigned since construction
     sizes = spec.sizes
     n_layers = len(spec.weights)
     if n_layers > MAX_LAYERS:
@@ -110,8 +124,11 @@ def encode(spec: PolicySpec) -> bytes:
     if max(sizes) > MAX_WIDTH:
         raise PolicyFormatError(f"layer width {max(sizes)} exceeds {MAX_WIDTH}")
     net = pack_net(spec)
+    version = FORMAT_VERSION if spec.has_limits else 1
+    if spec.has_limits:
+        net = np.concatenate([net, pack_clamp(spec)])
     hlen = header_size(n_layers)
-    head = _FIXED.pack(MAGIC, FORMAT_VERSION, hlen, n_layers, 0, net.size)
+    head = _FIXED.pack(MAGIC, version, hlen, n_layers, 0, net.size)
     table = struct.pack(f"<{n_layers + 1}H", *sizes) + bytes(ACTIVATIONS.index(a) for a in spec.activations)
     body = head + table + bytes(hlen - HEADER_FIXED - len(table)) + net.astype("<f4").tobytes()
     return body + struct.pack("<I", zlib.crc32(body))
@@ -127,9 +144,9 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
     if n < HEADER_FIXED:
         raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, header needs {HEADER_FIXED}")
     _, version, hlen, n_layers, flags, n_floats = _FIXED.unpack_from(data)
-    if version != FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"{name}: policy file format version {version}, this neuromotor reads version {FORMAT_VERSION}")
+    if version not in VERSIONS:
+        raise UnsupportedVersionError(f"{name}: policy file format version {version}, this neuromotor reads "
+                                      f"versions {', '.join(str(v) for v in VERSIONS)}")
     if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
         raise PolicyFormatError(f"{name}: corrupt policy header: {n_layers} layers, header {hlen} bytes, flags {flags}")
     expected = hlen + 4 * n_floats + 4
@@ -145,10 +162,12 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
     codes = list(data[HEADER_FIXED + 2 * (n_layers + 1):HEADER_FIXED + 2 * (n_layers + 1) + n_layers])
     if min(sizes) < 1 or max(codes) >= len(ACTIVATIONS):
         raise PolicyFormatError(f"{name}: corrupt policy header: sizes {sizes}, activation codes {codes}")
-    if n_floats != net_size(sizes):
-        raise PolicyFormatError(f"{name}: corrupt policy header: {n_floats} floats for sizes {sizes}, expected {net_size(sizes)}")
-    net = np.frombuffer(data, dtype="<f4", count=n_floats, offset=hlen).astype(np.float32)
     s0, sl = sizes[0], sizes[-1]
+    want = net_size(sizes) + (2 * sl if version >= 2 else 0)
+    if n_floats != want:
+        raise PolicyFormatError(f"{name}: corrupt policy header: {n_floats} floats for sizes {sizes} "
+                                f"(version {version}), expected {want}")
+    net = np.frombuffer(data, dtype="<f4", count=n_floats, offset=hlen).astype(np.float32)
     off = 2 * s0
     weights, biases = [], []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -156,30 +175,21 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
         weights.append(w)
         biases.append(bias)
         off += layer_size(a, b)
-    return PolicySpec(weights=weights, biases=biases, activations=[ACTIVATIONS[c] for c in codes],
-                      obs_mean=net[:s0], obs_std=net[s0:2 * s0],
-                      action_scale=net[off:off + sl], action_offset=net[off + sl:off + 2 * sl])
-
-
-def atomic_write(path, data: bytes) -> Path:
-    """Write via a temporary file in the same directory, then os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    limits = {}
+    if version >= 2:
+        limits = dict(action_low=net[off + 2 * sl:off + 3 * sl], action_high=net[off + 3 * sl:off + 4 * sl])
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+        return PolicySpec(weights=weights, biases=biases, activations=[ACTIVATIONS[c] for c in codes],
+                          obs_mean=net[:s0], obs_std=net[s0:2 * s0],
+                          action_scale=net[off:off + sl], action_offset=net[off + sl:off + 2 * sl], **limits)
+    except InvalidPolicyError as exc:
+        raise PolicyValueError(f"{name}: {exc}") from None
 
 
-def write_policy(spec: PolicySpec, path) -> Path:
-    return atomic_write(path, encode(spec))
+def write_policy(spec: PolicySpec, path, protected=()) -> Path:
+    """Encode (refusing an undeployable spec before anything is written), then replace
+    `path` atomically; `protected` files are never overwritten (neuromotor.safe_write)."""
+    return atomic_write(path, encode(spec), protected)
 
 
 def read_policy(path) -> PolicySpec:
