@@ -1,16 +1,25 @@
 """TD3 on Pendulum-v1, the RLtools paper configuration, 10k steps: how fast, and does it solve it.
 
-    .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, BLAS with 1 and 2 threads
-    .venv/bin/python benchmarks/td3_pendulum.py --seeds 16        # + a population of 16 in one process
+    .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, 1 and 2 threads
+    .venv/bin/python benchmarks/td3_pendulum.py --seeds 16        # + a population of 16 (one process per shard)
     .venv/bin/python benchmarks/td3_pendulum.py --compare sb3     # + Stable-Baselines3 TD3 (run `make compare` first)
     .venv/bin/python benchmarks/td3_pendulum.py --rltools ~/rltools/build/td3_bench   # + your build of RLtools
+
+Every row says how many threads it may use (BLAS threads for neuromotor and
+RLtools, torch threads for SB3; a population uses one process of one thread
+per shard), and every peer runs at each thread count of --threads. Speed-ups
+are only taken between rows with the same thread count.
 
 --rltools takes a binary you built yourself from an RLtools checkout: its own
 paper benchmark, src/rl/environments/pendulum/td3/cpu/benchmark.cpp, with its
 OpenBLAS backend (e.g. g++ -std=c++17 -O3 -ffast-math -march=native
 -I<checkout>/include -DRL_TOOLS_BACKEND_ENABLE_OPENBLAS ... -lopenblas). It trains
-exactly 10,000 steps without evaluation; it is run with one BLAS thread, three
-times, and the median counts. Nothing of RLtools ships with neuromotor.
+exactly 10,000 steps without evaluation. It runs 5 times per thread count and the
+median counts. Its time is the training time it reports itself ("Time: <s>s", from
+after its allocation and initialisation to the last step); a binary that reports
+none is timed from outside, less the median start-up of the same binary started
+as a no-op (the dynamic loader only, LD_TRACE_LOADED_OBJECTS=1). The JSON says
+which ("time_source"). Nothing of RLtools ships with neuromotor.
 
 Everything is measured in the same run (the machine may be shared, so only
 ratios within one run mean something). Training time excludes evaluation; the
@@ -19,9 +28,9 @@ benchmarks/results/td3_pendulum.json and .png.
 """
 
 import argparse
-import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -32,13 +41,15 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from benchutil import RESULTS, plt, save_png, write_json
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
 from neuromotor.evaluation import Evaluator
 from neuromotor.parallel import Sharded
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SOLVED = -200.0
+RLTOOLS_STEPS = 10_000
+RLTOOLS_TIME = re.compile(r"^Time: ([0-9.]+) ?s$", re.M)
 
 
 def ours(seeds, steps, shards, blas_threads):
@@ -50,24 +61,25 @@ def ours(seeds, steps, shards, blas_threads):
         wall, cpu = time.perf_counter() - t0, algo.process_time() - c0
     returns = Evaluator(env, seeds, 10).run(algo, steps).mean(axis=1)
     algo.close()
-    return {"agents": len(seeds), "shards": shards, "blas_threads": blas_threads, "steps": steps,
+    return {"agents": len(seeds), "shards": shards, "threads": shards * blas_threads, "steps": steps,
             "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps * len(seeds) / wall,
             "wall_per_agent_s": wall / len(seeds), "agents_per_minute": 60 * len(seeds) / wall,
             "returns": returns.tolist(), "return_mean": float(returns.mean()),
             "solved": int((returns >= SOLVED).sum())}
 
 
-def sb3(seed, steps):
+def sb3(seed, steps, threads):
     try:
         import gymnasium as gym
         import torch
         from stable_baselines3 import TD3 as SB3TD3
         from stable_baselines3.common.evaluation import evaluate_policy
+        from stable_baselines3.common.monitor import Monitor
         from stable_baselines3.common.noise import NormalActionNoise
     except ImportError:
         sys.exit("--compare sb3 needs stable-baselines3 and torch: run `make compare` first")
-    torch.set_num_threads(1)
-    env = gym.make("Pendulum-v1")
+    torch.set_num_threads(threads)
+    env = Monitor(gym.make("Pendulum-v1"))  # episode returns as evaluate_policy expects them
     # Same configuration; SB3 works in [-1, 1] internally like we do, so the noise scales match.
     model = SB3TD3("MlpPolicy", env, learning_rate=1e-3, buffer_size=10_000, learning_starts=100,
                    batch_size=100, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, policy_delay=2,
@@ -79,97 +91,150 @@ def sb3(seed, steps):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     env.reset(seed=10_000 + seed)
     mean, _ = evaluate_policy(model, env, n_eval_episodes=10, deterministic=True)
-    return {"agents": 1, "steps": steps, "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall,
+    return {"agents": 1, "threads": threads, "steps": steps, "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall,
             "return_mean": float(mean), "solved": int(mean >= SOLVED), "torch": torch.__version__}
 
 
-def rltools(binary: Path, runs: int = 3):
-    """Wall and CPU seconds of a user-built RLtools pendulum TD3 benchmark (median of runs)."""
+def _blas_env(threads: int) -> dict:
+    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                MKL_NUM_THREADS=str(threads))
+
+
+def _dynamically_linked(binary: Path) -> bool:
+    """True when the ELF names a program interpreter (the dynamic loader)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.common.exceptions import ELFError
+    try:
+        with open(binary, "rb") as f:
+            return any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
+    except ELFError:
+        return False
+
+
+def startup_s(binary: Path, runs: int) -> float:
+    """Median wall seconds of starting the binary without running it: the dynamic loader maps
+    it and its libraries, lists them and exits (what ldd does); 0 for a static binary."""
+    if not _dynamically_linked(binary):
+        return 0.0
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([str(binary)], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, LD_TRACE_LOADED_OBJECTS="1"))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def rltools(binary: Path, threads: int, runs: int = 5):
+    """Training seconds of a user-built RLtools pendulum TD3 benchmark (median of runs): the time it
+    reports itself, or else wall time less the binary's start-up."""
     if not os.access(binary, os.X_OK):
         sys.exit(f"--rltools {binary}: not an executable file")
-    times = []
+    measured = []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([str(binary)], check=True, stdout=subprocess.DEVNULL,
-                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        proc = subprocess.run([str(binary)], check=True, capture_output=True, text=True, env=_blas_env(threads))
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        times.append((wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime))
-    wall, cpu = (statistics.median(x) for x in zip(*times))
-    return {"agents": 1, "steps": 10_000, "wall_s": wall, "cpu_s": cpu, "steps_per_s": 10_000 / wall,
-            "runs": [{"wall_s": w, "cpu_s": c} for w, c in times], "binary": str(binary),
-            "return_mean": None, "solved": None}
+        reported = RLTOOLS_TIME.findall(proc.stdout + proc.stderr)
+        measured.append({"process_wall_s": wall, "reported_s": float(reported[-1]) if reported else None,
+                         "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime})
+    if all(m["reported_s"] is not None for m in measured):
+        source, startup = "reported by the binary", None
+        times = [m["reported_s"] for m in measured]
+    else:
+        startup = startup_s(binary, runs)
+        source = "wall time less start-up (LD_TRACE_LOADED_OBJECTS)" if startup else \
+            "wall time (not dynamically linked: no start-up to subtract)"
+        times = [m["process_wall_s"] - startup for m in measured]
+    wall = statistics.median(times)
+    cpu = statistics.median(m["cpu_s"] for m in measured)  # of the whole process, start-up included
+    return {"agents": 1, "threads": threads, "steps": RLTOOLS_STEPS, "wall_s": wall, "cpu_s": cpu,
+            "steps_per_s": RLTOOLS_STEPS / wall, "time_source": source, "startup_s": startup, "runs": measured,
+            "binary": str(binary), "return_mean": None, "solved": None}
+
+
+def speedups(rows: dict) -> dict:
+    """Peer time / neuromotor time, only between rows with the same thread count (above 1:
+    neuromotor is faster). Per agent of a population, the peer's one agent against the
+    population's time per agent (the agents-per-minute ratio)."""
+    ours = {r["threads"]: r for k, r in rows.items() if k.startswith("neuromotor") and r["agents"] == 1}
+    pops = [r for k, r in rows.items() if k.startswith("neuromotor") and r["agents"] > 1]
+    out = {}
+    for name, peer in rows.items():
+        if name.startswith("neuromotor"):
+            continue
+        key, t = peer["peer"], peer["threads"]
+        if t in ours:
+            out[f"{key}_over_neuromotor_single_{t}thread"] = {
+                "wall": peer["wall_s"] / ours[t]["wall_s"], "cpu": peer["cpu_s"] / ours[t]["cpu_s"]}
+        for pop in pops:
+            if pop["threads"] == t:
+                out[f"{key}_over_neuromotor_per_agent_in_population_{t}thread"] = {
+                    "wall": peer["wall_s"] / pop["wall_per_agent_s"],
+                    "cpu": peer["cpu_s"] * pop["agents"] / pop["cpu_s"]}
+    return out
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seeds", type=int, default=0, help="also train a population of N agents in one process")
-    p.add_argument("--shards", type=int, default=os.cpu_count(), help="population shards (threads)")
-    p.add_argument("--blas-threads", default="1,2", help="BLAS thread counts to try for the single agent")
+    p.add_argument("--seeds", type=int, default=0, help="also train a population of N agents")
+    p.add_argument("--shards", type=int, default=os.cpu_count(), help="population shards (one process of one "
+                   "thread each)")
+    p.add_argument("--threads", default="1,2", help="thread counts every single-agent row runs at")
     p.add_argument("--compare", choices=["sb3"], help="also train Stable-Baselines3 TD3")
     p.add_argument("--rltools", type=Path, metavar="BINARY", help="also time your build of RLtools' TD3 benchmark")
     p.add_argument("--out", type=Path, default=RESULTS / "td3_pendulum")
     args = p.parse_args()
+    if args.rltools and args.steps != RLTOOLS_STEPS:
+        sys.exit(f"--rltools: RLtools' benchmark trains {RLTOOLS_STEPS} steps; leave --steps at {RLTOOLS_STEPS}")
+    thread_counts = [int(x) for x in args.threads.split(",")]
 
     rows = {}
-    for t in [int(x) for x in args.blas_threads.split(",")]:
-        rows[f"neuromotor 1 agent, BLAS {t} thread(s)"] = ours([args.seed], args.steps, 1, t)
+    for t in thread_counts:
+        rows[f"neuromotor, 1 agent, {_threads(t)}"] = ours([args.seed], args.steps, 1, t)
     if args.seeds:
-        rows[f"neuromotor {args.seeds} agents, {args.shards} shards"] = ours(
-            list(range(args.seeds)), args.steps, min(args.shards, args.seeds), 1)
-    if args.compare == "sb3":
-        rows["stable-baselines3 TD3, torch 1 thread"] = sb3(args.seed, args.steps)
-    if args.rltools:
-        if args.steps != 10_000:
-            sys.exit("--rltools: RLtools' benchmark trains 10,000 steps; leave --steps at 10000")
-        rows["RLtools (C++, OpenBLAS 1 thread)"] = rltools(args.rltools)
+        shards = min(args.shards, args.seeds)
+        rows[f"neuromotor, {args.seeds} agents, {_threads(shards)}"] = ours(
+            list(range(args.seeds)), args.steps, shards, 1)
+    for t in thread_counts:
+        if args.compare == "sb3":
+            rows[f"stable-baselines3, {_threads(t)}"] = {"peer": "sb3", **sb3(args.seed, args.steps, t)}
+        if args.rltools:
+            rows[f"RLtools (C++, OpenBLAS), {_threads(t)}"] = {"peer": "rltools", **rltools(args.rltools, t)}
 
-    best_single = min((r for k, r in rows.items() if k.startswith("neuromotor 1 agent")), key=lambda r: r["wall_s"])
     print(f"\nTD3 Pendulum-v1, {args.steps} steps, paper configuration; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"{'':42} {'wall s':>8} {'cpu s':>8} {'steps/s':>9} {'s/agent':>8} {'agents/min':>10} {'return':>8} {'solved':>7}")
+    print(f"{'':40} {'threads':>7} {'wall s':>8} {'cpu s':>8} {'steps/s':>9} {'s/agent':>8} {'agents/min':>10} "
+          f"{'return':>8} {'solved':>7}")
     for name, r in rows.items():
-        print(f"{name:42} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
+        print(f"{name:40} {r['threads']:>7} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
               f"{r['wall_s'] / r['agents']:8.2f} {60 * r['agents'] / r['wall_s']:10.1f} "
               + (f"{r['return_mean']:8.1f} {r['solved']:>4}/{r['agents']}" if r["solved"] is not None else f"{'-':>8} {'-':>7}"))
-    # Speed-ups of neuromotor over each peer in this run (below 1: the peer is faster). Per agent
-    # in the population, peer time / our time per agent is the issue's agents-per-minute yardstick.
-    ratios = {}
-    pop = rows.get(f"neuromotor {args.seeds} agents, {args.shards} shards")
-    for label, key, peer in (("SB3", "sb3", rows.get("stable-baselines3 TD3, torch 1 thread")),
-                             ("RLtools", "rltools", rows.get("RLtools (C++, OpenBLAS 1 thread)"))):
-        if peer is None:
-            continue
-        # CPU time too: on a shared machine wall time mostly measures the neighbours.
-        single = ratios[f"{key}_over_neuromotor_single"] = peer["wall_s"] / best_single["wall_s"]
-        single_cpu = ratios[f"{key}_over_neuromotor_single_cpu"] = peer["cpu_s"] / best_single["cpu_s"]
-        print(f"speed-up over {label} (single agent): {single:.2f}x wall, {single_cpu:.2f}x CPU time")
-        if pop:
-            per_agent = ratios[f"{key}_over_neuromotor_per_agent_in_population"] = \
-                peer["wall_s"] / pop["wall_per_agent_s"]
-            per_agent_cpu = ratios[f"{key}_over_neuromotor_per_agent_in_population_cpu"] = \
-                peer["cpu_s"] * pop["agents"] / pop["cpu_s"]
-            print(f"speed-up over {label} (per agent, population; = agents/min ratio): "
-                  f"{per_agent:.2f}x wall, {per_agent_cpu:.2f}x CPU time")
+    for name, r in rows.items():
+        if r.get("time_source"):
+            print(f"{name}: time {r['time_source']}")
+    ratios = speedups(rows)
+    # CPU time too: on a shared machine wall time mostly measures the neighbours.
+    for key, v in ratios.items():
+        print(f"{key}: {v['wall']:.2f}x wall, {v['cpu']:.2f}x CPU time")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": "td3_pendulum", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
            "cpus": os.cpu_count(), "load_avg_1min": os.getloadavg()[0], "numpy": np.__version__,
            "results": rows, "ratios": ratios}
-    args.out.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
+    write_json(args.out.with_suffix(".json"), doc)
     plot(rows, args.out.with_suffix(".png"), args.steps)
     print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.png')}")
 
 
 def plot(rows, path, steps):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(rows)
     per_agent = [rows[n]["wall_s"] / rows[n]["agents"] for n in names]
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(names) + 1.5))
@@ -178,9 +243,7 @@ def plot(rows, path, steps):
     ax.invert_yaxis()
     ax.set_xlabel(f"wall seconds per agent for {steps} TD3 steps (lower is better)")
     ax.set_title("TD3 on Pendulum-v1, RLtools paper configuration")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(fig, path)
 
 
 if __name__ == "__main__":
