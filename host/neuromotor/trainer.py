@@ -4,6 +4,12 @@ It only calls the algorithm interface (see neuromotor.algos), so TD3 and PPO
 share it. Evaluations happen when the step count crosses a multiple of
 eval_every and at the end; checkpoints when it crosses checkpoint_every and at
 the end.
+
+Before each of those stops the algorithm's state (parameters, optimiser
+moments, buffers) is checked for NaN and inf: a diverged run stops with a
+UserError (exit 2) before it is evaluated or checkpointed, so the last good
+checkpoint is never overwritten and no NaN reaches metrics.jsonl,
+summary.json or `--json` output.
 """
 
 import time
@@ -16,6 +22,7 @@ from tqdm import tqdm
 
 from neuromotor import checkpoint, plotting, runs
 from neuromotor.envs import env_class
+from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 
 RECENT_EPISODES = 10  # window of the "recent return" on the progress bar
@@ -29,7 +36,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     cpu0 = algo.process_time()
 
     def evaluate():
-        returns = evaluator.run(algo, algo.steps)
+        returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
         records = [{
             "step": algo.steps, "agent": k, "seed": seed,
             "eval_return_mean": float(returns[k].mean()), "eval_return_std": float(returns[k].std()),
@@ -48,7 +55,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
         returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress, f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
     wall, cpu = time.perf_counter() - t0, algo.process_time() - cpu0
     if returns is None:  # resumed a run that had already finished
-        returns = evaluator.run(algo, algo.steps)
+        returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
 
     metrics = runs.read_metrics(run_dir)
     plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{cfg['algo']} on {cfg['env']}")
@@ -72,24 +79,56 @@ def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc):
     returns = None
     shown = algo.steps
     every = run_cfg.checkpoint_every
-    while algo.steps < run_cfg.steps:
-        before = algo.steps
-        # run up to the next evaluation, checkpoint or progress update in one go
-        stops = [run_cfg.steps, (before // run_cfg.eval_every + 1) * run_cfg.eval_every]
-        stops += [(before // every + 1) * every] if every else []
-        stops += [shown + 100] if progress else []
-        algo.advance(until=min(stops))
-        for k, finished in enumerate(algo.pop_episode_returns()):
-            recent[k].extend(finished)
-        done = algo.steps >= run_cfg.steps
-        if done or algo.steps // run_cfg.eval_every > before // run_cfg.eval_every:
-            returns = evaluate()
-        if done or (every and algo.steps // every > before // every):
-            checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
-        if progress and (done or algo.steps - shown >= 100):
-            bar.update(algo.steps - shown)
-            shown = algo.steps
-            if any(recent):
-                bar.set_postfix_str(f"recent return {np.mean([np.mean(r) for r in recent if r]):.0f}")
-    bar.close()
+    saved_at = algo.steps if (run_dir / runs.CHECKPOINT).exists() else None
+    try:
+        while algo.steps < run_cfg.steps:
+            before = algo.steps
+            # run up to the next evaluation, checkpoint or progress update in one go
+            stops = [run_cfg.steps, (before // run_cfg.eval_every + 1) * run_cfg.eval_every]
+            stops += [(before // every + 1) * every] if every else []
+            stops += [shown + 100] if progress else []
+            # Overflow warnings would bury the one-line error _refuse_non_finite gives.
+            with np.errstate(over="ignore", invalid="ignore"):
+                algo.advance(until=min(stops))
+            for k, finished in enumerate(algo.pop_episode_returns()):
+                recent[k].extend(finished)
+            done = algo.steps >= run_cfg.steps
+            due_eval = done or algo.steps // run_cfg.eval_every > before // run_cfg.eval_every
+            due_save = done or (every and algo.steps // every > before // every)
+            if due_eval or due_save:
+                # Evaluation only acts (no training state changes), so this state is also what gets saved.
+                state = algo.state_dict()
+                _refuse_non_finite(state, algo.steps, run_dir, saved_at)
+            if due_eval:
+                returns = evaluate()
+            if due_save:
+                checkpoint.save(run_dir / runs.CHECKPOINT, state)
+                saved_at = algo.steps
+            if progress and (done or algo.steps - shown >= 100):
+                bar.update(algo.steps - shown)
+                shown = algo.steps
+                if any(recent):
+                    bar.set_postfix_str(f"recent return {np.mean([np.mean(r) for r in recent if r]):.0f}")
+    finally:
+        bar.close()
+    return returns
+
+
+def _refuse_non_finite(state: dict, step: int, run_dir: Path, saved_at) -> None:
+    """UserError if any floating-point array of the state holds NaN or inf."""
+    bad = sorted({key.split(".", 1)[-1] for key, v in state.items()  # shard prefixes: "shard0.actor"
+                  if np.asarray(v).dtype.kind in "fc" and not np.isfinite(v).all()})
+    if not bad:
+        return
+    kept = (f"the last good checkpoint (step {saved_at}) is kept in {run_dir / runs.CHECKPOINT}"
+            if saved_at is not None else "no checkpoint had been written yet")
+    raise UserError(f"training diverged by step {step}: NaN or inf in {', '.join(bad)}; stopped before "
+                    f"evaluating or saving it; {kept}. Lower the learning rates (--set actor_lr=..., "
+                    "critic_lr=...) and train a new run.")
+
+
+def _finite_returns(returns: np.ndarray, step: int) -> np.ndarray:
+    if not np.isfinite(returns).all():
+        raise UserError(f"evaluation at step {step} returned NaN or inf episode returns; the environment "
+                        "produced non-finite rewards")
     return returns
