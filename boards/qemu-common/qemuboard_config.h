@@ -34,6 +34,10 @@
 #define MICROPY_PY_OS_SYNC          (1)
 #define MICROPY_PY_OS_UNAME         (1)
 
+// Count the GC heap's blocks in use and keep their high-water mark (module nm_heap;
+// needs device/port/patches/gc-peak-tracking.patch, which fetch_micropython.sh applies).
+#define MICROPY_GC_PEAK_TRACKING    (1)
+
 #ifndef __ASSEMBLER__
 #include <stdint.h>
 void qemuboard_init(void);

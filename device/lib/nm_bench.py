@@ -68,6 +68,8 @@ def _platform_info():
         gc.collect()
         info["mem_free"] = gc.mem_free()
         info["mem_alloc"] = gc.mem_alloc()
+    # load and bench report heap peaks only where the firmware counts them
+    info["heap_peak_counted"] = nm_link.HeapWatch().available
     try:
         import os
         names = os.listdir("/")
@@ -157,14 +159,19 @@ class Server(nm_link.Server):
         self.policy = None
         if gc is not None:
             gc.collect()
-        p = _load(path, backend)
+        watch = nm_link.HeapWatch(nm_link.HEAP_GC_THRESHOLD)
+        try:
+            p = _load(path, backend)
+        finally:
+            watch.close()
         obs, act, sizes = _dims(p)
         self.policy, self.policy_path = p, path
         from array import array
         self.obs = array("f", [0.0] * obs)
         self.act_dim = act
         return json.dumps({"backend": getattr(p, "backend", backend), "obs_dim": obs,
-                           "act_dim": act, "sizes": sizes, "macs": _macs(sizes)})
+                           "act_dim": act, "sizes": sizes, "macs": _macs(sizes),
+                           "load_heap_peak": watch.peak()})
 
     def _need_policy(self):
         if self.policy is None:
@@ -255,6 +262,16 @@ class Server(nm_link.Server):
             for k in range(16):
                 p(o)
             res["alloc_per_call"] = (gc.mem_alloc() - a0) / 16
+        # the most the heap held over 16 more calls, above the loaded policy (None
+        # where the firmware does not count it); untimed, and apart from
+        # alloc_per_call: the watch's collections would hide allocations from it
+        watch = nm_link.HeapWatch(nm_link.HEAP_GC_THRESHOLD)
+        try:
+            for k in range(16):
+                p(o)
+        finally:
+            watch.close()
+        res["heap_peak"] = watch.peak()
         return json.dumps(res)
 
     def cmd_noise(self, args):

@@ -9,6 +9,10 @@ import sys
 PROTO = 1
 PREFIX = "@nm"
 
+# The GC collects at least every HEAP_GC_THRESHOLD bytes allocated while a
+# HeapWatch measures: garbage then adds at most this much to the peak.
+HEAP_GC_THRESHOLD = 4096
+
 
 def checksum(s):
     # 16-bit sum of the UTF-8 bytes; cheap on every port, catches dropped or
@@ -108,3 +112,47 @@ class Server:
                 continue
             self.handle(line)
         send("-", "bye", "")
+
+
+class HeapWatch:
+    """The GC heap's high-water mark over a stretch of code, in bytes above the
+    heap in use when the watch started (after a collection).
+
+    Only firmware whose allocator counts it has the mark: module nm_heap (built
+    into the emulated boards' firmware, device/port/nm_heap.c). Elsewhere (stock
+    firmware, natmods, CPython) `available` is False and peak() is None: gc
+    reports only the heap in use at the moment it is asked. The mark counts
+    garbage until a collection frees it: with threshold=n the GC collects every
+    n bytes (gc.threshold) until close(), so the peak is at most about n above
+    the most the code ever held live; without, it depends on when the heap
+    filled up.
+    """
+
+    def __init__(self, threshold=None):
+        try:
+            import gc
+            import nm_heap
+        except ImportError:
+            nm_heap = None
+        self.available = nm_heap is not None
+        self.threshold = None
+        self.base = None
+        self._nm_heap, self._restore = nm_heap, None
+        if nm_heap is not None:
+            gc.collect()
+            if threshold is not None:
+                self._restore = gc.threshold()
+                gc.threshold(threshold)
+                self.threshold = threshold
+            self.base = nm_heap.reset_peak()
+
+    def peak(self):
+        if self._nm_heap is None:
+            return None
+        return self._nm_heap.peak() - self.base
+
+    def close(self):
+        if self._restore is not None:
+            import gc
+            gc.threshold(self._restore)
+            self._restore = None
