@@ -117,10 +117,12 @@ def check_values(sizes, net, clamp=None):
     """Raise PolicyValueError unless every float is finite, obs_std > 0 and low <= high."""
     if len(net) != net_size(sizes):
         raise PolicyValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes)))
-    for i in range(len(net)):
-        v = net[i]
-        if v - v != 0.0:  # inf - inf and NaN - NaN are NaN; a finite v gives 0
-            raise PolicyValueError("policy has non-finite values: %s is %r" % (_where(sizes, i), v))
+    total = sum(net)  # C loop: NaN or inf if any value is (or if the sum overflowed)
+    if total - total != 0.0:  # inf - inf and NaN - NaN are NaN; a finite value gives 0
+        for i in range(len(net)):
+            v = net[i]
+            if v - v != 0.0:
+                raise PolicyValueError("policy has non-finite values: %s is %r" % (_where(sizes, i), v))
     s0, sl = sizes[0], sizes[-1]
     for i in range(s0, 2 * s0):
         if not net[i] > 0.0:
