@@ -535,3 +535,38 @@ for n, c in ((bad, clamp), (net, array('f', [1, 1, 1, 0, 0, 0])), (net, array('f
     assert lines[5] == "PolicyValueError clamp has 2 floats, 3 actions need 6"
     assert os.path.exists(fifo) and not os.path.isfile(fifo) and folder.is_dir()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dst.nmp", "fifo", "folder", "src.nmp"]
+
+
+def test_ulab_backend_logic_with_numpy_standing_in(tmp_path, monkeypatch):
+    """No ulab build exists here (it is in no registry): run UlabPolicy under CPython with
+    NumPy as `ulab.numpy` (the calls it makes exist in both) to check its unpacking, clamp
+    and observation checks; the real ulab is covered by test_ulab_backend_agrees_with_numpy
+    and the ulab case of test_ppo_policy_is_clamped_on_every_backend when one is given."""
+    import importlib.util
+    import sys
+    import types
+
+    from neuromotor.paths import DEVICE_DIR
+    fake = types.ModuleType("ulab")
+    fake.numpy = np
+    monkeypatch.setitem(sys.modules, "ulab", fake)
+    spec_ = importlib.util.spec_from_file_location("neuromotor_rt_ulab", DEVICE_DIR / "lib" / "neuromotor_rt.py")
+    rt = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(rt)
+    spec = clamped_spec()
+    policy = tmp_path / "p.nmp"
+    write_policy(spec, policy)
+    p = rt.Policy.load(str(policy), backend="ulab")
+    assert p.backend == "ulab"
+    obs = random_obs(spec, n=200)
+    got = np.array([list(p(o.tolist())) for o in obs], np.float32)
+    ref = spec(obs)
+    raw = dataclasses.replace(spec, action_low=None, action_high=None).forward(obs)
+    far = (raw < spec.action_low - 1e-3) | (raw > spec.action_high + 1e-3)
+    assert far.any() and np.array_equal(got[far], ref[far])
+    assert_agrees(got, ref, "ulab logic clamped")
+    for bad in ([np.nan, 0, 0, 0, 0], [0, 0, np.inf, 0, 0]):
+        with pytest.raises(ValueError, match=r"obs\[\d\] is not finite"):
+            p(bad)
+    with pytest.raises(ValueError, match="obs: expected 5 floats, got 4"):
+        p([0, 0, 0, 0])
