@@ -14,7 +14,8 @@ from neuromotor.ondevice.rundir import algo_config, write_run_dir, write_started
 
 
 def _snapshot(run_dir):
-    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())}
+    """The run's files (not the hidden lock file the CLI keeps while it works in the directory)."""
+    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if not p.name.startswith(".")}
 
 
 def _refused(cli, run_dir):

@@ -56,18 +56,15 @@ def algo_config(profile: str) -> Config:
 
 
 def _set_actor(td3, spec) -> None:
-    """Write a PolicySpec's layers into agent 0 of a host TD3 (either host MLP layout)."""
-    member = MLP.member(td3.actor.layers, 0)
-    if hasattr(td3.actor.mlp, "weights_and_biases"):
-        layers = td3.actor.mlp.weights_and_biases(member)
-    else:
-        layers = [(w, b.reshape(-1)) for w, b in member]
+    """Write a PolicySpec's layers into agent 0 of a host TD3 (its actor and target)."""
+    actor = td3.actor
+    layers = actor.mlp.weights_and_biases(MLP.member(actor.layers, 0))
     if len(layers) != len(spec.weights):
         raise UserError(f"board policy has {len(spec.weights)} layers, the host config {len(layers)}")
     for (w, b), sw, sb in zip(layers, spec.weights, spec.biases):
         w[...] = sw.T
         b[...] = sb
-    td3.actor.target[...] = td3.actor.params
+    actor.target[...] = actor.params
 
 
 def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: int, steps: int,
