@@ -1,8 +1,10 @@
 # nm_pendulum: gymnasium's Pendulum-v1 for the board, one environment, float32.
 #
 # The same dynamics, reward and reset as the host's neuromotor.envs.PendulumVec
-# (which is exactly gymnasium's): the state lives in an array('f'), so every
-# step rounds to float32 as a board with a single-precision FPU does.
+# (which is exactly gymnasium's), written in the same order of operations. The
+# state is kept as doubles, like gymnasium's; a board computes with its own float
+# (single precision on most MCU ports, double on the unix build, where episodes
+# equal the host's step for step). Observations are float32, as on the host.
 import math
 from array import array
 
@@ -25,9 +27,11 @@ class Pendulum:
     max_episode_steps = MAX_EPISODE_STEPS
     action_scale = MAX_TORQUE   # actions in [-1, 1] map to torque = 2 a
     action_offset = 0.0
+    action_low = -MAX_TORQUE
+    action_high = MAX_TORQUE
 
     def __init__(self):
-        self.state = array("f", [0.0, 0.0])  # theta, theta_dot
+        self.state = array("d", [0.0, 0.0])  # theta, theta_dot
         self.obs = array("f", [1.0, 0.0, 0.0])
 
     def _observe(self):
@@ -58,7 +62,7 @@ class Pendulum:
         elif u < -MAX_TORQUE:
             u = -MAX_TORQUE
         norm_th = (th + PI) % TWO_PI - PI
-        cost = norm_th * norm_th + 0.1 * thdot * thdot + 0.001 * u * u
+        cost = norm_th * norm_th + 0.1 * (thdot * thdot) + 0.001 * (u * u)
         newthdot = thdot + (3.0 * G / (2.0 * L) * math.sin(th) + 3.0 / (M * L * L) * u) * DT
         if newthdot > MAX_SPEED:
             newthdot = MAX_SPEED

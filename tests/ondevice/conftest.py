@@ -3,7 +3,8 @@
 `micropython_train`: the unix `micropython` with nm_train built in
 ($NEUROMOTOR_MICROPYTHON, else $NEUROMOTOR_CACHE/bin/micropython from
 `make firmware BOARD=unix`); the tests skip when it is missing and FAIL when it
-exists without the training kernels (a stale build).
+exists without the training kernels (a stale build). Scripts import device/lib from
+the source tree, ahead of the copy frozen into the build, so they test this tree's code.
 """
 
 import os
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.paths import cache_dir
+from neuromotor.paths import DEVICE_DIR, cache_dir
+
+LIB_FIRST = f"import sys\nsys.path.insert(0, {str(DEVICE_DIR / 'lib')!r})\n"
 
 
 def micropython_path() -> Path:
@@ -21,7 +24,7 @@ def micropython_path() -> Path:
 
 
 def run_mp(binary, script, timeout=300, heap="64M", cwd=None):
-    proc = subprocess.run([str(binary), "-X", f"heapsize={heap}", "-c", script], capture_output=True,
+    proc = subprocess.run([str(binary), "-X", f"heapsize={heap}", "-c", LIB_FIRST + script], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd)
     if proc.returncode != 0:
         raise AssertionError(f"micropython exited with {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
