@@ -69,8 +69,7 @@ t0 = time.ticks_ms()
 t.train({steps})
 wall = time.ticks_diff(time.ticks_ms(), t0) / 1000
 ret = t.evaluate(10)
-with open({out!r}, 'wb') as f:
-    f.write(t.policy_bytes())
+t.save_policy({out!r})
 print('RESULT', wall, ret, t.heap_live_peak() - t.heap_base, t.heap_setup)
 """
 

@@ -110,7 +110,7 @@ def test_natmod_on_the_board_equals_builtin(m7):
             "    for K in (nm_train, nm_train_natmod):\n"
             "        t = nm_td3.Trainer('small', seed=5, kernels_=K)\n"
             "        t.train(110)\n"
-            "        res.append(list(t.actor) + list(t.critic))\n"
+            "        res.append(list(t.actor.params) + list(t.critics[0].params) + list(t.critics[1].params))\n"
             "    print('DIFF', max(abs(a - b) for a, b in zip(res[0], res[1])), len(res[0]))\n", timeout=600)
     finally:
         d.close()

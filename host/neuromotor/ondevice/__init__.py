@@ -1,7 +1,7 @@
 """Train on the device: TD3 on the board itself (device/lib/nm_td3.py), driven from the host.
 
     upload_trainer(port)            device/lib (.mpy) + natmods onto the board (deploy's functions)
-    TrainClient(port)               NMB/1 session with the trainer's server (nm_td3.serve)
+    TrainClient(port)               NMB/1 session with the trainer's server (nm_td3_server.serve)
     train_on_device(port, ...)      the whole `neuromotor train-on-device`
     write_run_dir(...)              a normal run directory (config, checkpoint, metrics, policy)
 """

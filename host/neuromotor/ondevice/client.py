@@ -1,6 +1,6 @@
 """Host side of the on-device trainer: upload it, start its NMB/1 server, stream progress.
 
-The trainer's server (nm_td3.serve on the board) follows NMB/1 (docs/serial-protocol.md):
+The trainer's server (nm_td3_server.serve on the board) follows NMB/1 (docs/serial-protocol.md):
 the same line format, checksums, sequence numbers, ready/bye and resync. `train` is
 the one long request: while it runs the board sends unsolicited lines
 `@nm - started {...}` and `@nm - progress {...}`, then the reply `@nm <seq> ok {...}`.
@@ -17,7 +17,7 @@ from neuromotor.errors import UserError
 from neuromotor.link.client import BenchClient, ProtocolError, ServerError
 from neuromotor.link.protocol import PROTO, BadLine, encode
 
-START_TRAINER = "import nm_td3\nnm_td3.serve()\n"
+START_TRAINER = "import nm_td3_server\nnm_td3_server.serve()\n"
 RESET_MARKERS = ("soft reboot", "MicroPython v", "MPY: ")
 
 
