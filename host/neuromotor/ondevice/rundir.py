@@ -19,7 +19,7 @@ import numpy as np
 from neuromotor import checkpoint, config, runs
 from neuromotor.algos.td3 import Config
 from neuromotor.errors import UserError
-from neuromotor.export.policy_file import atomic_write
+from neuromotor.safe_write import atomic_write
 from neuromotor.nn import MLP
 
 # Mirrors device/lib/nm_td3.py PROFILES (checked by tests/ondevice).
@@ -112,9 +112,9 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
         "agents": [{"seed": seed, "eval_return_mean": float(returns[0].mean()),
                     "eval_return_std": float(returns[0].std())}],
         "on_device": {k: device.get(k) for k in ("board", "profile", "kernels", "device_eval_return",
-                                                  "device_wall_s", "heap_peak", "heap_base", "heap_live_peak", "heap_setup",
-                                                  "mem_free_before", "plan_bytes", "updates")},
+                                                  "device_wall_s", "heap_peak", "heap_base", "heap_live_peak",
+                                                  "heap_setup", "mem_free_before", "plan_bytes", "updates")},
     }
     summary["on_device"]["profile"] = profile
-    (run_dir / runs.SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    runs.write_summary(run_dir, summary)
     return summary
