@@ -65,3 +65,18 @@ def test_host_run_still_resumes(tmp_path, cli, runs_root, ondevice):
     else:
         code, _, err = cli("train", "--resume", run_dir, "--steps", 200, "--quiet")
         assert code == 0, err
+
+
+def test_host_run_forced_over_a_board_run_resumes(tmp_path, cli, runs_root):
+    """`train --force` over a board's run directory clears its on-device marker with the rest:
+    the new host run is resumable."""
+    run_dir = tmp_path / "reused"
+    run_dir.mkdir()
+    write_started(run_dir, "small", 0, 150)
+    args = ["--run-dir", run_dir, "--set", "batch_size=8", "--set", "eval_episodes=1", "--quiet"]
+    code, _, err = cli("train", "pendulum", "--steps", 150, *args)
+    assert code == 2 and "already exists" in err, err  # not silently reused
+    code, _, err = cli("train", "pendulum", "--steps", 150, "--force", *args)
+    assert code == 0, err
+    code, _, err = cli("train", "--resume", run_dir, "--steps", 200, "--quiet")
+    assert code == 0, err
