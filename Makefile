@@ -55,6 +55,7 @@ emulated: venv system
 
 bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/td3_pendulum.py
+	$(VENV)/bin/python benchmarks/ppo_ant.py
 	$(VENV)/bin/python benchmarks/device_inference.py
 	$(VENV)/bin/python benchmarks/board_inference.py
 	$(VENV)/bin/python benchmarks/device_training.py
