@@ -139,9 +139,14 @@ def test_fuzz_native_entry_points(micropython, natmod_x64_dir, module, seed):
 @pytest.mark.device
 @pytest.mark.slow
 def test_fuzz_under_memcheck_has_no_invalid_access(micropython, natmod_x64_dir, tmp_path):
-    """The same fuzzer under valgrind: no out-of-bounds read or write, even ones
-    that would not crash (the GC's conservative stack scan may read
-    uninitialised words; those reports are not memory-safety errors)."""
+    """The same fuzzer under valgrind's memcheck: no read or write outside the
+    blocks malloc handed out (past the end of the whole GC heap, into freed C
+    memory), even ones that would not crash. memcheck cannot see an overrun
+    from one object into the next inside MicroPython's heap (the heap is one
+    malloc'd block, all of it addressable), nor overruns of stack or static
+    arrays: tests/native_asan runs the kernels on exact-size buffers under
+    AddressSanitizer for those. (The GC's conservative stack scan may read
+    uninitialised words; those reports are not memory-safety errors.)"""
     import shutil
     import subprocess
     if not shutil.which("valgrind"):
