@@ -5,6 +5,8 @@ started: a process we own stands in for a running emulated board."""
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,10 @@ def emulated(tmp_path, monkeypatch):
     monkeypatch.setenv("NEUROMOTOR_CACHE", str(tmp_path))
     cmdline = ["sleep", "60"]
     proc = subprocess.Popen(cmdline)
+    # Popen returns after fork, possibly before exec: wait until the PID runs the command line.
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{proc.pid}/cmdline").read_bytes() != b"sleep\x0060\x00" and time.monotonic() < deadline:
+        time.sleep(0.01)
     state = tmp_path / "boards"
     state.mkdir()
     (state / "qemu-m7.json").write_text(json.dumps({
