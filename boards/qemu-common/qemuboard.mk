@@ -28,5 +28,5 @@ FROZEN_MANIFEST =
 # false positives across inlined kernels, so keep that one a warning.
 CFLAGS += -Wno-error=maybe-uninitialized
 
-# The kernels' optimisation level is set by the user C module itself
-# (device/native/usermod/micropython.mk); the rest of MicroPython stays at -Os.
+# The native modules' optimisation level is set by each user C module itself
+# (device/native/<module>/micropython.mk); the rest of MicroPython stays at -Os.

@@ -7,8 +7,9 @@ NEUROMOTOR_REPO := $(abspath $(BOARD_DIR)/../..)
 
 FROZEN_MANIFEST ?= $(BOARD_DIR)/manifest.py
 
-# Our kernels (device/native/usermod). For ulab too, pass a directory holding both:
-#   mkdir usermods && ln -s <repo>/device/native/usermod usermods/neuromotor \
+# Our native modules (device/native/nm_kernels, nm_train). For ulab too, pass a
+# directory holding all three:
+#   mkdir usermods && ln -s <repo>/device/native/nm_kernels <repo>/device/native/nm_train usermods/ \
 #     && ln -s <micropython-ulab>/code usermods/ulab
 #   make ... USER_C_MODULES=$PWD/usermods
 USER_C_MODULES ?= $(NEUROMOTOR_REPO)/device/native

@@ -1,4 +1,4 @@
-# The part every natmod Makefile shares (natmod/, natmod_train/): per-arch
+# The part every module's natmod Makefile shares (nm_kernels/, nm_train/): per-arch
 # float settings and the dynruntime build. The including Makefile sets MOD,
 # SRC and its optimisation level in CFLAGS_EXTRA first.
 MPY_DIR ?= $(error set MPY_DIR to the MicroPython source tree)

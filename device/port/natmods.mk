@@ -2,16 +2,17 @@
 #   make -C device/port natmods                       (x64 armv6m armv7m armv7emsp armv7emdp rv32imc)
 #   make -C device/port natmods CROSS=xtensa-esp32-elf-   (+ xtensawin, needs an ESP32 toolchain)
 #   make -C device/port -f natmods.mk ARCHS="x64 armv7emsp"
-# Output: $(NEUROMOTOR_CACHE)/natmods/<arch>/nm_kernels_natmod.mpy
+# Output: $(NEUROMOTOR_CACHE)/natmods/<arch>/<module>_natmod.mpy for each module folder in
+# device/native (nm_kernels, nm_train), built by that folder's Makefile.
 # Architectures build in parallel (make -j2); an arch rebuilds from scratch when
 # any kernel source changes (dynruntime.mk does not track headers).
 
 NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 REPO := $(abspath $(PORT_DIR)/../..)
-NATMOD_SRC := $(REPO)/device/native/natmod
+NATIVE_DIR := $(REPO)/device/native
 OUT := $(NEUROMOTOR_CACHE)/natmods
-MOD := nm_kernels_natmod
+MODULES := nm_kernels nm_train
 PYTHON := $(firstword $(wildcard $(REPO)/.venv/bin/python) python3)
 
 MPY_SRC := $(shell $(PORT_DIR)/fetch_micropython.sh)
@@ -33,10 +34,11 @@ cross_armv7emdp := arm-none-eabi-
 cross_rv32imc := riscv64-unknown-elf-
 cross_xtensawin := $(CROSS)
 
-HEADERS := $(wildcard $(REPO)/device/native/*.h $(REPO)/device/native/include/*.h) $(REPO)/device/native/natmod.mk $(NATMOD_SRC)/nm_natmod.c $(NATMOD_SRC)/Makefile
+# What every module shares; each module adds its own folder.
+SHARED := $(wildcard $(NATIVE_DIR)/include/*.h) $(NATIVE_DIR)/nm_args.h $(NATIVE_DIR)/natmod.mk
 
 .PHONY: all natmods xtensawin-note
-all natmods: $(foreach a,$(ARCHS),$(OUT)/$(a)/$(MOD).mpy) xtensawin-note
+all natmods: $(foreach m,$(MODULES),$(foreach a,$(ARCHS),$(OUT)/$(a)/$(m)_natmod.mpy)) xtensawin-note
 	@echo "natmods in $(OUT): $(ARCHS)"
 
 xtensawin-note:
@@ -45,23 +47,18 @@ ifeq ($(filter xtensawin,$(ARCHS)),)
 	      "with ESP-IDF installed run: make natmods CROSS=xtensa-esp32-elf-"
 endif
 
-$(OUT)/%/$(MOD).mpy: $(HEADERS)
-	@if ! command -v $(cross_$*)gcc >/dev/null 2>&1; then \
-	    echo "natmods: $*: compiler $(cross_$*)gcc not found" \
-	         "$(if $(filter xtensawin,$*),(ESP-IDF provides it; no registry package does: install ESP-IDF, then make natmods CROSS=xtensa-esp32-elf-),(run device/port/setup_system.sh))" >&2; \
+# $(OUT)/<arch>/<module>_natmod.mpy from device/native/<module>/Makefile, in
+# $(OUT)/build/<module>/<arch>.
+define natmod_rule
+$$(OUT)/%/$(1)_natmod.mpy: $$(SHARED) $$(wildcard $$(NATIVE_DIR)/$(1)/*)
+	@if ! command -v $$(cross_$$*)gcc >/dev/null 2>&1; then \
+	    echo "natmods: $$*: compiler $$(cross_$$*)gcc not found" \
+	         "$$(if $$(filter xtensawin,$$*),(ESP-IDF provides it; no registry package does: install ESP-IDF, then make natmods CROSS=xtensa-esp32-elf-),(run device/port/setup_system.sh))" >&2; \
 	    exit 1; fi
-	@rm -rf $(OUT)/build/$* && mkdir -p $(OUT)/build/$* $(OUT)/$*
-	@ln -sfn $(NATMOD_SRC)/Makefile $(OUT)/build/$*/Makefile
-	$(MAKE) -s -C $(OUT)/build/$* MPY_DIR=$(MPY_SRC) ARCH=$* CROSS=$(cross_$*) PYTHON=$(PYTHON) MAKEFLAGS=
-	@cp $(OUT)/build/$*/$(MOD).mpy $@.tmp && mv $@.tmp $@
-	@echo "natmods: $@"
-
-# Training kernels (device/native/natmod_train): nm_train_natmod.mpy beside the kernels, same archs.
-TRAIN_MOD := nm_train_natmod
-TRAIN_SRC := $(REPO)/device/native/natmod_train
-all natmods: $(foreach a,$(ARCHS),$(OUT)/$(a)/$(TRAIN_MOD).mpy)
-$(OUT)/%/$(TRAIN_MOD).mpy: $(HEADERS) $(wildcard $(REPO)/device/native/trainmod/*.h) $(TRAIN_SRC)/nm_train_natmod.c $(TRAIN_SRC)/Makefile
-	@rm -rf $(OUT)/build-train/$* && mkdir -p $(OUT)/build-train/$* $(OUT)/$*
-	@ln -sfn $(TRAIN_SRC)/Makefile $(OUT)/build-train/$*/Makefile
-	$(MAKE) -s -C $(OUT)/build-train/$* MPY_DIR=$(MPY_SRC) ARCH=$* CROSS=$(cross_$*) PYTHON=$(PYTHON) MAKEFLAGS=
-	@cp $(OUT)/build-train/$*/$(TRAIN_MOD).mpy $@.tmp && mv $@.tmp $@
+	@rm -rf $$(OUT)/build/$(1)/$$* && mkdir -p $$(OUT)/build/$(1)/$$* $$(OUT)/$$*
+	@ln -sfn $$(NATIVE_DIR)/$(1)/Makefile $$(OUT)/build/$(1)/$$*/Makefile
+	$$(MAKE) -s -C $$(OUT)/build/$(1)/$$* MPY_DIR=$$(MPY_SRC) ARCH=$$* CROSS=$$(cross_$$*) PYTHON=$$(PYTHON) MAKEFLAGS=
+	@cp $$(OUT)/build/$(1)/$$*/$(1)_natmod.mpy $$@.tmp && mv $$@.tmp $$@
+	@echo "natmods: $$@"
+endef
+$(foreach m,$(MODULES),$(eval $(call natmod_rule,$(m))))

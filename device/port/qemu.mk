@@ -1,6 +1,6 @@
 # MicroPython ports/qemu with an out-of-tree neuromotor board from boards/<BOARD>/
-# (qemu-m4f, qemu-m7, qemu-rv32) and neuromotor's kernels built in as a user C
-# module (device/native/usermod, included automatically when present).
+# (qemu-m4f, qemu-m7, qemu-rv32) and neuromotor's native modules built in as user
+# C modules (every device/native/<module>/ with a micropython.mk).
 # Optional: ULAB_DIR=<ulab checkout> adds ulab as a second user C module.
 #
 #   make -C device/port -f qemu.mk BOARD=qemu-m7 [ULAB_DIR=...]
@@ -30,7 +30,7 @@ ifeq ($(MPY_SRC),)
 $(error fetching MicroPython failed (device/port/fetch_micropython.sh))
 endif
 
-# Our kernels as a user C module, as soon as device/native provides one.
+# Every user C module in device/native (one folder each with a micropython.mk).
 NATIVE_MK := $(wildcard $(NATIVE_DIR)/*/micropython.mk)
 
 ifneq ($(ULAB_DIR),)
@@ -64,7 +64,8 @@ endif
 all firmware:
 	@mkdir -p $(dir $(ELF_LINK)) $(NEUROMOTOR_CACHE)/build
 ifneq ($(ULAB_CODE),)
-	@mkdir -p $(USERMODS) && ln -sfn $(NATIVE_DIR)/usermod $(USERMODS)/neuromotor && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
+	@mkdir -p $(USERMODS) && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
+	@for m in $(patsubst %/micropython.mk,%,$(NATIVE_MK)); do ln -sfn $$m $(USERMODS)/$$(basename $$m); done
 endif
 	$(MAKE) -C $(MPY_SRC)/ports/qemu -j$(JOBS) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
 	@ln -sfn $(BUILD_DIR)/firmware.elf $(ELF_LINK)

@@ -63,8 +63,7 @@ all firmware:
 	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
 ifneq ($(ULAB_DIR),)
 	@mkdir -p $(USERMODS) && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
-	@for m in $(NATIVE_MODS); do ln -sfn $$m $(USERMODS)/nm_$$(basename $$m); done
-	@for h in $(wildcard $(NATIVE_DIR)/*.h); do ln -sfn $$h $(USERMODS)/; done # for modules that include ../*.h
+	@for m in $(NATIVE_MODS); do ln -sfn $$m $(USERMODS)/$$(basename $$m); done
 endif
 	$(MAKE) -C $(MPY_SRC)/ports/unix -j$(JOBS) BUILD=$(BUILD_DIR) USER_C_MODULES=$(USERMODS) \
 		MPY_LIB_DIR=$(EMPTY_LIB) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")

@@ -66,5 +66,31 @@ message(STATUS "NM srcs=${{srcs}} incs=${{incs}} opts=${{opts}} libs=${{libs}}")
     proc = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     line = next(l for l in proc.stdout.splitlines() if "NM srcs=" in l)
-    assert str(DEVICE_DIR / "native" / "usermod" / "nm_module.c") in line
-    assert "-ffp-contract=off" in line and "libs=usermod_nm_kernels" in line
+    assert str(DEVICE_DIR / "native" / "nm_kernels" / "nm_kernels.c") in line
+    assert str(DEVICE_DIR / "native" / "include") in line
+    assert "-ffp-contract=off" in line and "libs=usermod_nm_kernels;usermod_nm_train" in line
+
+
+@pytest.mark.parametrize("module", ["nm_kernels", "nm_train"])
+def test_every_home_compiles_a_module_at_one_optimisation_level(module):
+    """The user C module (make and cmake ports) and the natmod build one .c at
+    the same -O level, so no home is tuned differently from another (and
+    device/baremetal matches the inference kernels)."""
+    import re
+
+    from neuromotor.paths import DEVICE_DIR
+    folder = DEVICE_DIR / "native" / module
+    homes = {
+        "micropython.mk": r"^\$\(BUILD\)/.*\.o: CFLAGS \+= (-O\w+)$",
+        "micropython.cmake": r'COMPILE_OPTIONS "(-O\w+)"',
+        "Makefile": r"^CFLAGS_EXTRA \+= (-O\w+)$",
+    }
+    levels = {}
+    for name, pattern in homes.items():
+        found = re.findall(pattern, (folder / name).read_text(), re.M)
+        assert len(found) == 1, f"{folder / name}: expected one -O setting, found {found}"
+        levels[name] = found[0]
+    assert len(set(levels.values())) == 1, levels
+    if module == "nm_kernels":
+        baremetal = (DEVICE_DIR / "baremetal" / "Makefile").read_text()
+        assert re.search(r"^OPT \?= (-O\w+)$", baremetal, re.M).group(1) == levels["Makefile"]

@@ -2,9 +2,10 @@
  * nm_kernels.h - the one place neuromotor's arithmetic lives.
  *
  * Plain C99, no MicroPython, no libm, no allocation. Compiled into:
- *   - the MicroPython user C module (device/native/nm_kernels/),
- *   - dynamic native modules (.mpy) per architecture (device/native/natmod/),
- *   - bare-metal programs (include it and call the functions directly).
+ *   - the MicroPython user C module and the dynamic native modules (.mpy)
+ *     per architecture, both from device/native/nm_kernels/nm_kernels.c,
+ *   - bare-metal programs (include it and call the functions directly, as
+ *     device/baremetal/ and exported C policy headers do).
  *
  * Weight layout ("block-4"): a dense layer with n_in inputs and n_out outputs
  * is stored as ceil(n_out / 4) blocks; block k holds output rows 4k..4k+3:

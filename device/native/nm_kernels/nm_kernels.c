@@ -1,243 +1,35 @@
 /*
- * nm_glue.h - MicroPython bindings for nm_kernels.h, shared by both homes.
- *
- * Include after "py/runtime.h" (user C module) or "py/dynruntime.h" (natmod).
- * Every entry point checks all of its arguments before touching memory:
- * buffers must be array('f') (TypeError otherwise), lengths must match the
- * declared shapes (ValueError naming expected and given), size arithmetic is
- * overflow-checked, activation codes are in range, outputs may not overlap
- * inputs. Messages are built here so both homes raise identical errors.
+ * nm_kernels.c - the inference kernels (nm_kernels.h) for MicroPython, in
+ * both homes from this one file:
+ *   - user C module `nm_kernels` (firmware): this folder's micropython.mk
+ *     (make ports) or micropython.cmake (esp32, rp2);
+ *   - dynamic native module `nm_kernels_natmod` (.mpy per architecture):
+ *     this folder's Makefile, where MICROPY_ENABLE_DYNRUNTIME is defined.
+ * Same functions, arithmetic and error messages in both (HOME says which).
  */
-#ifndef NM_GLUE_H
-#define NM_GLUE_H
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+#include "py/dynruntime.h"
+#else
+#include "py/runtime.h"
+#endif
 
+#include "nm_args.h"
 #include "nm_kernels.h"
-
-/* ---------------------------------------------------------------------------
- * Errors with numbers in them (dynruntime has no printf-style raise).
- */
-typedef struct {
-    char buf[120];
-    size_t n;
-} nm_msg_t;
-
-static void nm_msg_str(nm_msg_t *m, const char *s) {
-    while (*s && m->n < sizeof(m->buf)) {
-        m->buf[m->n++] = *s++;
-    }
-}
-
-static void nm_msg_uint(nm_msg_t *m, size_t v) {
-    char tmp[24];
-    size_t k = 0;
-    do {
-        tmp[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k && m->n < sizeof(m->buf)) {
-        m->buf[m->n++] = tmp[--k];
-    }
-}
-
-// Start a message with s.
-static void nm_msg_start(nm_msg_t *m, const char *s) {
-    m->n = 0;
-    nm_msg_str(m, s);
-}
-
-static NORETURN void nm_raise_msg(const mp_obj_type_t *type, nm_msg_t *m) {
-    nlr_raise(mp_obj_new_exception_arg1(type, mp_obj_new_str(m->buf, m->n)));
-}
-
-// "<what>: expected <expected><unit>, got <given>"
-static NORETURN void nm_raise_expected(const char *what, const char *rel, size_t expected,
-    const char *unit, size_t given) {
-    nm_msg_t m;
-    nm_msg_start(&m, what);
-    nm_msg_str(&m, ": expected ");
-    nm_msg_str(&m, rel);
-    nm_msg_uint(&m, expected);
-    nm_msg_str(&m, unit);
-    nm_msg_str(&m, ", got ");
-    nm_msg_uint(&m, given);
-    nm_raise_msg(&mp_type_ValueError, &m);
-}
-
-static NORETURN void nm_raise_text(const char *what, const char *text) {
-    nm_msg_t m;
-    nm_msg_start(&m, what);
-    nm_msg_str(&m, text);
-    nm_raise_msg(&mp_type_ValueError, &m);
-}
-
-static NORETURN void nm_raise_overflow(const char *what) {
-    nm_raise_text(what, ": shape too large (size overflows)");
-}
-
-/* ---------------------------------------------------------------------------
- * Argument helpers.
- */
-typedef struct {
-    void *buf;
-    size_t len; // elements
-} nm_arr_t;
-
-// Any buffer with the given typecode ('f', 'H', 'I'); otherwise TypeError
-// "<what>: expected array('<typecode>'), got typecode '<c>'".
-static nm_arr_t nm_get_array(mp_obj_t obj, const char *what, char typecode, size_t itemsize, int flags) {
-    mp_buffer_info_t info;
-    mp_get_buffer_raise(obj, &info, flags);
-    if (info.typecode != typecode) {
-        nm_msg_t m;
-        nm_msg_start(&m, what);
-        nm_msg_str(&m, ": expected array('");
-        if (m.n < sizeof(m.buf)) {
-            m.buf[m.n++] = typecode;
-        }
-        nm_msg_str(&m, "'), got typecode '");
-        if (m.n < sizeof(m.buf) - 1) {
-            m.buf[m.n++] = (char)info.typecode;
-            m.buf[m.n++] = '\'';
-        }
-        nm_raise_msg(&mp_type_TypeError, &m);
-    }
-    nm_arr_t a = { info.buf, info.len / itemsize };
-    return a;
-}
-
-static nm_arr_t nm_floats(mp_obj_t obj, const char *what, int writable) {
-    return nm_get_array(obj, what, 'f', sizeof(float), writable ? MP_BUFFER_RW : MP_BUFFER_READ);
-}
-
-static void nm_check_len(const char *what, size_t expected, size_t given) {
-    if (expected != given) {
-        nm_raise_expected(what, "", expected, " floats", given);
-    }
-}
-
-// At least `need` floats (scratch buffers).
-static void nm_check_min_len(const char *what, size_t need, size_t given) {
-    if (given < need) {
-        nm_raise_expected(what, ">= ", need, " floats", given);
-    }
-}
-
-// len / unit, where len (floats) must be a non-zero multiple of unit >= 1.
-static size_t nm_multiple_of(const char *what, size_t unit, size_t len) {
-    if (len == 0 || len % unit) {
-        nm_raise_expected(what, "a non-zero multiple of ", unit, " floats", len);
-    }
-    return len / unit;
-}
-
-// Integer argument in [lo, hi].
-static size_t nm_get_dim(mp_obj_t obj, const char *what, size_t lo, size_t hi) {
-    mp_int_t v = mp_obj_get_int(obj);
-    if (v < 0) {
-        nm_raise_text(what, ": must not be negative");
-    }
-    if ((size_t)v < lo) {
-        nm_raise_expected(what, ">= ", lo, "", (size_t)v);
-    }
-    if ((size_t)v > hi) {
-        nm_raise_expected(what, "<= ", hi, "", (size_t)v);
-    }
-    return (size_t)v;
-}
-
-static int nm_get_act(mp_obj_t obj) {
-    return (int)nm_get_dim(obj, "act", 0, NM_ACT_COUNT - 1);
-}
-
-// Byte ranges [a, a + a_bytes) and [b, b + b_bytes) must not share a byte.
-static void nm_check_disjoint_bytes(const char *a_name, const void *a, size_t a_bytes,
-    const char *b_name, const void *b, size_t b_bytes) {
-    uintptr_t a0 = (uintptr_t)a, a1 = a0 + a_bytes;
-    uintptr_t b0 = (uintptr_t)b, b1 = b0 + b_bytes;
-    if (a_bytes && b_bytes && a0 < b1 && b0 < a1) {
-        nm_msg_t m;
-        nm_msg_start(&m, a_name);
-        nm_msg_str(&m, " must not overlap ");
-        nm_msg_str(&m, b_name);
-        nm_raise_msg(&mp_type_ValueError, &m);
-    }
-}
-
-// Float arrays (and 32-bit ones: their elements are as wide).
-static void nm_check_disjoint(const char *a_name, nm_arr_t a, const char *b_name, nm_arr_t b) {
-    nm_check_disjoint_bytes(a_name, a.buf, a.len * sizeof(float), b_name, b.buf, b.len * sizeof(float));
-}
-
-static NORETURN void nm_raise_nonfinite(const char *what, size_t i) {
-    nm_msg_t m;
-    nm_msg_start(&m, what);
-    nm_msg_str(&m, "[");
-    nm_msg_uint(&m, i);
-    nm_msg_str(&m, "] is not finite");
-    nm_raise_msg(&mp_type_ValueError, &m);
-}
-
-// "<what>[<i>] is not finite" for the first inf or NaN in x[0..n).
-static void nm_check_finite(const char *what, const float *x, size_t n) {
-    size_t i = nm_first_nonfinite(x, n);
-    if (i < n) {
-        nm_raise_nonfinite(what, i);
-    }
-}
-
-// Validated layout: L, s0..sL, act0..act(L-1) as array('H').
-// buf/n_bytes: the caller's array, for overlap checks (NULL once copied away).
-typedef struct {
-    const uint16_t *sizes;
-    const uint16_t *acts;
-    size_t n_layers;
-    size_t net_len;
-    size_t scratch_len;
-    const void *buf;
-    size_t n_bytes;
-} nm_layout_t;
-
-static nm_layout_t nm_get_layout(mp_obj_t obj) {
-    nm_arr_t a = nm_get_array(obj, "layout", 'H', sizeof(uint16_t), MP_BUFFER_READ);
-    const uint16_t *p = a.buf;
-    if (a.len < 1) {
-        nm_raise_expected("layout", ">= ", 4, " entries", a.len);
-    }
-    size_t n = p[0];
-    if (n < 1 || n > NM_MAX_LAYERS) {
-        nm_raise_expected("layout[0] (layer count)", "1..", NM_MAX_LAYERS, "", n);
-    }
-    if (a.len != 2 * n + 2) {
-        nm_raise_expected("layout", "", 2 * n + 2, " entries for that layer count", a.len);
-    }
-    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, p, a.len * sizeof(uint16_t) };
-    for (size_t i = 0; i <= n; i++) {
-        if (l.sizes[i] == 0) {
-            nm_raise_text("layout", ": layer sizes must be >= 1");
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (l.acts[i] >= NM_ACT_COUNT) {
-            nm_raise_expected("layout activation code", "< ", NM_ACT_COUNT, "", l.acts[i]);
-        }
-    }
-    if (!nm_net_size(l.sizes, n, &l.net_len)) {
-        nm_raise_overflow("layout");
-    }
-    l.scratch_len = nm_mlp_scratch_size(l.sizes, n);
-    return l;
-}
 
 /* ---------------------------------------------------------------------------
  * Entry points.
  */
 
+static int nm_get_act(mp_obj_t obj) {
+    return (int)nm_get_dim(obj, "act", 0, NM_ACT_COUNT - 1);
+}
+
 // dense(out, x, w, act): out[n_out] = act(W x + b), n_in = len(x), n_out = len(out).
 static mp_obj_t nm_py_dense(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t out = nm_floats(args[0], "out", 1);
-    nm_arr_t x = nm_floats(args[1], "x", 0);
-    nm_arr_t w = nm_floats(args[2], "w", 0);
+    nm_arr_t out = nm_floats(args[0], "out", NM_WRITE);
+    nm_arr_t x = nm_floats(args[1], "x", NM_READ);
+    nm_arr_t w = nm_floats(args[2], "w", NM_READ);
     int act = nm_get_act(args[3]);
     if (out.len == 0 || x.len == 0) {
         nm_raise_text(out.len ? "x" : "out", ": must not be empty");
@@ -257,9 +49,9 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_obj, 4, 4, nm_py_dense);
 // dense_batch(out, x, w, n_in, n_out, act): rows of x (batch x n_in) into out (batch x n_out).
 static mp_obj_t nm_py_dense_batch(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t out = nm_floats(args[0], "out", 1);
-    nm_arr_t x = nm_floats(args[1], "x", 0);
-    nm_arr_t w = nm_floats(args[2], "w", 0);
+    nm_arr_t out = nm_floats(args[0], "out", NM_WRITE);
+    nm_arr_t x = nm_floats(args[1], "x", NM_READ);
+    nm_arr_t w = nm_floats(args[2], "w", NM_READ);
     size_t n_in = nm_get_dim(args[3], "n_in", 1, NM_MAX_WIDTH);
     size_t n_out = nm_get_dim(args[4], "n_out", 1, NM_MAX_WIDTH);
     int act = nm_get_act(args[5]);
@@ -294,7 +86,7 @@ typedef struct {
 static void nm_get_clamp(nm_mlp_bufs_t *b, mp_obj_t obj) {
     b->clamped = obj != MP_OBJ_NULL && obj != mp_const_none;
     if (b->clamped) {
-        b->clamp = nm_floats(obj, "clamp", 0);
+        b->clamp = nm_floats(obj, "clamp", NM_READ);
     } else {
         b->clamp.buf = NULL;
         b->clamp.len = 0;
@@ -362,11 +154,11 @@ static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
 // clamp holds len(out) lower limits then len(out) upper limits.
 static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_mlp_bufs_t b;
-    b.out = nm_floats(args[0], "out", 1);
-    b.x = nm_floats(args[1], "x", 0);
-    b.net = nm_floats(args[2], "net", 0);
+    b.out = nm_floats(args[0], "out", NM_WRITE);
+    b.x = nm_floats(args[1], "x", NM_READ);
+    b.net = nm_floats(args[2], "net", NM_READ);
     nm_layout_t l = nm_get_layout(args[3]);
-    b.scratch = nm_floats(args[4], "scratch", 1);
+    b.scratch = nm_floats(args[4], "scratch", NM_WRITE);
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
     b.x_written = 0;
     nm_check_mlp(&l, &b, "x");
@@ -398,22 +190,12 @@ typedef struct {
     uint16_t acts[NM_MAX_LAYERS];
 } nm_forward_obj_t;
 
-#if defined(MICROPY_ENABLE_DYNRUNTIME)
-#define nm_obj_get_float(o) mp_obj_get_float_to_f(o)
-#define NM_HAS_FLOAT 1
-#elif MICROPY_PY_BUILTINS_FLOAT
-#define nm_obj_get_float(o) ((float)mp_obj_get_float(o))
-#define NM_HAS_FLOAT 1
-#else
-#define NM_HAS_FLOAT 0
-#endif
-
 static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
     nm_layout_t l = { self->sizes, self->acts, self->n_layers, self->net_len, self->scratch_len, NULL, 0 };
     nm_mlp_bufs_t b;
-    b.out = nm_floats(self->out, "out", 1);
-    b.net = nm_floats(self->net, "net", 0);
-    b.scratch = nm_floats(self->scratch, "scratch", 1);
+    b.out = nm_floats(self->out, "out", NM_WRITE);
+    b.net = nm_floats(self->net, "net", NM_READ);
+    b.scratch = nm_floats(self->scratch, "scratch", NM_WRITE);
     nm_get_clamp(&b, self->clamp);
     mp_buffer_info_t info;
     const int direct = mp_get_buffer(obs, &info, MP_BUFFER_READ) && info.typecode == 'f';
@@ -423,9 +205,9 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         b.x.len = info.len / sizeof(float);
     } else {
         #if NM_HAS_FLOAT
-        b.x = nm_floats(self->xbuf, "xbuf", 1);
+        b.x = nm_floats(self->xbuf, "xbuf", NM_WRITE);
         #else
-        b.x = nm_floats(obs, "obs", 0); // raises TypeError
+        b.x = nm_floats(obs, "obs", NM_READ); // raises TypeError
         #endif
     }
     nm_check_mlp(&l, &b, direct ? "x" : "xbuf");
@@ -438,7 +220,7 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         nm_check_len("obs", b.x.len, len);
         float *xb = b.x.buf;
         for (size_t i = 0; i < len; i++) {
-            float v = nm_obj_get_float(items[i]);
+            float v = nm_get_float(items[i]);
             if (!nm_finite(v)) {
                 nm_raise_nonfinite("obs", i);
             }
@@ -454,10 +236,10 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     // Every check a call makes, once now, so a bad set fails where it was built.
     nm_layout_t l = nm_get_layout(args[2]);
     nm_mlp_bufs_t b;
-    b.out = nm_floats(args[0], "out", 1);
-    b.net = nm_floats(args[1], "net", 0);
-    b.scratch = nm_floats(args[3], "scratch", 1);
-    b.x = nm_floats(args[4], "xbuf", 1);
+    b.out = nm_floats(args[0], "out", NM_WRITE);
+    b.net = nm_floats(args[1], "net", NM_READ);
+    b.scratch = nm_floats(args[3], "scratch", NM_WRITE);
+    b.x = nm_floats(args[4], "xbuf", NM_WRITE);
     b.x_written = 1;
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
     nm_check_mlp(&l, &b, "xbuf");
@@ -488,9 +270,9 @@ static mp_obj_t nm_forward_call(mp_obj_t self_in, size_t n_args, size_t n_kw, co
 // pack(dst, w, b, n_in, n_out): row-major W (n_out x n_in) and b into block-4 layout.
 static mp_obj_t nm_py_pack(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t dst = nm_floats(args[0], "dst", 1);
-    nm_arr_t w = nm_floats(args[1], "w", 0);
-    nm_arr_t b = nm_floats(args[2], "b", 0);
+    nm_arr_t dst = nm_floats(args[0], "dst", NM_WRITE);
+    nm_arr_t w = nm_floats(args[1], "w", NM_READ);
+    nm_arr_t b = nm_floats(args[2], "b", NM_READ);
     size_t n_in = nm_get_dim(args[3], "n_in", 1, NM_MAX_WIDTH);
     size_t n_out = nm_get_dim(args[4], "n_out", 1, NM_MAX_WIDTH);
     size_t need;
@@ -575,4 +357,79 @@ static mp_obj_t nm_py_isa(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_isa_obj, 0, 1, nm_py_isa);
 
-#endif // NM_GLUE_H
+/* ---------------------------------------------------------------------------
+ * The module.
+ */
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+
+// Types in a natmod live in RAM and get their slots at import.
+mp_obj_full_type_t nm_forward_type;
+
+mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
+    MP_DYNRUNTIME_INIT_ENTRY
+
+    nm_forward_type.base.type = (void *)&mp_type_type;
+    nm_forward_type.flags = MP_TYPE_FLAG_NONE;
+    nm_forward_type.name = MP_QSTR_Forward;
+    MP_OBJ_TYPE_SET_SLOT(&nm_forward_type, make_new, nm_forward_make_new, 0);
+    MP_OBJ_TYPE_SET_SLOT(&nm_forward_type, call, nm_forward_call, 1);
+    mp_store_global(MP_QSTR_Forward, MP_OBJ_FROM_PTR(&nm_forward_type));
+
+    mp_store_global(MP_QSTR_dense, MP_OBJ_FROM_PTR(&nm_py_dense_obj));
+    mp_store_global(MP_QSTR_dense_batch, MP_OBJ_FROM_PTR(&nm_py_dense_batch_obj));
+    mp_store_global(MP_QSTR_mlp, MP_OBJ_FROM_PTR(&nm_py_mlp_obj));
+    mp_store_global(MP_QSTR_pack, MP_OBJ_FROM_PTR(&nm_py_pack_obj));
+    mp_store_global(MP_QSTR_layer_size, MP_OBJ_FROM_PTR(&nm_py_layer_size_obj));
+    mp_store_global(MP_QSTR_net_size, MP_OBJ_FROM_PTR(&nm_py_net_size_obj));
+    mp_store_global(MP_QSTR_scratch_size, MP_OBJ_FROM_PTR(&nm_py_scratch_size_obj));
+    mp_store_global(MP_QSTR_crc32, MP_OBJ_FROM_PTR(&nm_py_crc32_obj));
+    mp_store_global(MP_QSTR_isa, MP_OBJ_FROM_PTR(&nm_py_isa_obj));
+    mp_store_global(MP_QSTR_IDENTITY, MP_OBJ_NEW_SMALL_INT(NM_ACT_IDENTITY));
+    mp_store_global(MP_QSTR_RELU, MP_OBJ_NEW_SMALL_INT(NM_ACT_RELU));
+    mp_store_global(MP_QSTR_TANH, MP_OBJ_NEW_SMALL_INT(NM_ACT_TANH));
+    mp_store_global(MP_QSTR_BLOCK, MP_OBJ_NEW_SMALL_INT(NM_BLOCK));
+    mp_store_global(MP_QSTR_VERSION, MP_OBJ_NEW_SMALL_INT(NM_KERNELS_VERSION));
+    mp_store_global(MP_QSTR_HOME, MP_OBJ_NEW_QSTR(MP_QSTR_natmod));
+
+    MP_DYNRUNTIME_INIT_EXIT
+}
+
+#else
+
+static MP_DEFINE_CONST_OBJ_TYPE(
+    nm_forward_type,
+    MP_QSTR_Forward,
+    MP_TYPE_FLAG_NONE,
+    make_new, nm_forward_make_new,
+    call, nm_forward_call
+    );
+
+static const mp_rom_map_elem_t nm_module_globals_table[] = {
+    { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_nm_kernels) },
+    { MP_ROM_QSTR(MP_QSTR_dense), MP_ROM_PTR(&nm_py_dense_obj) },
+    { MP_ROM_QSTR(MP_QSTR_dense_batch), MP_ROM_PTR(&nm_py_dense_batch_obj) },
+    { MP_ROM_QSTR(MP_QSTR_mlp), MP_ROM_PTR(&nm_py_mlp_obj) },
+    { MP_ROM_QSTR(MP_QSTR_Forward), MP_ROM_PTR(&nm_forward_type) },
+    { MP_ROM_QSTR(MP_QSTR_pack), MP_ROM_PTR(&nm_py_pack_obj) },
+    { MP_ROM_QSTR(MP_QSTR_layer_size), MP_ROM_PTR(&nm_py_layer_size_obj) },
+    { MP_ROM_QSTR(MP_QSTR_net_size), MP_ROM_PTR(&nm_py_net_size_obj) },
+    { MP_ROM_QSTR(MP_QSTR_scratch_size), MP_ROM_PTR(&nm_py_scratch_size_obj) },
+    { MP_ROM_QSTR(MP_QSTR_crc32), MP_ROM_PTR(&nm_py_crc32_obj) },
+    { MP_ROM_QSTR(MP_QSTR_isa), MP_ROM_PTR(&nm_py_isa_obj) },
+    { MP_ROM_QSTR(MP_QSTR_IDENTITY), MP_ROM_INT(NM_ACT_IDENTITY) },
+    { MP_ROM_QSTR(MP_QSTR_RELU), MP_ROM_INT(NM_ACT_RELU) },
+    { MP_ROM_QSTR(MP_QSTR_TANH), MP_ROM_INT(NM_ACT_TANH) },
+    { MP_ROM_QSTR(MP_QSTR_BLOCK), MP_ROM_INT(NM_BLOCK) },
+    { MP_ROM_QSTR(MP_QSTR_VERSION), MP_ROM_INT(NM_KERNELS_VERSION) },
+    { MP_ROM_QSTR(MP_QSTR_HOME), MP_ROM_QSTR(MP_QSTR_usermod) },
+};
+static MP_DEFINE_CONST_DICT(nm_module_globals, nm_module_globals_table);
+
+const mp_obj_module_t nm_kernels_module = {
+    .base = { &mp_type_module },
+    .globals = (mp_obj_dict_t *)&nm_module_globals,
+};
+
+MP_REGISTER_MODULE(MP_QSTR_nm_kernels, nm_kernels_module);
+
+#endif

@@ -1,28 +1,20 @@
 /*
- * nm_train_glue.h - MicroPython bindings for nm_train.h, shared by the user C
- * module (trainmod/nm_train_module.c) and the natmod (natmod_train/).
- *
- * Include after "py/runtime.h" or "py/dynruntime.h". Same discipline as
- * nm_glue.h (whose helpers it reuses): every argument is checked before any
- * memory is touched; float buffers must be array('f') and integer buffers
- * array('I') (TypeError otherwise); lengths must match the shapes
- * (ValueError naming expected and given); size arithmetic is overflow-checked;
- * outputs may not overlap inputs.
+ * nm_train.c - the training kernels (nm_train.h) for MicroPython, in both
+ * homes from this one file:
+ *   - user C module `nm_train` (firmware): this folder's micropython.mk
+ *     (make ports) or micropython.cmake (esp32, rp2);
+ *   - dynamic native module `nm_train_natmod` (.mpy per architecture):
+ *     this folder's Makefile, where MICROPY_ENABLE_DYNRUNTIME is defined.
+ * Float buffers must be array('f') and integer buffers array('I'); every
+ * argument is checked (nm_args.h) before any memory is touched.
  */
-#ifndef NM_TRAIN_GLUE_H
-#define NM_TRAIN_GLUE_H
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+#include "py/dynruntime.h"
+#else
+#include "py/runtime.h"
+#endif
 
-// nm_glue.h's own entry points are unused here.
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wunused-variable"
-#pragma GCC diagnostic ignored "-Wunused-const-variable"
-#endif
-#include "nm_glue.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "nm_args.h"
 #include "nm_train.h"
 
 /* ---------------------------------------------------------------------------
@@ -30,19 +22,6 @@
  */
 static nm_arr_t nmt_u32(mp_obj_t obj, const char *what, int writable) {
     return nm_get_array(obj, what, 'I', sizeof(uint32_t), writable ? MP_BUFFER_RW : MP_BUFFER_READ);
-}
-
-// As nm_floats, or an empty array (buf NULL) for None.
-static nm_arr_t nmt_floats_or_none(mp_obj_t obj, const char *what) {
-    if (obj == mp_const_none) {
-        nm_arr_t none = { NULL, 0 };
-        return none;
-    }
-    return nm_floats(obj, what, 1);
-}
-
-static float nmt_float(mp_obj_t obj) {
-    return (float)mp_obj_get_float(obj);
 }
 
 // Each of the n arrays *arrs[i] (named names[i]) as long as the first argument: len floats.
@@ -122,10 +101,10 @@ static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_sizes_obj, nmt_py_sizes);
 // forward(net, layout, x, tape): batch = len(x) / s0; the output is the tape's last sL x batch floats.
 static mp_obj_t nmt_py_forward(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t net = nm_floats(args[0], "net", 0);
+    nm_arr_t net = nm_floats(args[0], "net", NM_READ);
     nmt_net_t n = nmt_get_net(args[1]);
-    nm_arr_t x = nm_floats(args[2], "x", 0);
-    nm_arr_t tape = nm_floats(args[3], "tape", 1);
+    nm_arr_t x = nm_floats(args[2], "x", NM_READ);
+    nm_arr_t tape = nm_floats(args[3], "tape", NM_WRITE);
     nm_check_len("net (training layout)", n.net_len, net.len);
     size_t batch = nmt_batch(x, n.l.sizes[0]);
     nmt_check_tape(&n, tape, batch);
@@ -139,14 +118,14 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_forward_obj, 4, 4, nmt_py_forw
 // backward(net, layout, x, tape, dy, grad, dx, scratch): grad and dx may be None.
 static mp_obj_t nmt_py_backward(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t net = nm_floats(args[0], "net", 0);
+    nm_arr_t net = nm_floats(args[0], "net", NM_READ);
     nmt_net_t n = nmt_get_net(args[1]);
-    nm_arr_t x = nm_floats(args[2], "x", 0);
-    nm_arr_t tape = nm_floats(args[3], "tape", 0);
-    nm_arr_t dy = nm_floats(args[4], "dy", 1);
-    nm_arr_t grad = nmt_floats_or_none(args[5], "grad");
-    nm_arr_t dx = nmt_floats_or_none(args[6], "dx");
-    nm_arr_t scratch = nm_floats(args[7], "scratch", 1);
+    nm_arr_t x = nm_floats(args[2], "x", NM_READ);
+    nm_arr_t tape = nm_floats(args[3], "tape", NM_READ);
+    nm_arr_t dy = nm_floats(args[4], "dy", NM_WRITE);
+    nm_arr_t grad = nm_floats(args[5], "grad", NM_WRITE | NM_OR_NONE);
+    nm_arr_t dx = nm_floats(args[6], "dx", NM_WRITE | NM_OR_NONE);
+    nm_arr_t scratch = nm_floats(args[7], "scratch", NM_WRITE);
     nm_check_len("net (training layout)", n.net_len, net.len);
     size_t batch = nmt_batch(x, n.l.sizes[0]), need;
     nmt_check_tape(&n, tape, batch);
@@ -182,8 +161,8 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_backward_obj, 8, 8, nmt_py_bac
 
 // pack(dst, net, layout): the layers in nm_kernels' block-4 layout (sum of layer_size floats).
 static mp_obj_t nmt_py_pack(mp_obj_t dst_obj, mp_obj_t net_obj, mp_obj_t layout) {
-    nm_arr_t dst = nm_floats(dst_obj, "dst", 1);
-    nm_arr_t net = nm_floats(net_obj, "net", 0);
+    nm_arr_t dst = nm_floats(dst_obj, "dst", NM_WRITE);
+    nm_arr_t net = nm_floats(net_obj, "net", NM_READ);
     nmt_net_t n = nmt_get_net(layout);
     nm_check_len("net (training layout)", n.net_len, net.len);
     size_t need = 0, s;
@@ -206,11 +185,11 @@ static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_pack_obj, nmt_py_pack);
 // adam(p, g, m, v, state): state = array('f', [lr, beta1, beta2, eps, beta1^t, beta2^t]).
 static mp_obj_t nmt_py_adam(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t p = nm_floats(args[0], "p", 1);
-    nm_arr_t g = nm_floats(args[1], "g", 0);
-    nm_arr_t m = nm_floats(args[2], "m", 1);
-    nm_arr_t v = nm_floats(args[3], "v", 1);
-    nm_arr_t st = nm_floats(args[4], "state", 1);
+    nm_arr_t p = nm_floats(args[0], "p", NM_WRITE);
+    nm_arr_t g = nm_floats(args[1], "g", NM_READ);
+    nm_arr_t m = nm_floats(args[2], "m", NM_WRITE);
+    nm_arr_t v = nm_floats(args[3], "v", NM_WRITE);
+    nm_arr_t st = nm_floats(args[4], "state", NM_WRITE);
     static const char *const gmv_names[3] = { "g", "m", "v" }, *const pmv_names[3] = { "p", "m", "v" };
     const nm_arr_t *gmv[3] = { &g, &m, &v }, *pmv[3] = { &p, &m, &v };
     nmt_check_lens(p.len, 3, gmv_names, gmv);
@@ -227,11 +206,11 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_adam_obj, 5, 5, nmt_py_adam);
 
 // polyak(target, online, tau): target += tau * (online - target).
 static mp_obj_t nmt_py_polyak(mp_obj_t t_obj, mp_obj_t o_obj, mp_obj_t tau) {
-    nm_arr_t t = nm_floats(t_obj, "target", 1);
-    nm_arr_t o = nm_floats(o_obj, "online", 0);
+    nm_arr_t t = nm_floats(t_obj, "target", NM_WRITE);
+    nm_arr_t o = nm_floats(o_obj, "online", NM_READ);
     nm_check_len("online", t.len, o.len);
     nm_check_disjoint("target", t, "online", o);
-    nm_polyak(t.buf, o.buf, t.len, nmt_float(tau));
+    nm_polyak(t.buf, o.buf, t.len, nm_get_float(tau));
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_polyak_obj, nmt_py_polyak);
@@ -239,11 +218,11 @@ static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_polyak_obj, nmt_py_polyak);
 // smooth(a, noise, scale, clip): a = clip(a + clip(noise * scale, -clip, clip), -1, 1).
 static mp_obj_t nmt_py_smooth(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t a = nm_floats(args[0], "a", 1);
-    nm_arr_t noise = nm_floats(args[1], "noise", 0);
+    nm_arr_t a = nm_floats(args[0], "a", NM_WRITE);
+    nm_arr_t noise = nm_floats(args[1], "noise", NM_READ);
     nm_check_len("noise", a.len, noise.len);
     nm_check_disjoint("a", a, "noise", noise);
-    nm_td3_smooth(a.buf, noise.buf, a.len, nmt_float(args[2]), nmt_float(args[3]));
+    nm_td3_smooth(a.buf, noise.buf, a.len, nm_get_float(args[2]), nm_get_float(args[3]));
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_smooth_obj, 4, 4, nmt_py_smooth);
@@ -251,17 +230,17 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_smooth_obj, 4, 4, nmt_py_smoot
 // bellman(y, q1, q2, r, not_done, gamma): y = r + gamma * not_done * min(q1, q2).
 static mp_obj_t nmt_py_bellman(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t y = nm_floats(args[0], "y", 1);
+    nm_arr_t y = nm_floats(args[0], "y", NM_WRITE);
     static const char *const names[4] = { "q1", "q2", "r", "not_done" };
     nm_arr_t in[4];
     for (int i = 0; i < 4; i++) {
-        in[i] = nm_floats(args[1 + i], names[i], 0);
+        in[i] = nm_floats(args[1 + i], names[i], NM_READ);
     }
     for (int i = 0; i < 4; i++) {
         nm_check_len(names[i], y.len, in[i].len);
         nm_check_disjoint("y", y, names[i], in[i]);
     }
-    nm_td3_bellman(y.buf, in[0].buf, in[1].buf, in[2].buf, in[3].buf, y.len, nmt_float(args[5]));
+    nm_td3_bellman(y.buf, in[0].buf, in[1].buf, in[2].buf, in[3].buf, y.len, nm_get_float(args[5]));
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_bellman_obj, 6, 6, nmt_py_bellman);
@@ -269,11 +248,11 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_bellman_obj, 6, 6, nmt_py_bell
 // critic_grad(dq, q, y, scale, loss): dq = (q - y) * scale; loss[0] = mean (q - y)^2 (loss may be None).
 static mp_obj_t nmt_py_critic_grad(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t dq = nm_floats(args[0], "dq", 1);
-    nm_arr_t q = nm_floats(args[1], "q", 0);
-    nm_arr_t y = nm_floats(args[2], "y", 0);
-    float scale = nmt_float(args[3]);
-    nm_arr_t loss = nmt_floats_or_none(args[4], "loss");
+    nm_arr_t dq = nm_floats(args[0], "dq", NM_WRITE);
+    nm_arr_t q = nm_floats(args[1], "q", NM_READ);
+    nm_arr_t y = nm_floats(args[2], "y", NM_READ);
+    float scale = nm_get_float(args[3]);
+    nm_arr_t loss = nm_floats(args[4], "loss", NM_WRITE | NM_OR_NONE);
     static const char *const names[2] = { "q", "y" };
     const nm_arr_t *qy[2] = { &q, &y };
     nmt_check_lens(dq.len, 2, names, qy);
@@ -292,8 +271,8 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_critic_grad_obj, 5, 5, nmt_py_
 
 // fill(dst, value)
 static mp_obj_t nmt_py_fill(mp_obj_t dst_obj, mp_obj_t value) {
-    nm_arr_t dst = nm_floats(dst_obj, "dst", 1);
-    float v = nmt_float(value);
+    nm_arr_t dst = nm_floats(dst_obj, "dst", NM_WRITE);
+    float v = nm_get_float(value);
     float *d = dst.buf;
     for (size_t i = 0; i < dst.len; i++) {
         d[i] = v;
@@ -305,9 +284,9 @@ static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_fill_obj, nmt_py_fill);
 // copy(dst, dst_offset, src, src_offset, n): n floats; the ranges may not overlap.
 static mp_obj_t nmt_py_copy(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t dst = nm_floats(args[0], "dst", 1);
+    nm_arr_t dst = nm_floats(args[0], "dst", NM_WRITE);
     size_t d_off = nm_get_dim(args[1], "dst_offset", 0, dst.len);
-    nm_arr_t src = nm_floats(args[2], "src", 0);
+    nm_arr_t src = nm_floats(args[2], "src", NM_READ);
     size_t s_off = nm_get_dim(args[3], "src_offset", 0, src.len);
     size_t n = nm_get_dim(args[4], "n", 0, SIZE_MAX / 8);
     if (n > dst.len - d_off) {
@@ -350,8 +329,8 @@ static MP_DEFINE_CONST_FUN_OBJ_2(nmt_py_seed_obj, nmt_py_seed);
 static mp_obj_t nmt_py_uniform(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
     uint32_t *s = nmt_rng(args[0]);
-    nm_arr_t out = nm_floats(args[1], "out", 1);
-    nm_rng_uniform(s, out.buf, out.len, nmt_float(args[2]), nmt_float(args[3]));
+    nm_arr_t out = nm_floats(args[1], "out", NM_WRITE);
+    nm_rng_uniform(s, out.buf, out.len, nm_get_float(args[2]), nm_get_float(args[3]));
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_uniform_obj, 4, 4, nmt_py_uniform);
@@ -359,7 +338,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_uniform_obj, 4, 4, nmt_py_unif
 // normal(state, out): standard normal samples.
 static mp_obj_t nmt_py_normal(mp_obj_t st, mp_obj_t out_obj) {
     uint32_t *s = nmt_rng(st);
-    nm_arr_t out = nm_floats(out_obj, "out", 1);
+    nm_arr_t out = nm_floats(out_obj, "out", NM_WRITE);
     nm_rng_normal(s, out.buf, out.len);
     return mp_const_none;
 }
@@ -382,11 +361,11 @@ static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_randint_obj, nmt_py_randint);
 // push(replay, pos, s, a, r, not_done, s2): write row pos.
 static mp_obj_t nmt_py_push(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t rep = nm_floats(args[0], "replay", 1);
-    nm_arr_t s = nm_floats(args[2], "s", 0);
-    nm_arr_t a = nm_floats(args[3], "a", 0);
-    float r = nmt_float(args[4]), nd = nmt_float(args[5]);
-    nm_arr_t s2 = nm_floats(args[6], "s2", 0);
+    nm_arr_t rep = nm_floats(args[0], "replay", NM_WRITE);
+    nm_arr_t s = nm_floats(args[2], "s", NM_READ);
+    nm_arr_t a = nm_floats(args[3], "a", NM_READ);
+    float r = nm_get_float(args[4]), nd = nm_get_float(args[5]);
+    nm_arr_t s2 = nm_floats(args[6], "s2", NM_READ);
     if (s.len == 0 || a.len == 0) {
         nm_raise_text(s.len ? "a" : "s", ": must not be empty");
     }
@@ -405,12 +384,12 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_push_obj, 7, 7, nmt_py_push);
 // sa ((o + na) x batch) and s2 (o x batch); every idx must be < n_stored.
 static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t rep = nm_floats(args[0], "replay", 0);
+    nm_arr_t rep = nm_floats(args[0], "replay", NM_READ);
     nm_arr_t idx = nmt_u32(args[1], "idx", 0);
-    nm_arr_t sa = nm_floats(args[3], "sa", 1);
-    nm_arr_t r = nm_floats(args[4], "r", 1);
-    nm_arr_t nd = nm_floats(args[5], "not_done", 1);
-    nm_arr_t s2 = nm_floats(args[6], "s2", 1);
+    nm_arr_t sa = nm_floats(args[3], "sa", NM_WRITE);
+    nm_arr_t r = nm_floats(args[4], "r", NM_WRITE);
+    nm_arr_t nd = nm_floats(args[5], "not_done", NM_WRITE);
+    nm_arr_t s2 = nm_floats(args[6], "s2", NM_WRITE);
     size_t B = idx.len;
     if (B == 0) {
         nm_raise_text("idx", ": must not be empty");
@@ -442,4 +421,70 @@ static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_gather_obj, 7, 7, nmt_py_gather);
 
-#endif // NM_TRAIN_GLUE_H
+/* ---------------------------------------------------------------------------
+ * The module.
+ */
+#if defined(MICROPY_ENABLE_DYNRUNTIME)
+
+mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *args) {
+    MP_DYNRUNTIME_INIT_ENTRY
+
+    mp_store_global(MP_QSTR_sizes, MP_OBJ_FROM_PTR(&nmt_py_sizes_obj));
+    mp_store_global(MP_QSTR_forward, MP_OBJ_FROM_PTR(&nmt_py_forward_obj));
+    mp_store_global(MP_QSTR_backward, MP_OBJ_FROM_PTR(&nmt_py_backward_obj));
+    mp_store_global(MP_QSTR_pack, MP_OBJ_FROM_PTR(&nmt_py_pack_obj));
+    mp_store_global(MP_QSTR_adam, MP_OBJ_FROM_PTR(&nmt_py_adam_obj));
+    mp_store_global(MP_QSTR_polyak, MP_OBJ_FROM_PTR(&nmt_py_polyak_obj));
+    mp_store_global(MP_QSTR_smooth, MP_OBJ_FROM_PTR(&nmt_py_smooth_obj));
+    mp_store_global(MP_QSTR_bellman, MP_OBJ_FROM_PTR(&nmt_py_bellman_obj));
+    mp_store_global(MP_QSTR_critic_grad, MP_OBJ_FROM_PTR(&nmt_py_critic_grad_obj));
+    mp_store_global(MP_QSTR_fill, MP_OBJ_FROM_PTR(&nmt_py_fill_obj));
+    mp_store_global(MP_QSTR_copy, MP_OBJ_FROM_PTR(&nmt_py_copy_obj));
+    mp_store_global(MP_QSTR_seed, MP_OBJ_FROM_PTR(&nmt_py_seed_obj));
+    mp_store_global(MP_QSTR_uniform, MP_OBJ_FROM_PTR(&nmt_py_uniform_obj));
+    mp_store_global(MP_QSTR_normal, MP_OBJ_FROM_PTR(&nmt_py_normal_obj));
+    mp_store_global(MP_QSTR_randint, MP_OBJ_FROM_PTR(&nmt_py_randint_obj));
+    mp_store_global(MP_QSTR_push, MP_OBJ_FROM_PTR(&nmt_py_push_obj));
+    mp_store_global(MP_QSTR_gather, MP_OBJ_FROM_PTR(&nmt_py_gather_obj));
+    mp_store_global(MP_QSTR_ADAM_STATE, MP_OBJ_NEW_SMALL_INT(NM_ADAM_STATE));
+    mp_store_global(MP_QSTR_VERSION, MP_OBJ_NEW_SMALL_INT(NM_TRAIN_VERSION));
+    mp_store_global(MP_QSTR_HOME, MP_OBJ_NEW_QSTR(MP_QSTR_natmod));
+
+    MP_DYNRUNTIME_INIT_EXIT
+}
+
+#else
+
+static const mp_rom_map_elem_t nmt_module_globals_table[] = {
+    { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR_nm_train) },
+    { MP_ROM_QSTR(MP_QSTR_sizes), MP_ROM_PTR(&nmt_py_sizes_obj) },
+    { MP_ROM_QSTR(MP_QSTR_forward), MP_ROM_PTR(&nmt_py_forward_obj) },
+    { MP_ROM_QSTR(MP_QSTR_backward), MP_ROM_PTR(&nmt_py_backward_obj) },
+    { MP_ROM_QSTR(MP_QSTR_pack), MP_ROM_PTR(&nmt_py_pack_obj) },
+    { MP_ROM_QSTR(MP_QSTR_adam), MP_ROM_PTR(&nmt_py_adam_obj) },
+    { MP_ROM_QSTR(MP_QSTR_polyak), MP_ROM_PTR(&nmt_py_polyak_obj) },
+    { MP_ROM_QSTR(MP_QSTR_smooth), MP_ROM_PTR(&nmt_py_smooth_obj) },
+    { MP_ROM_QSTR(MP_QSTR_bellman), MP_ROM_PTR(&nmt_py_bellman_obj) },
+    { MP_ROM_QSTR(MP_QSTR_critic_grad), MP_ROM_PTR(&nmt_py_critic_grad_obj) },
+    { MP_ROM_QSTR(MP_QSTR_fill), MP_ROM_PTR(&nmt_py_fill_obj) },
+    { MP_ROM_QSTR(MP_QSTR_copy), MP_ROM_PTR(&nmt_py_copy_obj) },
+    { MP_ROM_QSTR(MP_QSTR_seed), MP_ROM_PTR(&nmt_py_seed_obj) },
+    { MP_ROM_QSTR(MP_QSTR_uniform), MP_ROM_PTR(&nmt_py_uniform_obj) },
+    { MP_ROM_QSTR(MP_QSTR_normal), MP_ROM_PTR(&nmt_py_normal_obj) },
+    { MP_ROM_QSTR(MP_QSTR_randint), MP_ROM_PTR(&nmt_py_randint_obj) },
+    { MP_ROM_QSTR(MP_QSTR_push), MP_ROM_PTR(&nmt_py_push_obj) },
+    { MP_ROM_QSTR(MP_QSTR_gather), MP_ROM_PTR(&nmt_py_gather_obj) },
+    { MP_ROM_QSTR(MP_QSTR_ADAM_STATE), MP_ROM_INT(NM_ADAM_STATE) },
+    { MP_ROM_QSTR(MP_QSTR_VERSION), MP_ROM_INT(NM_TRAIN_VERSION) },
+    { MP_ROM_QSTR(MP_QSTR_HOME), MP_ROM_QSTR(MP_QSTR_usermod) },
+};
+static MP_DEFINE_CONST_DICT(nmt_module_globals, nmt_module_globals_table);
+
+const mp_obj_module_t nm_train_module = {
+    .base = { &mp_type_module },
+    .globals = (mp_obj_dict_t *)&nmt_module_globals,
+};
+
+MP_REGISTER_MODULE(MP_QSTR_nm_train, nm_train_module);
+
+#endif
