@@ -188,7 +188,8 @@ class Trainer:
     """rng: the source of every random draw (default Rng(kernels, seed)); anything with
     Rng's methods, e.g. one that replays draws recorded elsewhere."""
 
-    def __init__(self, profile="teensy41", seed=0, kernels_=None, check_memory=True, rng=None, **overrides):
+    def __init__(self, profile="teensy41", seed=0, kernels_=None, check_memory=True, rng=None,
+                 heap_watch=None, **overrides):
         if isinstance(profile, str):
             if profile not in PROFILES:
                 raise ValueError("unknown profile %r (profiles: %s)" % (profile, ", ".join(sorted(PROFILES))))
@@ -210,6 +211,9 @@ class Trainer:
         self.plan = plan(prof, o, na)
         free = _mem_free()
         self.mem_free_before = free
+        # nm_link.HeapWatch started before the trainer: its peak() is the trainer's heap
+        # high-water mark (None where the firmware does not count it)
+        self.heap_watch = heap_watch
         self.heap_base = _mem_alloc()  # live heap before the trainer (interpreter, modules)
         if check_memory and free is not None and self.plan["bytes"] > free:
             raise ProfileTooLarge(
@@ -278,7 +282,6 @@ class Trainer:
         self.eval_action = zeros(na)
         self.rng = rng if rng is not None else Rng(K, seed)
         self.heap_setup = _mem_alloc() - a0
-        self.heap_peak = _mem_alloc()
 
         # PyTorch's nn.Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)); targets = copies
         for net in [self.actor] + self.critics:
@@ -408,14 +411,11 @@ class Trainer:
         return self.steps
 
     def progress(self, now=0, last_t=0, last_s=0):
-        alloc = _mem_alloc()
-        if alloc > self.heap_peak:
-            self.heap_peak = alloc
         dt = _diff(now, last_t) if _diff else 0
         info = {
             "step": self.steps, "episodes": self.episodes, "recent_return": self.recent_return(),
             "steps_per_s": (1000.0 * (self.steps - last_s) / dt) if dt > 0 else None,
-            "critic_loss": self.critic_loss[0],
+            "critic_loss": self.critic_loss[0], "heap_peak": self.heap_watch.peak() if self.heap_watch else None,
         }
         if gc is not None and hasattr(gc, "mem_free"):
             gc.collect()
@@ -425,7 +425,6 @@ class Trainer:
             info["mem_free"] = gc.mem_free()
             info["heap_live"] = live
             info["heap_live_peak"] = self._live_peak
-            info["heap_peak"] = self._live_peak - self.heap_base
         return info
 
     def heap_live_peak(self):

@@ -5,7 +5,10 @@
 #   train <profile> <steps> <seed> [every] [eval_episodes]
 #                                  unsolicited `@nm - started {...}`, then `@nm - progress {...}`
 #                                  every `every` steps (step, episodes, recent_return, steps_per_s,
-#                                  critic_loss, mem_free, heap_live, heap_peak), then the reply:
+#                                  critic_loss, mem_free, heap_live, heap_peak: the high-water mark
+#                                  above the heap before the trainer, None where the firmware does
+#                                  not count it; the GC collects every nm_link.HEAP_GC_THRESHOLD
+#                                  bytes meanwhile), then the reply:
 #                                  JSON with eval_return, wall_ms, policy_bytes, policy_crc, heap figures
 #   train_custom <h1> <h2> <batch> <replay> <steps> <seed> [every] [eval_episodes]
 #   policy <offset> <n>            n bytes of the trained policy file, hex
@@ -55,7 +58,12 @@ class Server(nm_link.Server):
         self.trainer = None
         self.policy = None
         # a board without native training kernels would take hours: refuse, do not crawl
-        t = nm_td3.Trainer(profile, seed=seed, kernels_=nm_td3.kernels("native"))
+        watch = nm_link.HeapWatch(nm_link.HEAP_GC_THRESHOLD)
+        try:
+            t = nm_td3.Trainer(profile, seed=seed, kernels_=nm_td3.kernels("native"), heap_watch=watch)
+        except BaseException:
+            watch.close()
+            raise
         self.trainer = t
         info = {"profile": t.profile_name, "steps": steps, "seed": seed, "kernels": getattr(t.K, "HOME", "?"),
                 "plan_bytes": t.plan["bytes"], "mem_free_before": t.mem_free_before,
@@ -69,10 +77,13 @@ class Server(nm_link.Server):
         path = t.save_policy()[0]
         with open(path, "rb") as f:
             self.policy = f.read()
+        heap_peak = watch.peak()
+        watch.close()
         return json.dumps({"step": t.steps, "eval_return": ret, "eval_episodes": episodes, "wall_ms": wall_ms,
                            "policy_bytes": len(self.policy), "policy_crc": crc32(self.policy),
                            "policy_path": path, "heap_live_peak": t.heap_live_peak(),
-                           "heap_setup": t.heap_setup, "heap_peak": t.heap_live_peak() - t.heap_base,
+                           "heap_setup": t.heap_setup, "heap_peak": heap_peak,
+                           "heap_gc_threshold": watch.threshold,
                            "heap_base": t.heap_base, "mem_free_before": t.mem_free_before,
                            "recent_return": t.recent_return(), "updates": t.updates})
 

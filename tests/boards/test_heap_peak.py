@@ -7,8 +7,8 @@ MICROPY_GC_PEAK_TRACKING: the allocator counts the blocks in use and keeps their
 maximum, which nm_heap (device/port/nm_heap.c) and nm_link.HeapWatch read.
 
 The teensy41 training profile is checked on qemu-m7 rebuilt with a 900 KiB heap
-(boards/qemu-common/qemu-m7_heap900k): the profile's budget is what the trainer may
-use there, so the run must finish in that heap and its peak stay under the budget.
+(boards/qemu-common/qemu-m7_heap900k) through train-on-device: the run must finish in
+that heap, and the peak the trainer reports must stay under the profile's budget.
 """
 
 import json
@@ -83,22 +83,6 @@ print("RESULT " + repr({"available": w.available, "free_running": free_running, 
                         "threshold_restored": gc.threshold() == before}))
 """
 
-# A teensy41 training run and what the heap held at its highest.
-TRAIN = r"""
-import gc, nm_link, nm_td3
-gc.collect()
-total = gc.mem_free() + gc.mem_alloc()
-w = nm_link.HeapWatch(nm_link.HEAP_GC_THRESHOLD)
-t = nm_td3.Trainer("teensy41", seed=0, kernels_=nm_td3.kernels("native"))
-t.train(STEPS)
-ret = t.evaluate(1)
-peak = w.peak()
-w.close()
-print("RESULT " + repr({"total": total, "base": w.base, "peak": peak, "setup": t.heap_setup,
-                        "updates": t.updates, "ret": ret}))
-"""
-
-
 def _result(out):
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
     assert lines, out[-2000:]
@@ -155,29 +139,39 @@ def _build_900k():
 
 @pytest.mark.slow
 def test_teensy41_profile_trains_in_900k_heap(mpremote, tmp_path):
+    """train-on-device with the teensy41 profile on qemu-m7 with a 900 KiB heap: the run
+    finishes, and the peak the board reports (the trainer's, above the heap before it)
+    covers its buffers and fits the profile's budget and the board's heap."""
     import shutil
     if not shutil.which("qemu-system-arm"):
         pytest.skip("qemu-system-arm is not installed (make system)")
     from neuromotor.boards import emulated
-    from neuromotor.ondevice.client import upload_trainer
-    from neuromotor.ondevice.rundir import PROFILES
+    from neuromotor.ondevice import PROFILES, train_on_device
 
     elf = _build_900k()
     board = emulated.start("qemu-m7", instance=f"qemu-m7-heap900k-pytest-{os.getpid()}", firmware=elf,
                            die_with_parent=True)
     try:
-        upload_trainer(board.port, log=lambda *_: None)
-        r = _run(mpremote, board.port, TRAIN.replace("STEPS", "300"), tmp_path, timeout=600)
+        out = mpremote(board.port, "exec", "import gc; gc.collect(); print('TOTAL', gc.mem_free() + gc.mem_alloc())")
+        total = int(out.split("TOTAL")[1].split()[0])
+        run_dir = tmp_path / "run"
+        s = train_on_device(board.port, "teensy41", 300, seed=0, run_dir=run_dir, every=100, eval_episodes=1,
+                            progress=False, log=lambda *_: None)
     finally:
         emulated.stop(board.instance)
-    print(json.dumps(r))
-    budget = PROFILES["teensy41"]["budget"]
+    od = s["on_device"]
+    print(json.dumps({"total": total, **{k: od[k] for k in ("heap_base", "heap_setup", "heap_peak",
+                                                           "heap_live_peak", "heap_gc_threshold")}}))
     # the board really has the 900 KiB heap (less the allocation table), not 1 MiB
-    assert 880_000 < r["total"] <= 900 * 1024, r
-    assert r["updates"] == 200 and -2000 < r["ret"] <= 0, r
-    # the mark covers at least the buffers that stay allocated, and fits the budget
-    assert r["setup"] <= r["peak"] <= budget, r
-    assert r["base"] + r["peak"] <= r["total"], r
+    assert 880_000 < total <= 900 * 1024, total
+    assert od["updates"] == 200 and od["heap_gc_threshold"] == 4096, od
+    # the mark covers at least the buffers that stay allocated, and fits the budget and the heap
+    assert od["heap_setup"] <= od["heap_peak"] <= PROFILES["teensy41"]["budget"], od
+    assert od["heap_base"] + od["heap_peak"] <= total, od
+    # progress reports the mark so far: it never falls, and the final one is the largest
+    prog = json.loads((run_dir / "on_device.json").read_text())["progress"]
+    peaks = [p["heap_peak"] for p in prog]
+    assert len(peaks) == 3 and peaks == sorted(peaks) and peaks[-1] <= od["heap_peak"], prog
 
 
 @pytest.mark.slow

@@ -112,8 +112,9 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
         "agents": [{"seed": seed, "eval_return_mean": float(returns[0].mean()),
                     "eval_return_std": float(returns[0].std())}],
         "on_device": {k: device.get(k) for k in ("board", "profile", "kernels", "device_eval_return",
-                                                  "device_wall_s", "heap_peak", "heap_base", "heap_live_peak",
-                                                  "heap_setup", "mem_free_before", "plan_bytes", "updates")},
+                                                  "device_wall_s", "heap_peak", "heap_gc_threshold", "heap_base",
+                                                  "heap_live_peak", "heap_setup", "mem_free_before", "plan_bytes",
+                                                  "updates")},
     }
     summary["on_device"]["profile"] = profile
     runs.write_summary(run_dir, summary)

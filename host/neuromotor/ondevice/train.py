@@ -82,7 +82,8 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
               "probe": {k: board.get(k) for k in ("impl", "version", "platform", "arch")} if board else None,
               "device_eval_return": done.get("eval_return"), "device_wall_s": done.get("wall_ms", 0) / 1000,
               "wall_s": round(time.monotonic() - t0, 3), "heap_live_peak": done.get("heap_live_peak"),
-              "heap_peak": done.get("heap_peak"), "heap_base": done.get("heap_base"),
+              "heap_peak": done.get("heap_peak"), "heap_gc_threshold": done.get("heap_gc_threshold"),
+              "heap_base": done.get("heap_base"),
               "heap_setup": done.get("heap_setup"), "mem_free_before": done.get("mem_free_before"),
               "updates": done.get("updates")}
     # the progress-time metrics were provisional: rewrite them with the final record
