@@ -1,0 +1,81 @@
+"""The benchmark scripts' bookkeeping (never their timings): which rows are compared, where a
+peer's time comes from, how rl-zoo3's hyperparameters become an SB3 model, the shared helpers."""
+
+import json
+import math
+
+import pytest
+
+from neuromotor.paths import REPO_ROOT
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """Import a benchmark script as `python benchmarks/<name>.py` would see its folder."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    import importlib
+    return importlib.import_module
+
+
+def _row(peer=None, threads=1, wall=1.0, cpu=1.0, agents=1):
+    r = {"threads": threads, "wall_s": wall, "cpu_s": cpu, "agents": agents, "wall_per_agent_s": wall / agents}
+    return r if peer is None else {**r, "peer": peer}
+
+
+def test_td3_speedups_only_between_equal_thread_counts(bench):
+    td3 = bench("td3_pendulum")
+    rows = {"neuromotor, 1 agent, 1 thread": _row(threads=1, wall=2.0, cpu=2.0),
+            "neuromotor, 1 agent, 2 threads": _row(threads=2, wall=1.0, cpu=2.0),
+            "neuromotor, 4 agents, 2 threads": _row(threads=2, wall=4.0, cpu=8.0, agents=4),
+            "stable-baselines3, 1 thread": _row("sb3", threads=1, wall=6.0, cpu=6.0),
+            "RLtools (C++, OpenBLAS), 2 threads": _row("rltools", threads=2, wall=3.0, cpu=5.0)}
+    ratios = td3.speedups(rows)
+    assert set(ratios) == {"sb3_over_neuromotor_single_1thread", "rltools_over_neuromotor_single_2thread",
+                           "rltools_over_neuromotor_per_agent_in_population_2thread"}
+    assert ratios["sb3_over_neuromotor_single_1thread"] == {"wall": 3.0, "cpu": 3.0}   # not against 2 threads
+    assert ratios["rltools_over_neuromotor_single_2thread"] == {"wall": 3.0, "cpu": 2.5}
+    assert ratios["rltools_over_neuromotor_per_agent_in_population_2thread"] == {"wall": 3.0, "cpu": 2.5}
+
+
+def test_rltools_time_is_its_own_report_or_wall_less_startup(bench, tmp_path):
+    td3 = bench("td3_pendulum")
+    reports = tmp_path / "reports"
+    reports.write_text("#!/bin/sh\necho 'Loop step: 100'\necho 'Time: 1.25s'\n")
+    reports.chmod(0o755)
+    r = td3.rltools(reports, threads=2)
+    assert r["time_source"] == "reported by the binary" and r["wall_s"] == 1.25
+    assert r["threads"] == 2 and len(r["runs"]) == 5
+    # a dynamically linked binary that reports nothing: its loader-only start-up is timed and subtracted
+    true = td3.rltools(td3.Path("/bin/true"), threads=1)
+    assert true["time_source"].startswith("wall time less start-up") and true["startup_s"] > 0
+    assert true["wall_s"] == pytest.approx(
+        sorted(m["process_wall_s"] for m in true["runs"])[2] - true["startup_s"], abs=1e-12)
+
+
+def test_rl_zoo3_ant_hyperparameters_become_sb3_settings(bench):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("rl_zoo3")
+    ppo_ant = bench("ppo_ant")
+    entry, hp = ppo_ant.zoo_hyperparams()  # read from the installed package
+    assert entry.startswith("rl_zoo3 ") and "Ant-v" in entry and hp["normalize"]
+    n_envs, normalize, kwargs = ppo_ant.zoo_settings(hp, torch)
+    assert normalize is not None and "n_timesteps" not in kwargs and "normalize" not in kwargs
+    # the translations rl-zoo3 applies, on an entry that uses them all
+    n_envs, normalize, kwargs = ppo_ant.zoo_settings(
+        {"normalize": "dict(norm_obs=True, norm_reward=False)", "n_envs": 4, "gamma": 0.98, "policy": "MlpPolicy",
+         "learning_rate": "lin_3e-4", "policy_kwargs": "dict(activation_fn=nn.ReLU, net_arch=[8])",
+         "n_timesteps": 1e6}, torch)
+    assert n_envs == 4 and normalize == {"norm_obs": True, "norm_reward": False, "gamma": 0.98}
+    assert kwargs["policy_kwargs"] == {"activation_fn": torch.nn.ReLU, "net_arch": [8]}
+    assert math.isclose(kwargs["learning_rate"](1.0), 3e-4) and math.isclose(kwargs["learning_rate"](0.5), 1.5e-4)
+
+
+def test_benchutil(bench, tmp_path):
+    util = bench("benchutil")
+    assert util.macs([13, 64, 64, 4]) == 13 * 64 + 64 * 64 + 64 * 4
+    path = util.write_json(tmp_path / "new" / "x.json", {"a": [1, 2]})
+    assert json.loads(path.read_text()) == {"a": [1, 2]} and not list(path.parent.glob("*.tmp"))
+    fig, ax = util.plt.subplots()
+    ax.plot([0, 1])
+    util.save_png(fig, tmp_path / "x.png")
+    assert (tmp_path / "x.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
