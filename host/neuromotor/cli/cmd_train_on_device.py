@@ -46,8 +46,11 @@ def run(args) -> int:
         od = summary["on_device"]
         print(f"\nseed {args.seed}: eval return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "
               f"(host Pendulum-v1, {args.eval_episodes} episodes; on the board: {od['device_eval_return']:.1f})")
-        print(f"{summary['steps']} steps on the board in {od['device_wall_s']:.1f} s; heap live peak "
-              f"{od['heap_live_peak']} B; run dir {summary['run_dir']}")
+        peak = od.get("heap_peak")
+        heap = (f"heap peak {peak} B above the {od['heap_base']} B in use before training" if peak is not None
+                else f"heap peak not counted by this firmware (live after GC at most {od['heap_live_peak']} B)")
+        print(f"{summary['steps']} steps on the board in {od['device_wall_s']:.1f} s; {heap}; "
+              f"run dir {summary['run_dir']}")
     if args.json:
         print(json.dumps(summary))
     return 0
