@@ -42,6 +42,22 @@ def junk():
     if c == 12: return R(-5, 300)
     return farr(random.choice([0, 1, 3, 4, 5, 16, 17, 64, 65, 300]))
 
+def limits(n):
+    # Action limits for mlp/Forward: good ones, or non-finite, inverted, short, junk.
+    c = R(0, 7)
+    if c == 0: return None
+    if c == 1: return junk()
+    v = [random.uniform(-3, 0) for _ in range(n)] + [random.uniform(0, 3) for _ in range(n)]
+    if c == 2 and v: v[R(0, 2 * n)] = random.choice([float('nan'), float('inf'), -float('inf')])
+    if c == 3: v = v[n:] + v[:n]  # lower limits above upper ones
+    if c == 4: v = v[:R(0, 2 * n + 1)]
+    return array('f', v)
+
+def clamped_ok(out, lim):
+    # Every action of a call that succeeded with limits lies inside them.
+    n = len(out)
+    return all(lim[i] <= out[i] <= lim[n + i] for i in range(n))
+
 def net_and_scratch(lay):
     # The sizes the layout asks for, or small random ones when the layout is invalid.
     try:
@@ -63,6 +79,8 @@ def consistent(fn):
         if random.random() < 0.2:  # overlapping buffers
             mv = memoryview(shared)
             args[random.choice([0, 1, 4])] = mv[R(0, 8):]
+        if random.random() < 0.05 and len(args[1]):  # a non-finite observation
+            args[1][R(0, len(args[1]))] = random.choice([float('nan'), float('inf')])
     elif fn in ('dense', 'dense_batch'):
         n_in, n_out, batch = R(1, 40), R(1, 40), R(1, 4)
         w = farr(k.layer_size(n_in, n_out))
@@ -83,6 +101,8 @@ def consistent(fn):
         args = [junk()] + ([junk()] if random.random() < 0.5 else [])
     else:
         args = [random.choice(['auto', 'scalar', 'sse2', 'avx2', 'neon', '', 'avx2x'])]
+    if fn in ('mlp', 'Forward') and random.random() < 0.5:
+        args.append(limits(sizes[-1] if sizes else 1))
     for _ in range(R(0, 3)):
         if args:
             i = R(0, len(args))
@@ -108,8 +128,12 @@ for it in range({iters}):
         if fn == 'Forward':  # then call it with good and bad observations
             n_obs = len(args[4]) if type(args[4]) is array else R(0, 20)
             obs = random.choice([farr(n_obs), [random.uniform(-1, 1) for _ in range(n_obs)],
-                                 tuple(range(n_obs)), junk(), ['x'] * n_obs, farr(n_obs + 1)])
+                                 tuple(range(n_obs)), junk(), ['x'] * n_obs, farr(n_obs + 1),
+                                 [float('nan')] * n_obs])
             r(obs)
+        if fn in ('mlp', 'Forward') and len(args) == 6 and type(args[5]) is array:
+            if not clamped_ok(args[0], args[5]):
+                print('BAD', fn, 'action outside its limits', list(args[0]), list(args[5]))
         ok += 1
     except (TypeError, ValueError, OverflowError) as e:
         name = type(e).__name__
