@@ -88,7 +88,9 @@ def summarise(r, meta, emulated, predict_mhz, instructions_per_us=1000.0, ticks_
     s = {"median_us": float(us["median"]), "p99_us": float(us["p99"]), "min_us": float(us["min"]),
          "max_us": float(us["max"]), "mean_us": float(mean), "n": r["n"], "macs": macs,
          "khz": (1000.0 / mean) if mean > 0 else None, "timer_overhead_us": r.get("timer_overhead_us"),
-         "alloc_per_call": r.get("alloc_per_call"), "sizes": meta.get("sizes")}
+         "alloc_per_call": r.get("alloc_per_call"), "sizes": meta.get("sizes"),
+         # counted high-water marks (None where the board's firmware does not count them)
+         "heap_peak": r.get("heap_peak"), "load_heap_peak": meta.get("load_heap_peak")}
     if "cpu_ticks" in r:
         s["cpu_ticks"] = r["cpu_ticks"]
     if emulated:

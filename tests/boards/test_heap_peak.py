@@ -211,3 +211,10 @@ def test_bench_reports_heap_peaks(qemu_m7, mpremote, tmp_path):
         assert 0 < load_peak < 200_000, out
     assert out["native"][1] == 0 and out["native"][2] == 0, out
     assert 0 < out["python"][1] <= 3 * 4096, out
+    # and `neuromotor bench` passes them on
+    res = subprocess.run([sys.executable, "-m", "neuromotor", "bench", "--port", qemu_m7.port, "-n", "20",
+                          "--backend", "native", "--out", str(tmp_path / "bench")],
+                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    native = json.loads((tmp_path / "bench" / "bench.json").read_text())["results"][0]["backends"]["native"]
+    assert native["heap_peak"] == 0 and 0 < native["load_heap_peak"] < 200_000, native
