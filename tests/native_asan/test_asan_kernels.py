@@ -41,8 +41,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 SOURCE = HERE / "asan_kernels.c"
-# headers: device/native/include (per-module layout) or device/native (flat)
-INCLUDES = [f"-I{REPO / 'device' / 'native' / 'include'}", f"-I{REPO / 'device' / 'native'}"]
+INCLUDES = [f"-I{REPO / 'device' / 'native' / 'include'}"]
 SANITIZE = ["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all"]
 BUILDS = {
     "x86-64": [],
