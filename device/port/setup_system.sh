@@ -3,7 +3,8 @@
 # Debian (bookworm or later) that has only python3 and make: the host compiler
 # and Python's venv for the virtual environment, the cross compilers and QEMU for
 # the boards, cmake for the CMake home of the user C modules, valgrind for the
-# kernel fuzz test, patch for the MicroPython source. Skips the install when everything is already present.
+# kernel fuzz test, patch for the MicroPython source's GC peak tracking. Skips
+# the install when everything is already present.
 set -eu
 pkgs="gcc libc6-dev make cmake patch pkg-config libffi-dev xz-utils ca-certificates
 gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
