@@ -20,6 +20,11 @@ def save(path, arrays: dict) -> None:
         np.savez(f, **arrays)
 
 
+# Arrays under this prefix name what the checkpoint belongs to ("run.env", "run.algo": UTF-8
+# bytes). They are compared before anything else, and may be absent (older checkpoints).
+IDENTITY_PREFIX = "run."
+
+
 def load(path, expected: dict) -> dict:
     """The arrays of `path`, validated against `expected` (a state_dict of the same config)."""
     try:
@@ -27,12 +32,23 @@ def load(path, expected: dict) -> dict:
             arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError:
         raise UserError(f"no checkpoint at {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"checkpoint {path} is a directory") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise UserError(f"checkpoint {path} is corrupted or not a neuromotor checkpoint ({exc})") from None
-    missing = sorted(set(expected) - set(arrays))
+    for key in sorted(k for k in expected if k.startswith(IDENTITY_PREFIX)):
+        if key not in arrays:
+            continue
+        got, want = _text(arrays[key]), _text(expected[key])
+        if got != want:
+            raise UserError(f"checkpoint {path} belongs to a run with {key[len(IDENTITY_PREFIX):]} {got!r}, "
+                            f"but the config says {want!r}")
+    missing = sorted(k for k in set(expected) - set(arrays) if not k.startswith(IDENTITY_PREFIX))
     if missing:
         raise UserError(f"checkpoint {path} lacks {', '.join(missing)}; it was written by another algorithm or version")
     for key, want in expected.items():
+        if key.startswith(IDENTITY_PREFIX):
+            continue
         want = np.asarray(want)
         got = arrays[key]
         if got.shape != want.shape or got.dtype != want.dtype:
@@ -40,3 +56,9 @@ def load(path, expected: dict) -> dict:
                             f"{got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)} "
                             "(different network sizes, seeds or buffer?)")
     return arrays
+
+
+def _text(array) -> str:
+    if array.dtype != np.uint8 or array.ndim != 1:
+        return "?"
+    return array.tobytes().decode("utf-8", "replace")

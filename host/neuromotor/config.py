@@ -128,6 +128,17 @@ def validate(*configs) -> None:
         raise UserError(f"lr_min ({values['lr_min']}) must not exceed lr_max ({values['lr_max']})")
 
 
+def steps_per_iteration(algo_cfg) -> int:
+    """Env steps per agent in one advance(): a whole rollout for PPO, one step for TD3."""
+    return getattr(algo_cfg, "num_envs", 1) * getattr(algo_cfg, "num_steps", 1)
+
+
+def round_steps(steps: int, algo_cfg) -> int:
+    """`steps` rounded up to whole iterations: what training to `steps` really does."""
+    per = steps_per_iteration(algo_cfg)
+    return -(-steps // per) * per
+
+
 def parse_seeds(text: str) -> list:
     """'0-15' -> [0..15]; '0,3,5' -> [0, 3, 5]; mixtures like '0-3,8' work too."""
     bounds = []

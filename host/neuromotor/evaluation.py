@@ -1,39 +1,63 @@
-"""Deterministic evaluation (no exploration noise), every agent and episode in one vectorised env.
+"""Deterministic evaluation (no exploration noise), every agent's episodes in one vectorised env.
 
 The initial states come from a Generator seeded by (agent seed, training step),
 so evaluating never touches the training RNG streams and a resumed run
 evaluates exactly as an uninterrupted one.
+
+At most EVAL_MAX_ENVS envs step at once: many episodes are run in chunks of
+episodes per agent. Each agent's Generator is drawn from in episode order
+across chunks, so a chunked evaluation starts from the same states.
 """
 
 import numpy as np
 
 EVAL_STREAM = 0xE7A1
+EVAL_MAX_ENVS = 1024
 
 
 class Evaluator:
     def __init__(self, env_factory, seeds, episodes: int):
         self.seeds, self.episodes = list(seeds), episodes
-        self.env = env_factory(len(self.seeds) * episodes)
+        self.chunk = max(1, min(episodes, EVAL_MAX_ENVS // len(self.seeds)))  # episodes per agent at once
+        self._factory = env_factory
+        self._envs = {}
+
+    def _env(self, per_agent: int):
+        if per_agent not in self._envs:
+            self._envs[per_agent] = self._factory(len(self.seeds) * per_agent)
+        return self._envs[per_agent]
 
     def run(self, algo, step: int, record_env: int = None):
-        """Returns (P, episodes) float64 returns; with record_env, also the state trajectory of that env."""
-        P, E, env = len(self.seeds), self.episodes, self.env
-        rngs = []
-        for seed in self.seeds:
-            rng = np.random.default_rng([seed, step, EVAL_STREAM])
-            rngs += [rng] * E
-        obs = env.reset(rngs)
-        returns = np.zeros(P * E)
-        alive = np.ones(P * E, bool)
+        """Returns (P, episodes) float64 returns; with record_env (agent * episodes + episode),
+        also the state trajectory of that episode."""
+        P, E = len(self.seeds), self.episodes
+        rngs = [np.random.default_rng([seed, step, EVAL_STREAM]) for seed in self.seeds]
+        returns = np.zeros((P, E))
+        states = None
+        for start in range(0, E, self.chunk):
+            n = min(self.chunk, E - start)
+            record = None
+            if record_env is not None and start <= record_env % E < start + n:
+                record = record_env // E * n + record_env % E - start
+            chunk_returns, chunk_states = self._run_chunk(algo, rngs, n, record)
+            returns[:, start:start + n] = chunk_returns
+            if record is not None:
+                states = chunk_states
+        return (returns, states) if record_env is not None else returns
+
+    def _run_chunk(self, algo, rngs, n: int, record_env):
+        P, env = len(self.seeds), self._env(n)
+        obs = env.reset([rng for rng in rngs for _ in range(n)])
+        returns = np.zeros(P * n)
+        alive = np.ones(P * n, bool)
         states = []
         for _ in range(env.max_episode_steps):
             if record_env is not None:
                 states.append(env.get_state()[record_env])
-            action = algo.act(obs.reshape(P, E, -1)).reshape(P * E, -1)
+            action = algo.act(obs.reshape(P, n, -1)).reshape(P * n, -1)
             obs, reward, terminated = env.step(action)
             returns += np.where(alive, reward, 0)
             alive &= ~terminated
             if not alive.any():
                 break
-        returns = returns.reshape(P, E)
-        return (returns, np.array(states)) if record_env is not None else returns
+        return returns.reshape(P, n), (np.array(states) if record_env is not None else None)

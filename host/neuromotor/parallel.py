@@ -20,6 +20,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from neuromotor.checkpoint import IDENTITY_PREFIX as checkpoint_identity_prefix
+
 _context = None
 
 
@@ -105,8 +107,13 @@ class _Worker:
 
 
 class Sharded:
-    def __init__(self, algo_cls, cfg, env_factory, seeds, shards: int):
+    """`identity` ({"env": name, "algo": name}) is saved with the state as "run.<key>" arrays,
+    so a checkpoint can say which run it belongs to (see checkpoint.load)."""
+
+    def __init__(self, algo_cls, cfg, env_factory, seeds, shards: int, identity: dict = None):
         seeds = list(seeds)
+        self.identity = {f"{checkpoint_identity_prefix}{k}": np.frombuffer(v.encode(), np.uint8).copy()
+                         for k, v in (identity or {}).items()}
         shards = max(1, min(shards, len(seeds)))
         bounds = np.linspace(0, len(seeds), shards + 1).round().astype(int)
         self.seeds = seeds
@@ -176,10 +183,12 @@ class Sharded:
 
     def state_dict(self) -> dict:
         if self.local:
-            return self.local.state_dict()
-        return {f"shard{i}.{k}": v for i, d in enumerate(self._call_all("state_dict")) for k, v in d.items()}
+            return {**self.local.state_dict(), **self.identity}
+        return {**{f"shard{i}.{k}": v for i, d in enumerate(self._call_all("state_dict")) for k, v in d.items()},
+                **self.identity}
 
     def load_state_dict(self, arrays: dict) -> None:
+        arrays = {k: v for k, v in arrays.items() if not k.startswith(checkpoint_identity_prefix)}
         if self.local:
             self.local.load_state_dict(arrays)
             return

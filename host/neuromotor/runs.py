@@ -7,17 +7,22 @@
       checkpoint.npz      latest full training state (see neuromotor.checkpoint)
       learning_curve.png  evaluation return vs steps, one line per agent
       summary.json        the final result (what `train --json` prints)
+      .lock               flock'd by the process training into the run: one trainer at a time
 
 `load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
 loads the checkpoint and returns the deployable actor of one agent;
 `load_spec(source)` does that for a run directory or reads a policy file.
 """
 
+import contextlib
+import fcntl
+import itertools
 import json
+import os
 import time
 from pathlib import Path
 
-from neuromotor import checkpoint, config
+from neuromotor import checkpoint, config, memory
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
@@ -29,6 +34,7 @@ from neuromotor.safe_write import atomic_write
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
 OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY)
+LOCK = ".lock"  # held by the process training into the run (see locked)
 # Written into a run by other commands (train-on-device); stale once the run is replaced.
 ADDED_FILES = ("policy.nmp", "on_device.json")
 
@@ -38,17 +44,68 @@ def default_name(env: str, algo: str, seeds: list) -> str:
     return f"{env}-{algo}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def prepare(run_dir: Path, force: bool) -> None:
-    """Make an empty run dir; an existing run is only replaced with --force."""
+def new_run_dir(env: str, algo: str, seeds: list, root=None) -> Path:
+    """A new, empty directory under the runs root, named after the run and the time. Creating
+    it is what claims the name, so runs started in the same second get -2, -3, ..."""
+    root = Path(root or runs_dir())
+    base = default_name(env, algo, seeds)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for n in itertools.count(1):
+            path = root / (base if n == 1 else f"{base}-{n}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise UserError(f"cannot create a run directory in {root}: {exc.strerror}") from None
+
+
+def make_dir(run_dir: Path) -> None:
+    """Create run_dir (and its parents), or say in one line why it cannot be."""
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir} exists and is not a directory")
-    if run_dir.is_dir() and any(run_dir.iterdir()):
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create run directory {run_dir}: {exc.strerror}") from None
+
+
+def prepare(run_dir: Path, force: bool) -> None:
+    """Make an empty run dir; an existing run is only replaced with --force."""
+    make_dir(run_dir)
+    if any(p.name != LOCK for p in run_dir.iterdir()):
         if not force:
             raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
                             "or --resume to continue it")
         for name in OWN_FILES + ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path):
+    """Hold the run directory's lock (an flock on run_dir/.lock) for the block: one trainer
+    per run. The lock goes with the process, so a killed trainer never leaves it held."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a run directory")
+    try:
+        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise UserError(f"cannot lock {run_dir}: {exc.strerror}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise UserError(f"run directory {run_dir} is in use by another neuromotor process"
+                            + (f" (pid {holder})" if holder.isdigit() else "")) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield run_dir
+    finally:
+        os.close(fd)
 
 
 def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg) -> None:
@@ -93,17 +150,40 @@ def read_config(run_dir) -> dict:
 
 
 def build(cfg: dict):
-    """A fresh algorithm (in cfg["run"].shards shards) for a config as returned by read_config."""
+    """A fresh algorithm (in cfg["run"].shards shards) for a config as returned by read_config,
+    once its memory estimate fits in what is available."""
+    memory.check(cfg["algo"], cfg["algo_config"], cfg["run"], env_class(cfg["env"]), len(cfg["seeds"]))
     return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env_class(cfg["env"]), cfg["seeds"],
-                   cfg["run"].shards or 1)
+                   cfg["run"].shards or 1, identity={"env": cfg["env"], "algo": cfg["algo"]})
 
 
 def load(run_dir):
-    """(config, algorithm restored from the run's checkpoint)."""
+    """(config, algorithm restored from the run's checkpoint), once the checkpoint agrees with config.json."""
     cfg = read_config(run_dir)
     algo = build(cfg)
-    algo.load_state_dict(checkpoint.load(Path(run_dir) / CHECKPOINT, algo.state_dict()))
+    path = Path(run_dir) / CHECKPOINT
+    try:
+        arrays = checkpoint.load(path, algo.state_dict())
+        seeds = [int(s) for k in sorted(arrays, key=_shard_order) if k.rpartition(".")[2] == "seeds"
+                 for s in arrays[k]]
+        if seeds != cfg["seeds"]:
+            raise UserError(f"checkpoint {path} holds agents with seeds {_short(seeds)}, but {CONFIG} says "
+                            f"{_short(cfg['seeds'])}")
+        algo.load_state_dict(arrays)
+    except BaseException:
+        algo.close()
+        raise
     return cfg, algo
+
+
+def _shard_order(key: str):
+    shard, dot, _ = key.partition(".")
+    return int(shard[5:]) if dot and shard.startswith("shard") and shard[5:].isdigit() else -1
+
+
+def _short(seeds: list) -> str:
+    text = str(seeds)
+    return text if len(text) <= 60 else text[:57] + "...]"
 
 
 def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:

@@ -2,13 +2,13 @@
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from neuromotor import config, runs
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
-from neuromotor.paths import runs_dir
 
 
 def register(sub):
@@ -36,7 +36,7 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _new_run(args):
+def _new_config(args) -> dict:
     if not args.env:
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_class(args.env)
@@ -59,33 +59,52 @@ def _new_run(args):
     if args.shards is not None:
         run_cfg.shards = args.shards
     config.validate(run_cfg, algo_cfg)
+    whole = config.round_steps(run_cfg.steps, algo_cfg)
+    if whole != run_cfg.steps:  # the config says what will be trained
+        if not args.quiet:
+            print(f"neuromotor: {args.algo} trains whole rollouts of {config.steps_per_iteration(algo_cfg)} "
+                  f"env steps: {run_cfg.steps} steps become {whole}", file=sys.stderr)
+        run_cfg.steps = whole
     if args.seeds is not None:
         seeds = config.parse_seeds(args.seeds)
     else:
         seeds = [config.check_seed(0 if args.seed is None else args.seed)]
     if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
         run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
-    cfg = {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
-    algo = runs.build(cfg)  # bad hyperparameters fail here, before anything is written
-    run_dir = args.run_dir or runs_dir() / runs.default_name(args.env, args.algo, seeds)
-    runs.prepare(run_dir, args.force)
-    runs.write_config(run_dir, args.env, args.algo, seeds, run_cfg, algo_cfg)
-    return run_dir, cfg, algo
+    return {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
 
 
 def _resumed_run(args):
-    if args.env or args.preset or args.config or args.set or args.seed is not None or args.seeds or args.run_dir or args.envs:
-        raise UserError("--resume continues a run with its own config; only --steps may change")
+    """(config, algorithm) of the run in args.resume, whose lock the caller holds."""
     run_dir = args.resume
     from neuromotor.ondevice.rundir import refuse_resume
     refuse_resume(run_dir)  # its critics and replay stayed on the board
     cfg, algo = runs.load(run_dir)
-    if args.steps is not None:
-        cfg["run"].steps = args.steps
-        cfg["run"].validate()
-        runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
-    runs.truncate_metrics(run_dir, algo.steps)
-    return run_dir, cfg, algo
+    try:
+        if args.steps is not None:
+            if args.steps < algo.steps:
+                raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {args.steps} would "
+                                "go back (give at least that many, or train a new run)")
+            cfg["run"].steps = config.round_steps(args.steps, cfg["algo_config"])
+            config.validate(cfg["run"])
+            runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
+        elif cfg["run"].steps < algo.steps:
+            raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {cfg['run'].steps} steps "
+                            f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
+        runs.truncate_metrics(run_dir, algo.steps)
+    except BaseException:
+        algo.close()
+        raise
+    return cfg, algo
+
+
+def _train(args, run_dir, cfg, algo) -> dict:
+    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
+
+    try:
+        return trainer.train(run_dir, cfg, algo, progress=not args.quiet)
+    finally:
+        algo.close()
 
 
 def run(args) -> int:
@@ -93,10 +112,28 @@ def run(args) -> int:
         from neuromotor.envs.mujoco_vec import set_default_threads
 
         set_default_threads(args.threads)
-    run_dir, cfg, algo = _resumed_run(args) if args.resume else _new_run(args)
-    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
-
-    summary = trainer.train(run_dir, cfg, algo, progress=not args.quiet)
+    if args.resume:
+        if (args.env or args.preset or args.config or args.set or args.seed is not None or args.seeds is not None
+                or args.run_dir or args.envs is not None or args.shards is not None or args.force):
+            raise UserError("--resume continues a run with its own config; only --steps may change")
+        with runs.locked(args.resume):
+            cfg, algo = _resumed_run(args)
+            summary = _train(args, args.resume, cfg, algo)
+    else:
+        cfg = _new_config(args)
+        algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
+        try:
+            if args.run_dir is None:
+                run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
+            else:
+                run_dir = args.run_dir
+                runs.make_dir(run_dir)
+            with runs.locked(run_dir):
+                runs.prepare(run_dir, args.force)
+                runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
+                summary = _train(args, run_dir, cfg, algo)
+        finally:
+            algo.close()
     if not args.quiet:
         print_table(summary)
     if args.json:
