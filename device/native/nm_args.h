@@ -114,7 +114,7 @@ static inline nm_arr_t nm_get_array(mp_obj_t obj, const char *what, char typecod
 #define NM_OR_NONE 2
 
 // The one getter of float buffers: array('f') (TypeError otherwise).
-static inline inline nm_arr_t nm_floats(mp_obj_t obj, const char *what, int flags) {
+static inline nm_arr_t nm_floats(mp_obj_t obj, const char *what, int flags) {
     if ((flags & NM_OR_NONE) && obj == mp_const_none) {
         nm_arr_t none = { NULL, 0 };
         return none;
