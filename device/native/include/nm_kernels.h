@@ -426,9 +426,10 @@ NM_INLINE void nm_block4_sse(float *y, const float *x, const float *w, size_t n_
 #define NM_AVX2_FN static inline __attribute__((target("avx2,fma")))
 #define NM_AVX2_INLINE static inline __attribute__((target("avx2,fma"), always_inline))
 
-// [x0 x0 x0 x0 x1 x1 x1 x1] from two consecutive floats.
+// [x0 x0 x0 x0 x1 x1 x1 x1] from two consecutive floats. x is only 4-byte
+// aligned: _mm_loadl_epi64 is an unaligned 8-byte load (a double load is not).
 NM_AVX2_INLINE __m256 nm_avx_pair(const float *x, __m256i idx) {
-    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)x))), idx);
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)x))), idx);
 }
 
 NM_AVX2_INLINE __m128 nm_avx_finish(__m256 acc, const float *w_tail, const float *x_tail, int odd, int relu) {
