@@ -134,7 +134,7 @@ def test_eval_render_to_a_bad_path_fails_before_evaluating(trained, cli, tmp_pat
 
 @pytest.mark.parametrize("args, words", [
     (["--predict-mhz", "0"], ["--predict-mhz"]), (["--predict-mhz", "-1"], ["--predict-mhz"]),
-    (["--predict-mhz", "nan"], ["--predict-mhz"]), (["-n", "0"], ["-n must be positive"]),
+    (["--predict-mhz", "nan"], ["--predict-mhz"]), (["-n", "0"], ["-n must be from 1"]),
     (["--out", ""], ["--out is empty"]),
 ])
 def test_bench_settings_are_checked_first(cli, args, words):

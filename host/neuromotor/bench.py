@@ -195,13 +195,18 @@ def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=DE
     return results, out
 
 
-def prepare_out_dir(out_dir) -> Path:
-    """The output directory, created and checked before any board time is spent on results."""
+def prepare_out_dir(out_dir, create: bool = True) -> Path:
+    """The output directory, checked (and created) before any board time is spent on results."""
     if out_dir is None or str(out_dir) == "":
         raise UserError("--out is empty; give a directory for bench.json and bench.png")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} exists and is not a directory")
+    existing = next((p for p in out.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UserError(f"--out {out}: {existing} is not a directory")
+    if not create:
+        return out
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

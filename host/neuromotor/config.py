@@ -184,6 +184,8 @@ def load_toml(path) -> dict:
         raise UserError(f"cannot read config {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"malformed TOML in {path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"config {path} is not a text (UTF-8 TOML) file") from None
     flat = {}
     for key, value in data.items():
         if key in ("run", "algo") and isinstance(value, dict):

@@ -72,13 +72,23 @@ def make_dir(run_dir: Path) -> None:
         raise UserError(f"cannot create run directory {run_dir}: {exc.strerror}") from None
 
 
+def check_replaceable(run_dir: Path, force: bool) -> None:
+    """UserError unless run_dir is new, empty, or (with --force) may be replaced."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir} exists and is not a directory")
+    existing = next((p for p in run_dir.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UserError(f"cannot create run directory {run_dir}: {existing} is not a directory")
+    if not force and run_dir.is_dir() and any(p.name != LOCK for p in run_dir.iterdir()):
+        raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
+                        "or --resume to continue it")
+
+
 def prepare(run_dir: Path, force: bool) -> None:
     """Make an empty run dir; an existing run is only replaced with --force."""
+    check_replaceable(run_dir, force)
     make_dir(run_dir)
-    if any(p.name != LOCK for p in run_dir.iterdir()):
-        if not force:
-            raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
-                            "or --resume to continue it")
+    if force:
         for name in OWN_FILES + ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
 
@@ -101,8 +111,9 @@ def locked(run_dir: Path):
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
             raise UserError(f"run directory {run_dir} is in use by another neuromotor process"
                             + (f" (pid {holder})" if holder.isdigit() else "")) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if os.pread(fd, 32, 0).decode(errors="replace").strip() != str(os.getpid()):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield run_dir
     finally:
         os.close(fd)
@@ -234,19 +245,26 @@ def truncate_metrics(run_dir: Path, step: int) -> None:
 
 def list_runs(root=None) -> list:
     """One row per run directory under root: name, env, algo, seeds, steps, final return."""
+    if root is not None and not Path(root).is_dir():
+        raise UserError(f"{root} is not a directory of runs")
     root = Path(root or runs_dir())
     rows = []
     for d in sorted(p for p in root.glob("*") if (p / CONFIG).is_file()):
         try:
             doc = json.loads((d / CONFIG).read_text())
-        except ValueError:
+        except (OSError, ValueError):
             continue
-        metrics = read_metrics(d)
+        if not isinstance(doc, dict):  # not a run's config: skipped, as an unreadable one
+            continue
+        # hand-edited or cut-short metrics lines are left out rather than stopping the listing
+        metrics = [r for r in read_metrics(d) if isinstance(r, dict) and isinstance(r.get("step"), int)
+                   and isinstance(r.get("eval_return_mean"), (int, float))]
         last = max((r["step"] for r in metrics), default=None)
         final = [r["eval_return_mean"] for r in metrics if r["step"] == last]
+        seeds = doc.get("seeds")
         rows.append({
-            "run": d.name, "env": doc.get("env"), "algo": doc.get("algo"),
-            "seeds": doc.get("seeds", []), "steps": last,
+            "run": d.name, "env": str(doc.get("env", "?")), "algo": str(doc.get("algo", "?")),
+            "seeds": seeds if isinstance(seeds, list) else [], "steps": last,
             "eval_return_mean": sum(final) / len(final) if final else None,
             "path": str(d),
         })

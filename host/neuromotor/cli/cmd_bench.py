@@ -1,9 +1,8 @@
 """`neuromotor bench --port PORT [--port PORT2 ...]`: inference latency on boards over serial."""
 
 import json
-import math
 
-from neuromotor.errors import UserError
+from neuromotor.cli import checks
 
 
 def register(sub):
@@ -25,13 +24,12 @@ def register(sub):
 
 def run(args):
     from neuromotor.bench import json_summary, prepare_out_dir, run_bench, table
-    if args.n <= 0:
-        raise UserError(f"-n must be positive, got {args.n}")
-    if not math.isfinite(args.predict_mhz) or args.predict_mhz <= 0:
-        raise UserError(f"--predict-mhz must be a positive clock in MHz, got {args.predict_mhz}")
-    prepare_out_dir(args.out)
+    checks.int_range("-n", args.n, 1, 10**7)
+    checks.positive_float("--predict-mhz (a clock in MHz)", args.predict_mhz)
+    prepare_out_dir(args.out, create=False)
     from neuromotor.link.ports import resolve_ports
     ports = resolve_ports(args.port)
+    prepare_out_dir(args.out)  # before any board time is spent
     results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,
                              predict_mhz=args.predict_mhz)
     print(table(results))

@@ -3,6 +3,7 @@
 import sys
 
 from neuromotor import boards
+from neuromotor.cli import checks
 from neuromotor.errors import UserError
 
 
@@ -43,6 +44,11 @@ def register(sub):
 
 
 def start(args) -> int:
+    checks.board_name("name", args.name)
+    if args.instance is not None:
+        checks.name("--instance", args.instance)
+    if args.firmware is not None:
+        checks.elf_file("--firmware", args.firmware)
     b = boards.start(args.name, instance=args.instance, firmware=args.firmware, build=args.build)
     print(f"{b.instance}: QEMU pid {b.pid}, -icount shift=0; stop with `neuromotor board stop {b.instance}`",
           file=sys.stderr)
@@ -53,8 +59,8 @@ def start(args) -> int:
 def stop(args) -> int:
     if args.all:
         names = [b.instance for b in boards.running()]
-    elif args.name:
-        names = [args.name]
+    elif args.name is not None:
+        names = [checks.name("name", args.name)]
     else:
         raise UserError("board stop: name a board (or --all)")
     status = 0
@@ -68,12 +74,17 @@ def stop(args) -> int:
 
 
 def reset(args) -> int:
+    checks.name("name", args.name)
+    if args.name not in {b.instance for b in boards.running()}:
+        raise UserError(f"{args.name} is not running (see `neuromotor boards`)")
     boards.reset(args.name)
     print(f"{args.name}: reset")
     return 0
 
 
 def build(args) -> int:
+    checks.board_name("name", args.name)
+    checks.int_range("-j", args.jobs, 1, 256)
     fw = boards.build_firmware(args.name, jobs=args.jobs)
     print(fw)
     return 0
@@ -84,8 +95,18 @@ def baremetal(args) -> int:
 
     from neuromotor.boards.baremetal import run_baremetal
 
-    sizes = [int(s) for s in args.sizes.split(",")]
-    acts = args.acts.split(",") if args.acts else None
+    checks.board_name("name", args.name)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        raise UserError(f"--sizes {args.sizes!r}: give layer sizes like 13,64,64,4") from None
+    if len(sizes) < 2 or not all(1 <= n <= 4096 for n in sizes):
+        raise UserError(f"--sizes {args.sizes!r}: at least two layer sizes, each from 1 to 4096")
+    acts = args.acts.split(",") if args.acts is not None else None
+    if acts is not None and (len(acts) != len(sizes) - 1
+                             or not set(acts) <= {"relu", "tanh", "identity"}):
+        raise UserError(f"--acts {args.acts!r}: one of relu, tanh, identity per layer ({len(sizes) - 1})")
+    checks.int_range("--repeat", args.repeat, 1, 10**6)
     r = run_baremetal(args.name, sizes, acts, args.repeat)
     if args.json:
         print(json.dumps(r))
@@ -100,7 +121,7 @@ def baremetal(args) -> int:
 def check(args) -> int:
     from neuromotor.paths import cache_dir
 
-    names = args.name or boards.board_names()
+    names = [checks.board_name("name", n) for n in args.name] or boards.board_names()
     mpy_src = next(iter(sorted(cache_dir().glob("micropython-*/ports"))), None)
     bad = 0
     for n in names:

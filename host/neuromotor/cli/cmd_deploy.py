@@ -2,6 +2,8 @@
 
 import json
 
+from neuromotor.cli import checks
+
 
 def register(sub):
     p = sub.add_parser("deploy", help="deploy a run's policy (or a policy file) to a board with mpremote",
@@ -23,6 +25,8 @@ def register(sub):
 
 def run(args):
     from neuromotor.deploy import deploy
+    checks.source("source", args.source)
+    checks.board_path("--dest", args.dest)
     from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     print(f"deploy: {args.source} -> {port}")

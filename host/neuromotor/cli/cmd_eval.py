@@ -8,6 +8,7 @@ import numpy as np
 
 from neuromotor import runs
 from neuromotor.envs import env_class
+from neuromotor.cli import checks
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 from neuromotor.safe_write import check_target
@@ -27,8 +28,10 @@ def register(sub):
 
 
 def run(args) -> int:
-    if args.episodes <= 0:
-        raise UserError(f"--episodes must be positive, got {args.episodes}")
+    checks.int_range("--episodes", args.episodes, 1)
+    checks.int_range("--agent", args.agent, 0)
+    checks.seed("--seed", args.seed)
+    checks.source("run_dir", args.run_dir)
     if args.render is not None:
         if not args.render.endswith(".gif"):
             raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")

@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+from neuromotor.cli import checks
 from neuromotor.safe_write import check_target
 
 
@@ -40,6 +41,8 @@ def run(args) -> int:
     from neuromotor.runs import load_spec
 
     # Checked before the (slow) load; the resolved target makes a symlink write through.
+    checks.source("source", args.run)
+    checks.int_range("--agent", args.agent, 0)
     target = check_target(args.output, protected=_protected(args.run, args.output))
     spec = load_spec(args.run, args.agent)
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")

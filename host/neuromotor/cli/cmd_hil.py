@@ -2,6 +2,8 @@
 
 import json
 
+from neuromotor.cli import checks
+
 
 def register(sub):
     p = sub.add_parser("hil", help="hardware in the loop: host simulates, board computes the actions",
@@ -21,6 +23,13 @@ def register(sub):
 
 def run(args):
     from neuromotor.hil import report, run_hil
+    checks.source("source", args.source)
+    checks.int_range("--episodes", args.episodes, 1, 10_000)
+    checks.seed("--seed", args.seed, count=args.episodes)
+    if args.steps is not None:
+        checks.int_range("--steps", args.steps, 1, 10**7)
+    if args.env is not None:
+        checks.env_name("--env", args.env)
     from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from neuromotor import config, runs
 from neuromotor.algos import algo_class
+from neuromotor.cli import checks
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 
@@ -28,15 +29,17 @@ def register(sub):
                    "(ppo: ant-paper, pendulum); --config and --set apply on top")
     p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
-    p.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
+    p.add_argument("--run-dir", type=checks.nonempty_path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
     p.add_argument("--force", action="store_true", help="overwrite an existing run directory")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run from its checkpoint")
+    p.add_argument("--resume", type=checks.nonempty_path, metavar="RUN_DIR", help="continue a run from its checkpoint")
     p.add_argument("--json", action="store_true", help="print one final JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(func=run)
 
 
 def _new_config(args) -> dict:
+    if args.preset == "":
+        raise UserError("--preset needs a name")
     if not args.env:
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_class(args.env)
@@ -44,12 +47,12 @@ def _new_config(args) -> dict:
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
     if hasattr(algo_cls, "defaults"):
         algo_cfg, run_defaults = algo_cls.defaults(args.env, args.preset)
-    elif args.preset:
+    elif args.preset is not None:
         raise UserError(f"{args.algo} has no named presets; its defaults are the paper's")
     else:
         algo_cfg, run_defaults = algo_cls.Config(), {}
     run_cfg = config.RunConfig(**run_defaults)
-    if args.config:
+    if args.config is not None:
         config.apply(config.load_toml(args.config), run_cfg, algo_cfg)
     config.apply(config.parse_set(args.set), run_cfg, algo_cfg)
     if args.envs is not None:
@@ -113,9 +116,12 @@ def run(args) -> int:
 
         set_default_threads(args.threads)
     if args.resume:
-        if (args.env or args.preset or args.config or args.set or args.seed is not None or args.seeds is not None
+        if (args.env is not None or args.preset is not None or args.config is not None or args.set
+                or args.seed is not None or args.seeds is not None
                 or args.run_dir or args.envs is not None or args.shards is not None or args.force):
             raise UserError("--resume continues a run with its own config; only --steps may change")
+        if not (args.resume / runs.CONFIG).is_file():
+            raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
         with runs.locked(args.resume):
             cfg, algo = _resumed_run(args)
             summary = _train(args, args.resume, cfg, algo)
@@ -127,6 +133,7 @@ def run(args) -> int:
                 run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
             else:
                 run_dir = args.run_dir
+                runs.check_replaceable(run_dir, args.force)  # before the lock file is made
                 runs.make_dir(run_dir)
             with runs.locked(run_dir):
                 runs.prepare(run_dir, args.force)

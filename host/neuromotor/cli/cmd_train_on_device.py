@@ -1,8 +1,8 @@
 """`neuromotor train-on-device`: TD3 on the board itself (pendulum swing-up)."""
 
 import json
-from pathlib import Path
 
+from neuromotor.cli import checks
 from neuromotor.errors import UserError
 
 
@@ -18,7 +18,7 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--every", type=int, help="progress line every N steps")
     p.add_argument("--eval-episodes", type=int, default=10)
-    p.add_argument("--run-dir", type=Path)
+    p.add_argument("--run-dir", type=checks.nonempty_path)
     p.add_argument("--force", action="store_true", help="overwrite an existing run directory")
     p.add_argument("--no-upload", action="store_true", help="the trainer is already on the board")
     p.add_argument("--json", action="store_true", help="print one final JSON line (as train --json)")
@@ -32,7 +32,18 @@ def _resolve_port(port: str) -> str:
 
 
 def run(args) -> int:
+    from neuromotor import runs
     from neuromotor.ondevice import BoardResetError, train_on_device
+    from neuromotor.ondevice.rundir import PROFILES
+    if args.profile not in PROFILES:
+        raise UserError(f"--profile: unknown profile {args.profile!r} (profiles: {', '.join(sorted(PROFILES))})")
+    checks.int_range("--steps", args.steps, 1, 10**9)
+    checks.seed("--seed", args.seed)
+    if args.every is not None:
+        checks.int_range("--every", args.every, 1, 10**9)
+    checks.int_range("--eval-episodes", args.eval_episodes, 1, 10_000)
+    if args.run_dir is not None:
+        runs.check_replaceable(args.run_dir, args.force)
     port = _resolve_port(args.port)
     quiet = args.quiet or args.json
     log = (lambda *a, **k: None) if quiet else print

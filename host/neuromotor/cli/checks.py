@@ -1,0 +1,102 @@
+"""Checks of command-line values shared by the commands, each a UserError naming the option.
+
+Commands call them before any work: before a port is opened, a board started, a
+run directory created or a checkpoint loaded.
+"""
+
+import argparse
+import math
+import posixpath
+import re
+from pathlib import Path
+
+from neuromotor.config import MAX_COUNT, MAX_SEED
+from neuromotor.errors import UserError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_BOARD_PATH = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\Z")
+
+
+def int_range(option: str, value: int, lo: int, hi: int = MAX_COUNT) -> int:
+    if not lo <= value <= hi:
+        raise UserError(f"{option} must be from {lo} to {hi}, got {value}")
+    return value
+
+
+def positive_float(option: str, value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise UserError(f"{option} must be a positive number, got {value}")
+    return value
+
+
+def seed(option: str, value: int, count: int = 1) -> int:
+    """A seed from which `count` consecutive seeds are used."""
+    return int_range(option, value, 0, MAX_SEED - (count - 1))
+
+
+def nonempty_path(text: str) -> Path:
+    """argparse type for paths: '' would silently mean the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text)
+
+
+def source(option: str, path: str) -> Path:
+    """A run directory (with its config.json) or a policy file that reads as one."""
+    p = Path(path)
+    if not path or not (p.is_file() or (p / "config.json").is_file()):
+        raise UserError(f"{option} {path!r}: no such run directory or policy file")
+    if p.is_file():
+        from neuromotor.export.policy_file import read_policy
+
+        read_policy(p)  # a UserError (not a policy file, corrupted) before any board is involved
+    return p
+
+
+def name(option: str, value: str) -> str:
+    """An instance or board name: letters, digits, '_', '.', '-'; no paths."""
+    if not _NAME.match(value or ""):
+        raise UserError(f"{option} {value!r} is not a name (letters, digits, _ . - ; not starting with . or -)")
+    return value
+
+
+def board_name(option: str, value: str) -> str:
+    from neuromotor.boards import board_names
+
+    name(option, value)
+    known = board_names()
+    if value not in known:
+        raise UserError(f"{option}: unknown board {value!r}; known: {', '.join(sorted(known))}")
+    return value
+
+
+def board_path(option: str, value: str) -> str:
+    """An absolute file path on the board's filesystem, without '..', spaces or a trailing '/'."""
+    if not _BOARD_PATH.match(value or "") or posixpath.normpath(value) != value or \
+            any(part in (".", "..") for part in value.split("/")):
+        raise UserError(f"{option} {value!r} must be an absolute file path on the board, e.g. /policy.nmp")
+    return value
+
+
+def env_name(option: str, value: str) -> str:
+    from neuromotor.envs import env_class
+
+    try:
+        env_class(value)
+    except UserError as exc:
+        raise UserError(f"{option}: {exc}") from None
+    return value
+
+
+def elf_file(option: str, path: str) -> Path:
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(4)
+    except IsADirectoryError:
+        raise UserError(f"{option} {path!r} is a directory, not a firmware ELF") from None
+    except OSError as exc:
+        raise UserError(f"{option} {path!r}: {exc.strerror}") from None
+    if not p.is_file() or magic != b"\x7fELF":
+        raise UserError(f"{option} {path!r} is not an ELF file (build one with `neuromotor board build`)")
+    return p

@@ -1,0 +1,246 @@
+"""Bad values for every option of every subcommand: exit 2, one line, no traceback, nothing changed.
+
+The cases are generated from the CLI's own parser, so an option added without an entry in
+BAD (what is wrong for it) fails `test_every_option_has_bad_values`. Boards are never
+reached: port resolution, QEMU, builds and uploads are replaced by stand-ins that fail
+the test (a bad value must be refused before any of them).
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from neuromotor.cli import build_parser
+from neuromotor.errors import UserError
+
+INT = ["-1", "x", "1e23", "", "nan", str(2**70), str(-2**70)]
+POSITIVE = INT + ["0"]
+FLOAT = ["nan", "inf", "-inf", "-1", "0", "x", ""]
+PATH_IN = ["", "MISSING", "DIR", "BINARY", "TEXT"]
+PATH_OUT = ["", "DIR", "TEXT/x", "MISSING/x"]
+BOARD = ["", "nope", "../qemu-m7", "a/b"]
+
+# (command, option) -> values that must be refused
+BAD = {
+    ("train", "env"): ["", "cartpole", "../pendulum"],
+    ("train", "--algo"): ["", "sac"],
+    ("train", "--steps"): POSITIVE,
+    ("train", "--envs"): POSITIVE,
+    ("train", "--threads"): ["0", "-1", "x", "", "100000"],
+    ("train", "--seed"): INT + [str(2**32)],
+    ("train", "--seeds"): ["", "x", "-1", "5-2", "0-99999999999", "1,1", "0-" + str(2**32)],
+    ("train", "--shards"): INT + ["5000"],
+    ("train", "--preset"): ["", "ant-papr"],
+    ("train", "--config"): PATH_IN,
+    ("train", "--set"): ["x", "=1", "nope=1", "actor_lr=nan", "batch_size=0", "gamma=inf", "activation=x"],
+    ("train", "--run-dir"): ["", "TEXT", "TEXT/x", "RUN"],
+    ("train", "--resume"): ["", "MISSING", "TEXT", "DIR"],
+    ("eval", "run_dir"): PATH_IN,
+    ("eval", "--episodes"): POSITIVE,
+    ("eval", "--render"): ["", "x.png", "MISSING/x.gif", "TEXT/x.gif", "DIR.gif", "RUN/config.json"],
+    ("eval", "--agent"): INT + ["1"],
+    ("eval", "--seed"): INT,
+    ("export", "run"): PATH_IN,
+    ("export", "-o"): PATH_OUT + ["RUN/checkpoint.npz", "RUN/config.json", "RUN/metrics.jsonl", "NULL"],
+    ("export", "--format"): ["", "onnx"],
+    ("export", "--agent"): INT + ["1"],
+    ("runs", "root"): ["MISSING", "TEXT"],
+    ("bench", "--port"): ["", "MISSING"],
+    ("bench", "-n"): POSITIVE,
+    ("bench", "--backend"): ["", "cuda"],
+    ("bench", "--out"): ["", "TEXT", "TEXT/x"],
+    ("bench", "--predict-mhz"): FLOAT,
+    ("hil", "source"): PATH_IN,
+    ("hil", "--port"): ["", "MISSING"],
+    ("hil", "--episodes"): POSITIVE + ["100000000"],
+    ("hil", "--seed"): INT,
+    ("hil", "--env"): ["", "cartpole"],
+    ("hil", "--steps"): POSITIVE,
+    ("deploy", "source"): PATH_IN,
+    ("deploy", "--port"): ["", "MISSING"],
+    ("deploy", "--dest"): ["", "/", "x.nmp", "/a/../b.nmp", "/dir/", "/a b.nmp", "/x\n.nmp"],
+    ("deploy", "--natmod"): ["", "maybe"],
+    ("train-on-device", "--port"): ["", "MISSING"],
+    ("train-on-device", "--profile"): ["", "huge"],
+    ("train-on-device", "--steps"): POSITIVE,
+    ("train-on-device", "--seed"): INT + [str(2**32)],
+    ("train-on-device", "--every"): POSITIVE,
+    ("train-on-device", "--eval-episodes"): POSITIVE,
+    ("train-on-device", "--run-dir"): ["", "TEXT", "TEXT/x", "RUN"],
+    ("board start", "name"): BOARD,
+    ("board start", "--instance"): ["", "../x", "a/b", "-x"],
+    ("board start", "--firmware"): PATH_IN,
+    ("board stop", "name"): ["", "../x", "a/b"],
+    ("board reset", "name"): BOARD,
+    ("board build", "name"): BOARD,
+    ("board build", "-j"): POSITIVE + ["100000"],
+    ("board baremetal", "name"): BOARD,
+    ("board baremetal", "--sizes"): ["", "x", "0,1", "3", "-1,2", "3,100000000", "3,,1"],
+    ("board baremetal", "--acts"): ["", "x", "relu,x", "relu,relu,relu,relu"],
+    ("board baremetal", "--repeat"): POSITIVE + ["100000000000"],
+    ("board check", "name"): ["nope", "", "../qemu-m7"],
+}
+
+# A command that is valid except for the option under test ({opt} is replaced by the case).
+BASE = {
+    "train": ["train", "pendulum", "--steps", "20", "--set", "batch_size=16", "--set", "eval_episodes=1",
+              "--quiet"],
+    "eval": ["eval", "RUN", "--episodes", "1"],
+    "export": ["export", "RUN", "-o", "OUT/p.nmp"],
+    "runs": ["runs"],
+    "bench": ["bench", "--port", "PORT", "--out", "OUT/bench"],
+    "hil": ["hil", "RUN", "--port", "PORT", "--episodes", "1"],
+    "deploy": ["deploy", "RUN", "--port", "PORT"],
+    "train-on-device": ["train-on-device", "--port", "PORT", "--steps", "100", "--run-dir", "OUT/od"],
+    "board start": ["board", "start", "qemu-m7"],
+    "board stop": ["board", "stop", "qemu-m7"],
+    "board reset": ["board", "reset", "qemu-m7"],
+    "board build": ["board", "build", "qemu-m7"],
+    "board baremetal": ["board", "baremetal", "qemu-m7"],
+    "board check": ["board", "check"],
+}
+# Options that cannot combine with the base command's own (train --resume replaces the env).
+STANDALONE = {("train", "--resume"): ["train", "--quiet"], ("train", "--run-dir"): None}
+
+
+def _options(parser, prefix=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, prefix + (name,))
+        elif isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._StoreTrueAction)):
+            continue
+        elif prefix:
+            yield " ".join(prefix), (action.option_strings[0] if action.option_strings else action.dest), action
+
+
+def test_every_option_has_bad_values():
+    missing = [(cmd, opt) for cmd, opt, _ in _options(build_parser()) if (cmd, opt) not in BAD]
+    assert not missing, f"options without bad values in BAD: {missing}"
+
+
+def _cases():
+    for (cmd, opt), values in BAD.items():
+        for v in values:
+            yield pytest.param(cmd, opt, v, id=f"{cmd}:{opt}={v!r}")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from neuromotor.cli import main
+
+    run_dir = tmp_path_factory.mktemp("fuzz") / "run"
+    assert main(["train", "pendulum", "--steps", "20", "--run-dir", str(run_dir), "--set", "batch_size=16",
+                 "--set", "eval_episodes=1", "--quiet"]) == 0
+    return run_dir
+
+
+@pytest.fixture
+def tree(tmp_path, trained, monkeypatch):
+    """A working directory with a run, a text file, a binary file, a directory and a device node."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    shutil.copytree(trained, root / "RUN")
+    (root / "TEXT").write_text("not a run\n")
+    (root / "BINARY").write_bytes(bytes(range(256)) * 4)
+    (root / "DIR").mkdir()
+    (root / "DIR.gif").mkdir()
+    (root / "OUT").mkdir()
+    (root / "runs").mkdir()
+    try:
+        os.mknod(root / "NULL", 0o666 | 0o020000, os.makedev(1, 3))
+    except PermissionError:
+        (root / "NULL").write_text("")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("NEUROMOTOR_RUNS", str(root / "runs"))
+    return root
+
+
+def _snapshot(root):
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if os.path.isdir(p):  # its entries are compared; its mtime moves with a probe file
+                out[os.path.relpath(p, root)] = (st.st_mode,)
+                continue
+            digest = None
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, root)] = (st.st_mode, st.st_mtime_ns, digest)
+    return out
+
+
+@pytest.fixture
+def no_boards(monkeypatch):
+    """Every way to a board or a build fails the test, except port resolution, which refuses in one line."""
+    import neuromotor.link.ports as ports
+    from neuromotor import boards
+
+    def refuse_port(port="auto", *a, **k):
+        raise UserError(f"no board at port {port!r}")
+
+    monkeypatch.setattr(ports, "resolve_port", refuse_port)
+    monkeypatch.setattr(ports, "resolve_ports", lambda p=None, *a, **k: refuse_port(p))
+
+    def reached(*a, **k):
+        raise AssertionError("a bad value reached a board, QEMU or a build")
+
+    for name in ("start", "stop", "reset", "build_firmware"):
+        monkeypatch.setattr(boards, name, reached)
+    import neuromotor.boards.baremetal as baremetal
+
+    monkeypatch.setattr(baremetal, "run_baremetal", reached)
+
+
+def _argv(cmd, opt, value):
+    base = STANDALONE.get((cmd, opt), "default")
+    argv = list(BASE[cmd] if base in ("default", None) else base)
+    if opt.startswith("-"):
+        if opt in argv:  # the base's own value for it is replaced
+            i = argv.index(opt)
+            del argv[i:i + 2]
+        argv += [opt, value]
+    else:
+        positional = {"env": 1, "run_dir": 1, "run": 1, "source": 1, "root": 1, "name": 2}[opt]
+        if cmd in ("runs", "board check"):
+            argv.append(value)
+        else:
+            argv[positional] = value
+    return argv
+
+
+@pytest.mark.usefixtures("no_boards")
+@pytest.mark.parametrize("cmd, opt, value", list(_cases()))
+def test_bad_value_is_one_line_and_changes_nothing(tree, capsys, cmd, opt, value):
+    from neuromotor.cli import main
+
+    argv = _argv(cmd, opt, value)
+    before = _snapshot(tree)
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (argv, out, err)
+    assert err.startswith("neuromotor") and "error: " in err and err.count("\n") == 1, (argv, err)
+    assert "Traceback" not in err + out
+    if opt != "--port":
+        assert "no board at port" not in err, f"{argv}: the bad value was not checked before the port: {err}"
+    assert _snapshot(tree) == before, argv
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "pendulum", "--seed", "-3"],
+    ["train", "pendulum", "--seed", "1e23"],
+    ["export", "RUN", "-o", ""],
+    ["runs", "TEXT"],
+])
+def test_real_process_exit_status(tree, argv):
+    proc = subprocess.run([sys.executable, "-m", "neuromotor", *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
