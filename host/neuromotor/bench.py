@@ -16,6 +16,7 @@ from neuromotor.link import BenchClient
 from neuromotor.link.ports import board_for_port
 
 DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
+DEFAULT_POLICY = "/policy.nmp"
 
 
 def board_label(port, info):
@@ -47,15 +48,23 @@ def check_deploy_state(port, info):
             f"{port}: an earlier deploy to this board was interrupted (temporary files or "
             f"/nm_deploy.lock left on the board). The active policy was not touched"
             f"{' (sha256 ' + prev[:16] + '…)' if prev else ''}; run `neuromotor deploy` again to finish.")
-    if not info.get("policy_present"):
-        raise UserError(f"{port}: no policy on the board (/policy.nmp); run `neuromotor deploy` first")
+    if not info.get("policy_present") and deployed_path(info) == DEFAULT_POLICY:
+        raise UserError(f"{port}: no policy on the board ({DEFAULT_POLICY}); run `neuromotor deploy` first")
 
 
-def bench_port(port, n=1000, backends=None, policy="/policy.nmp", predict_mhz=DEFAULT_PREDICT_MHZ,
+def deployed_path(info) -> str:
+    """Where the last deploy put the policy (`deploy --dest`), from the board's deploy manifest."""
+    manifest = info.get("deploy")
+    path = manifest.get("policy") if isinstance(manifest, dict) else None
+    return path if isinstance(path, str) and path.startswith("/") else DEFAULT_POLICY
+
+
+def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PREDICT_MHZ,
                timeout=10.0, log=print) -> dict:
     with BenchClient(port, timeout=timeout) as c:
         info = c.info
         check_deploy_state(port, info)
+        policy = policy or deployed_path(info)
         emulated = is_emulated(port, info)
         avail = c.backends(policy)
         chosen = backends or [b for b, s in avail.items() if s == "ok"]

@@ -4,10 +4,15 @@ The host steps the run's vectorised environment (one env per episode, env i
 seeded with seed + i), sends every observation to the board as float32 bytes
 and applies the board's float32 action. The same episodes are then run with
 the host's NumPy forward of the same policy (PolicySpec.forward): the returns
-must agree to float32 tolerance, and the first actions are compared directly
-so a board holding a different policy is caught at once.
+must agree to float32 tolerance.
+
+The board must hold this policy: hil loads the path the last deploy wrote (its
+manifest, /nm_deploy.json) and refuses when the manifest's SHA-256 is not that
+of this source's policy file. Every action of every step is also compared, in
+every dimension, with the host's forward of the same observation.
 """
 
+import hashlib
 import time
 
 import numpy as np
@@ -17,6 +22,34 @@ from neuromotor.runs import load_spec
 from neuromotor.link import BenchClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
+ACTION_RTOL = 1e-3  # on each action, relative to 1 + |host action|
+
+
+def check_actions(out, ref, port, t) -> float:
+    """The largest relative difference of the board's actions `out` from the host's `ref`;
+    a UserError when any element (NaN included) is off by more than ACTION_RTOL."""
+    rel = np.abs(out - ref) / (1.0 + np.abs(ref))
+    bad = ~(rel <= ACTION_RTOL)
+    if bad.any():
+        env, dim = (int(i) for i in np.argwhere(bad)[0])
+        raise UserError(f"{port}: the board's action {dim} differs from this policy's at step {t} of episode "
+                        f"{env} ({out[env, dim]!r} vs {ref[env, dim]!r}); deploy this run first")
+    return float(rel.max()) if rel.size else 0.0
+
+
+def deployed_policy(port, info, data: bytes) -> str:
+    """The policy path the last deploy wrote, once its hash is that of `data` (this source's file)."""
+    from neuromotor.bench import check_deploy_state, deployed_path
+    check_deploy_state(port, info)
+    manifest = info.get("deploy")
+    if not isinstance(manifest, dict) or not manifest.get("policy_sha256"):
+        return deployed_path(info)  # deployed by hand: the actions are still compared
+    want = hashlib.sha256(data).hexdigest()
+    if manifest["policy_sha256"] != want:
+        raise UserError(f"{port}: the board holds policy sha256 {manifest['policy_sha256'][:16]}... "
+                        f"(deployed from {manifest.get('source', '?')}), this one is {want[:16]}...; "
+                        "deploy it first")
+    return deployed_path(info)
 
 
 def env_name_for(spec, default="pendulum"):
@@ -47,10 +80,10 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
     env_name = env_name or env_name_for(spec)
     host_returns = rollout(env_name, episodes, seed, lambda obs, t: spec.forward(obs), steps)
     rtts, dev_us, max_diff = [], [], [0.0]
-    from neuromotor.bench import check_deploy_state
+    from neuromotor.deploy.core import export_policy
+    _, data = export_policy(source)
     with BenchClient(port, timeout=timeout) as c:
-        check_deploy_state(port, c.info)
-        meta = c.load("/policy.nmp", "auto")
+        meta = c.load(deployed_policy(port, c.info, data), "auto")
         if meta.get("obs_dim") != spec.obs_dim or meta.get("act_dim") != spec.act_dim:
             raise UserError(f"{port}: the board's policy is {meta.get('sizes')}, this run's is {spec.sizes}; "
                             "deploy this run first")
@@ -66,11 +99,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
                 out[i] = a
                 rtts.append(rtt / 1000.0)
                 dev_us.append(us)
-            d = float(np.max(np.abs(out - ref) / (1.0 + np.abs(ref))))
-            max_diff[0] = max(max_diff[0], d)
-            if t == 0 and d > 1e-3:
-                raise UserError(f"{port}: the board's actions differ from this run's policy "
-                                f"(relative difference {d:.3g} at the first step); deploy this run first")
+            max_diff[0] = max(max_diff[0], check_actions(out, ref, port, t))
             return out
 
         t0 = time.monotonic()
