@@ -106,3 +106,30 @@ def test_validate_names_the_field_and_value():
     cfg = TD3Config(gamma=2.0)
     with pytest.raises(UserError, match=r"gamma must be .*got 2\.0"):
         config.validate(cfg)
+
+
+def test_ppo_steps_in_the_config_are_what_is_trained(cli, tmp_path):
+    run_dir = tmp_path / "ppo"
+    code, out, err = cli("train", "pendulum", "--algo", "ppo", "--env-steps", 100, "--run-dir", run_dir,
+                         "--set", "eval_episodes=1", "--set", "num_envs=4", "--set", "num_steps=50",
+                         "--set", "minibatch_size=100", "--set", "epochs=1", "--json")
+    assert code == 0, err
+    assert "100 steps become 200" in err
+    assert json.loads((run_dir / "config.json").read_text())["run"]["steps"] == 200
+    assert json.loads(out.strip().splitlines()[-1])["steps"] == 200
+
+
+def test_json_lines_never_hold_bare_nan(monkeypatch, cli, tmp_path):
+    from neuromotor import trainer
+
+    real = trainer.train
+
+    def nan_summary(*a, **k):
+        summary = real(*a, **k)
+        summary["eval_return_mean"] = float("nan")
+        return summary
+
+    monkeypatch.setattr(trainer, "train", nan_summary)
+    code, out, _ = cli("train", "pendulum", "--run-dir", tmp_path / "r", "--steps", 20, "--json", *FAST)
+    line = json.loads(out.strip().splitlines()[-1], parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert line["eval_return_mean"] is None

@@ -6,11 +6,27 @@ Each such module defines `register(subparsers)`, which adds its parser and sets
 
 import argparse
 import importlib
+import json
+import math
 import pkgutil
 import sys
 
 from neuromotor import __version__
 from neuromotor.errors import UserError
+
+
+def json_line(obj) -> str:
+    """One line of strict JSON: NaN and infinities (which json.dumps writes as bare NaN,
+    Infinity) become null, so every `--json` line parses anywhere."""
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+    return json.dumps(clean(obj), allow_nan=False)
 
 
 class _Parser(argparse.ArgumentParser):

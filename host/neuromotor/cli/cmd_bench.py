@@ -1,8 +1,6 @@
 """`neuromotor bench --port PORT [--port PORT2 ...]`: inference latency on boards over serial."""
 
-import json
-
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 
 
 def register(sub):
@@ -35,5 +33,5 @@ def run(args):
     print(table(results))
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
     if args.json:
-        print(json.dumps(json_summary(results)))
+        print(json_line(json_summary(results)))
     return 0

@@ -3,7 +3,7 @@
 import sys
 
 from neuromotor import boards
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 
 
@@ -91,8 +91,6 @@ def build(args) -> int:
 
 
 def baremetal(args) -> int:
-    import json
-
     from neuromotor.boards.baremetal import run_baremetal
 
     checks.board_name("name", args.name)
@@ -109,7 +107,7 @@ def baremetal(args) -> int:
     checks.int_range("--repeat", args.repeat, 1, 10**6)
     r = run_baremetal(args.name, sizes, acts, args.repeat)
     if args.json:
-        print(json.dumps(r))
+        print(json_line(r))
         return 0
     print(f"{args.name} bare metal, {'->'.join(map(str, sizes))}, {r['macs']} multiply-adds, {r['repeat']} runs")
     print(f"  {r['instructions_per_inference']:.0f} instructions per inference, "

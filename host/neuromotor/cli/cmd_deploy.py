@@ -1,8 +1,6 @@
 """`neuromotor deploy RUN|POLICY --port PORT`: put a policy and the runtime on a board."""
 
-import json
-
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 
 
 def register(sub):
@@ -34,7 +32,7 @@ def run(args):
                  natmod=args.natmod, full=args.full)
     if args.json:
         b = res["board"]
-        print(json.dumps({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],
+        print(json_line({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],
                           "version": ".".join(map(str, b["version"])), "platform": b["platform"],
                           "files": res["files"], "backend": res.get("backend"),
                           "policy_sha256": res.get("policy_sha256")}))

@@ -1,14 +1,13 @@
 """`neuromotor eval RUN_DIR`: deterministic evaluation of a trained run, optionally a GIF."""
 
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
 from neuromotor import runs
+from neuromotor.cli import checks, json_line
 from neuromotor.envs import env_class
-from neuromotor.cli import checks
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 from neuromotor.safe_write import check_target
@@ -67,7 +66,7 @@ def run(args) -> int:
         print(f"wrote {args.render} ({len(states)} frames)")
     if args.json:
         means = returns.mean(axis=1)
-        print(json.dumps({
+        print(json_line({
             "steps": algo.steps, "wall_s": round(wall, 3), "episodes": args.episodes,
             "eval_return_mean": float(means.mean()),
             "eval_return_std": float(means.std() if len(seeds) > 1 else returns.std()),

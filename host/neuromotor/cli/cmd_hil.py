@@ -1,8 +1,6 @@
 """`neuromotor hil RUN --port PORT`: hardware-in-the-loop evaluation over serial."""
 
-import json
-
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 
 
 def register(sub):
@@ -36,5 +34,5 @@ def run(args):
                   steps=args.steps)
     print(report(res))
     if args.json:
-        print(json.dumps(res))
+        print(json_line(res))
     return 0 if res["returns_match"] else 1

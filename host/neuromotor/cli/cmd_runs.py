@@ -1,8 +1,7 @@
 """`neuromotor runs`: the run directories as a table."""
 
-import json
-
 from neuromotor import runs
+from neuromotor.cli import json_line
 
 
 def register(sub):
@@ -16,7 +15,7 @@ def run(args) -> int:
     rows = runs.list_runs(args.root)
     if args.json:
         for r in rows:
-            print(json.dumps(r))
+            print(json_line(r))
         return 0
     if not rows:
         print("no runs")

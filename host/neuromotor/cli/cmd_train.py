@@ -1,13 +1,12 @@
 """`neuromotor train ENV`: train one agent or a population, or resume a run."""
 
-import json
 import os
 import sys
 from pathlib import Path
 
 from neuromotor import config, runs
 from neuromotor.algos import algo_class
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 
@@ -144,7 +143,7 @@ def run(args) -> int:
     if not args.quiet:
         print_table(summary)
     if args.json:
-        print(json.dumps(summary))
+        print(json_line(summary))
     return 0
 
 

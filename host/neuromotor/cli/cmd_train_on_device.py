@@ -1,8 +1,6 @@
 """`neuromotor train-on-device`: TD3 on the board itself (pendulum swing-up)."""
 
-import json
-
-from neuromotor.cli import checks
+from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 
 
@@ -63,5 +61,5 @@ def run(args) -> int:
         print(f"{summary['steps']} steps on the board in {od['device_wall_s']:.1f} s; {heap}; "
               f"run dir {summary['run_dir']}")
     if args.json:
-        print(json.dumps(summary))
+        print(json_line(summary))
     return 0
