@@ -48,7 +48,7 @@ def deployed_policy(port, info, data: bytes) -> str:
     if manifest["policy_sha256"] != want:
         raise UserError(f"{port}: the board holds policy sha256 {manifest['policy_sha256'][:16]}... "
                         f"(deployed from {manifest.get('source', '?')}), this one is {want[:16]}...; "
-                        "deploy it first")
+                        "deploy this run first")
     return deployed_path(info)
 
 
