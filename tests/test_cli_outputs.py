@@ -139,3 +139,18 @@ def test_eval_render_to_a_bad_path_fails_before_evaluating(trained, cli, tmp_pat
 ])
 def test_bench_settings_are_checked_first(cli, args, words):
     _one_line_error(*cli("bench", "--port", "/dev/nonexistent-port", *args)[::2], *words)
+
+
+def test_runs_lists_good_runs_beside_broken_ones(trained, cli, tmp_path):
+    root = tmp_path / "runs"
+    shutil.copytree(trained, root / "good")
+    (root / "list").mkdir()
+    (root / "list" / "config.json").write_text("[1, 2]")
+    (root / "badmetrics").mkdir()
+    shutil.copy(trained / "config.json", root / "badmetrics" / "config.json")
+    (root / "badmetrics" / "metrics.jsonl").write_text('[1]\n{"step": "x"}\n')
+    code, out, err = cli("runs", root)
+    assert code == 0, err
+    assert "good" in out and "badmetrics" in out and "list" not in out.split()
+    code, out, _ = cli("runs", root, "--json")
+    assert code == 0 and len(out.strip().splitlines()) == 2
