@@ -38,8 +38,9 @@ def _one_line_error(code, err, *words):
         assert w in err, err
 
 
-@pytest.mark.parametrize("name", runs.OWN_FILES)
+@pytest.mark.parametrize("name", runs.OWN_FILES + runs.ADDED_FILES + (runs.LOCK,))
 def test_export_refuses_the_runs_own_files(run_copy, cli, name):
+    (run_copy / name).touch()
     before = _snapshot(run_copy)
     code, _, err = cli("export", run_copy, "-o", run_copy / name)
     _one_line_error(code, err, name)

@@ -26,13 +26,14 @@ def register(subparsers) -> None:
 
 def _protected(source: str, output: str) -> list:
     """What an export must never replace: its source, and the files of any run directory."""
-    from neuromotor.runs import CONFIG, OWN_FILES
+    from neuromotor.runs import ADDED_FILES, CONFIG, LOCK, OWN_FILES
 
+    names = OWN_FILES + ADDED_FILES + (LOCK,)  # ADDED_FILES: the board's own policy file of a run
     src = Path(source)
-    paths = [src] if src.is_file() else [src / name for name in OWN_FILES]
+    paths = [src] if src.is_file() else [src / name for name in names]
     out_dir = Path(os.path.realpath(output)).parent if output else None
     if out_dir is not None and (out_dir / CONFIG).is_file():
-        paths += [out_dir / name for name in OWN_FILES]
+        paths += [out_dir / name for name in names]
     return paths
 
 
