@@ -364,4 +364,5 @@ class PPO:
         self.actor_opt.lr = self.lr.astype(F32)[self._owner]
         for r, st in zip(self.rngs, d["rng"]):
             set_rng_state(r, st)
-        self.env.set_state(d["env_state"])
+        flat = self.obs.reshape(-1, self.obs_dim)
+        self.obs[...] = self.episodes.restore(d["env_state"], flat).reshape(self.obs.shape)

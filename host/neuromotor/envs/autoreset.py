@@ -19,10 +19,16 @@ with gymnasium's SAME_STEP auto-reset semantics:
 Returns of finished episodes are collected per agent (envs i*envs_per_agent ..
 (i+1)*envs_per_agent - 1 belong to agent i) until `pop_episode_returns()`.
 `ep_return` and `ep_len` (per env) are the running episodes, part of an
-algorithm's checkpoint.
+algorithm's checkpoint. `restore(env_state, obs)` puts them back on resume: an
+env that can snapshot itself (`env.restorable`, the built-ins) continues its
+episodes exactly; any other (a gymnasium env) restarts every episode in flight,
+from generators derived from the agents' restored RNG states without drawing
+from them, so the rest of each agent's stream is the uninterrupted run's.
 """
 
 import numpy as np
+
+from neuromotor.rng import rng_state_array
 
 
 class AutoReset:
@@ -54,6 +60,17 @@ class AutoReset:
             self.ep_len[done] = 0
             obs = self.env.reset(self.rngs, mask=done)
         return obs, reward, terminated, truncated, final_obs
+
+    def restore(self, env_state, obs) -> np.ndarray:
+        """After a checkpoint's ep_return/ep_len and RNG states are back: the observations
+        to act on next (`obs` from the checkpoint, or the restarted episodes' first ones)."""
+        if getattr(self.env, "restorable", True):
+            self.env.set_state(env_state)
+            return obs
+        self.ep_return[...] = 0
+        self.ep_len[...] = 0
+        fresh = {id(r): np.random.default_rng(rng_state_array(r)) for r in self.rngs}
+        return self.env.reset([fresh[id(r)] for r in self.rngs])
 
     def pop_episode_returns(self) -> list:
         """Per agent, the returns of the episodes finished since the last call."""
