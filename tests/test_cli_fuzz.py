@@ -28,7 +28,7 @@ BOARD = ["", "nope", "../qemu-m7", "a/b"]
 # (command, option) -> values that must be refused
 BAD = {
     ("train", "env"): ["", "cartpole", "../pendulum"],
-    ("train", "--algo"): ["", "sac"],
+    ("train", "--algo"): ["", "dqn"],
     ("train", "--steps"): POSITIVE,
     ("train", "--envs"): POSITIVE,
     ("train", "--threads"): ["0", "-1", "x", "", "100000"],

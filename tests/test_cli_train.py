@@ -61,7 +61,7 @@ def test_toml_config_and_set_overrides(tmp_path, cli):
 
 @pytest.mark.parametrize("args, message", [
     (["cartpole"], "unknown environment 'cartpole'"),
-    (["pendulum", "--algo", "sac"], "unknown algorithm 'sac'"),
+    (["pendulum", "--algo", "dqn"], "unknown algorithm 'dqn'"),
     (["pendulum", "--steps", "0"], "steps must be an integer from 1"),
     (["pendulum", "--steps", "-5"], "steps must be an integer from 1"),
     (["pendulum", "--set", "batch_sise=10"], "unknown setting 'batch_sise'"),

@@ -90,6 +90,11 @@ RULES = {
     "noise_clip": _float(0),
     "tau": _float(0, 1, lo_open=True),
     "policy_delay": _int(1, MAX_COUNT),
+    # SAC (with TD3's replay, warm-up and target fields)
+    "alpha_lr": _LR,
+    "init_alpha": _float(0, lo_open=True),
+    "log_std_min": _float(-50, 10),
+    "log_std_max": _float(-50, 10),
     # PPO
     "num_envs": _int(1, MAX_COUNT),
     "num_steps": _int(1, MAX_COUNT),
@@ -126,10 +131,12 @@ def validate(*configs) -> None:
                             f"= {rollout}) must be a multiple of minibatch_size ({values['minibatch_size']})")
     if {"lr_min", "lr_max"} <= values.keys() and values["lr_min"] > values["lr_max"]:
         raise UserError(f"lr_min ({values['lr_min']}) must not exceed lr_max ({values['lr_max']})")
+    if {"log_std_min", "log_std_max"} <= values.keys() and values["log_std_min"] >= values["log_std_max"]:
+        raise UserError(f"log_std_min ({values['log_std_min']}) must be below log_std_max ({values['log_std_max']})")
 
 
 def steps_per_iteration(algo_cfg) -> int:
-    """Env steps per agent in one advance(): a whole rollout for PPO, one step for TD3."""
+    """Env steps per agent in one advance(): a whole rollout for PPO, one step for TD3 and SAC."""
     return getattr(algo_cfg, "num_envs", 1) * getattr(algo_cfg, "num_steps", 1)
 
 

@@ -59,7 +59,24 @@ def ppo_parts(cfg, obs_dim, act_dim, agents) -> dict:
     }, agents * cfg.num_envs
 
 
-ESTIMATES = {"td3": td3_parts, "ppo": ppo_parts}
+def sac_parts(cfg, obs_dim, act_dim, agents) -> dict:
+    from neuromotor.algos.sac import RNG_BLOCK
+    from neuromotor.algos.td3 import ReplayRow
+
+    actor = [obs_dim, *cfg.actor_hidden, 2 * act_dim]
+    critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
+    B = cfg.batch_size
+    return {
+        "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32,
+        # actor: parameters, gradient, two Adam moments; critics also a target and a scratch copy
+        "networks": agents * F32 * (4 * _net_params(actor) + 12 * _net_params(critic)),
+        "batch workspaces": agents * B * (3 * _workspace_row(actor) + 6 * _workspace_row(critic)
+                                          + 12 * F32 * (obs_dim + act_dim + 1)),
+        "pre-drawn random numbers": agents * RNG_BLOCK * F32 * (3 * B + 3 * B * act_dim + 2 * act_dim),
+    }, agents
+
+
+ESTIMATES = {"td3": td3_parts, "ppo": ppo_parts, "sac": sac_parts}
 
 
 def estimate(algo: str, algo_cfg, run_cfg, env_cls, agents: int) -> dict:

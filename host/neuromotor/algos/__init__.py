@@ -10,7 +10,7 @@ An algorithm class trains a population of independent agents in lockstep
                               each agent gets and lays them out agent-major.
   seeds                       the list it was given (one agent per seed)
   steps                       env steps taken per agent so far
-  advance()                   one iteration (TD3: one env step + updates; PPO: one
+  advance()                   one iteration (TD3, SAC: one env step + updates; PPO: one
                               rollout + epochs); increases `steps`
   act(obs)                    deterministic actions in env units, obs (P, E, obs_dim)
   pop_episode_returns()       per agent, the training-episode returns finished
@@ -31,6 +31,7 @@ from neuromotor.registry import lookup
 ALGOS = {
     "td3": "neuromotor.algos.td3:TD3",
     "ppo": "neuromotor.algos.ppo:PPO",
+    "sac": "neuromotor.algos.sac:SAC",
 }
 
 

@@ -1,0 +1,392 @@
+"""SAC (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications": twin
+critics, tanh-squashed Gaussian actor, automatic entropy tuning) for a population
+of agents, in NumPy.
+
+Layout as in td3.py: every array has a leading population axis P (one agent per
+seed, one env per agent); the twin critics are one network family with population
+shape (P, 2); replay rows are ReplayRow's [act, obs, 1, reward, not_done, next_obs, 1].
+Actions live in [-1, 1] inside the algorithm and are mapped to the env's bounds
+only when stepping the env.
+
+The actor outputs [mean, log_std] per action dimension. A sample is
+
+    u = mean + std * eps,  eps ~ N(0, 1),  std = exp(clip(log_std, log_std_min, log_std_max))
+    a = tanh(u)
+    log pi(a|s) = sum_j [ -eps_j^2 / 2 - log std_j - log(2 pi) / 2 - log(1 - a_j^2 + 1e-6) ]
+
+(the last term is the tanh change of variables; the 1e-6 keeps it finite at |a| = 1,
+as in RLtools and SB3). Per step, with alpha = exp(log_alpha):
+
+    critic c:  y = r + gamma * not_done * (min_i Q'_i(s', a') - alpha log pi(a'|s')),  a' ~ pi(s')
+               L_Q = 1/2 mean (Q_c(s, a) - y)^2
+    actor:     L_pi = mean (alpha log pi(a~|s) - min_i Q_i(s, a~)),  a~ ~ pi(s) (reparameterised)
+    alpha:     L_alpha = -mean log_alpha * (log pi(a~|s) + target_entropy),  target_entropy = -|A|
+    targets:   Q'_i <- tau Q_i + (1 - tau) Q'_i
+
+Minibatches follow RLtools' SAC loop: each critic learns from its own minibatch
+with its own next-action samples, the actor (and alpha, from the same samples)
+from a third; all three are one gather. The critics' targets and the actor use
+alpha before this step's alpha update. There is no actor target network.
+
+Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
+agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
+and the actor's reparameterisation noise); env resets draw from the same
+Generator. So agent k's numbers do not depend on which other agents train beside it.
+"""
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from neuromotor.algos.td3 import ReplayRow
+from neuromotor.envs.autoreset import AutoReset
+from neuromotor.errors import UserError
+from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.nn.mlp import with_ones
+from neuromotor.policy import PolicySpec
+from neuromotor.rng import rng_state_array, set_rng_state
+
+RNG_BLOCK = 1000
+F32 = np.float32
+LOG_PROB_EPS = 1e-6
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+@dataclass
+class Config:
+    """Defaults: RLtools' SAC Pendulum configuration (src/rl/environments/pendulum/sac/cpu/config.h
+    with rl/algorithms/sac/sac.h and nn/layers/sample_and_squash/layer.h DefaultParameters):
+    actor and critics 64-64 ReLU, batch 100 for critics and actor, replay 10,000 (= the step
+    limit), 100 warm-up steps before learning, gamma 0.99, polyak 0.995 (tau 0.005), Adam
+    1e-3 for actor, critics and alpha, alpha starts at 1, target entropy -|A|, log-std
+    clipped to [-20, 2], one critic, actor and alpha update per env step.
+
+    One difference: RLtools samples its (untrained) stochastic policy during warm-up; the
+    default here is uniform random warm-up actions, as in SB3 and CleanRL
+    (`warmup_actions = "policy"` selects RLtools' way)."""
+
+    actor_hidden: tuple = (64, 64)
+    critic_hidden: tuple = (64, 64)
+    activation: str = "relu"
+    batch_size: int = 100
+    buffer_size: int = 10_000
+    learning_starts: int = 100      # updates from this step on
+    warmup_actions: str = "uniform"  # before learning_starts: "uniform" random, or "policy" samples
+    gamma: float = 0.99
+    tau: float = 0.005
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    init_alpha: float = 1.0         # entropy coefficient at step 0 (log_alpha = log init_alpha)
+    log_std_min: float = -20.0
+    log_std_max: float = 2.0
+
+
+# Named configurations: hyperparameters, plus run settings for `neuromotor train`.
+CONFIGS = {
+    "pendulum": (Config(), {}),
+    # The SAC paper's (v2) and SB3/rl-zoo's MuJoCo settings: 256-256 networks, batch 256,
+    # 1M replay, lr 3e-4, 10k random warm-up steps (rl-zoo), 1M env steps.
+    "mujoco": (Config(actor_hidden=(256, 256), critic_hidden=(256, 256), batch_size=256, buffer_size=1_000_000,
+                      learning_starts=10_000, actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4),
+               {"steps": 1_000_000, "eval_every": 10_000, "checkpoint_every": 50_000}),
+}
+ENV_CONFIG = {"ant": "mujoco", "ant-full": "mujoco", "halfcheetah": "mujoco", "hopper": "mujoco"}  # else pendulum
+
+
+class Net:
+    """One network family and everything its training touches: the flat parameters, their
+    target copy (critics only: SAC's actor has none), the gradient, the optimiser and
+    per-layer views of each (see nn.mlp)."""
+
+    def __init__(self, sizes, activations, pop, lr, dtype, target):
+        self.mlp = MLP(sizes, activations, pop=pop, dtype=dtype)
+        self.params, self.grad = self.mlp.zeros(), self.mlp.zeros()
+        self.layers, self.grad_layers = self.mlp.views(self.params), self.mlp.views(self.grad)
+        self.target = self.mlp.zeros() if target else None
+        self.target_layers = self.mlp.views(self.target) if target else None
+        self.opt = Adam(self.mlp.size, lr=lr)
+        self._tmp = self.mlp.zeros() if target else None
+
+    def step(self) -> None:
+        self.opt.step(self.params, self.grad)
+
+    def update_target(self, tau: float) -> None:
+        polyak(self.target, self.params, tau, self._tmp)
+
+
+class TanhGaussian:
+    """The squashed Gaussian sample of one forward pass of the actor, and its backward.
+
+    out (..., 2a) = [mean, log_std] from the actor, eps (..., a) standard normal noise;
+    gives action (..., a) in (-1, 1) and log_prob (..., 1)."""
+
+    def __init__(self, out, eps, log_std_min, log_std_max):
+        a = eps.shape[-1]
+        mean, log_std = out[..., :a], out[..., a:]
+        self.in_range = (log_std > log_std_min) & (log_std < log_std_max)  # clip passes the gradient here only
+        log_std = np.clip(log_std, log_std_min, log_std_max)
+        self.eps, self.std = eps, np.exp(log_std)
+        self.action = np.tanh(mean + self.std * eps)
+        self.one_minus_a2 = 1 - self.action * self.action
+        self.log_prob = (-0.5 * eps * eps - log_std - HALF_LOG_2PI
+                         - np.log(self.one_minus_a2 + LOG_PROB_EPS)).sum(-1, keepdims=True)
+
+    def backward(self, d_action, d_log_prob):
+        """dL/d[mean, log_std] from dL/daction (..., a) and dL/dlog_prob (..., 1)."""
+        # d log_prob / du = 2 a (1 - a^2) / (1 - a^2 + 1e-6);  da / du = 1 - a^2
+        d_u = d_action * self.one_minus_a2
+        d_u += d_log_prob * (2 * self.action * self.one_minus_a2 / (self.one_minus_a2 + LOG_PROB_EPS))
+        # du / dlog_std = std * eps;  d log_prob / dlog_std (direct) = -1
+        d_log_std = (d_u * self.std * self.eps - d_log_prob) * self.in_range
+        return np.concatenate([d_u, d_log_std], axis=-1)
+
+
+class SAC:
+    Config = Config
+
+    @staticmethod
+    def defaults(env_name: str, preset: str | None = None):
+        """(Config, RunConfig settings): the named config `preset`, else this env's."""
+        name = preset or ENV_CONFIG.get(env_name, "pendulum")
+        if name not in CONFIGS:
+            raise UserError(f"unknown sac preset {name!r}; known: {', '.join(CONFIGS)}")
+        cfg, run = CONFIGS[name]
+        return replace(cfg), dict(run)
+
+    def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
+        if cfg.warmup_actions not in ("uniform", "policy"):
+            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
+        if not cfg.log_std_min < cfg.log_std_max:
+            raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
+        self.cfg, self.dtype = cfg, dtype
+        self.seeds = list(seeds)
+        P = self.P = len(self.seeds)
+        self.env = env = env_factory(P)
+        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
+        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
+        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
+        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        self.target_entropy = -float(a)
+
+        act = cfg.activation
+        self.actor = Net([o, *cfg.actor_hidden, 2 * a], [act] * len(cfg.actor_hidden) + ["identity"], (P,),
+                         cfg.actor_lr, dtype, target=False)
+        # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
+        self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
+                          cfg.critic_lr, dtype, target=True)
+        for k, rng in enumerate(self.rngs):
+            self.actor.mlp.init_member(self.actor.layers, k, rng)
+            for c in range(2):
+                self.critic.mlp.init_member(self.critic.layers, (k, c), rng)
+        self.critic.target[...] = self.critic.params
+        self.log_alpha = np.full(P, math.log(cfg.init_alpha), dtype)
+        self.alpha_opt = Adam(P, lr=cfg.alpha_lr)
+
+        self.row = ReplayRow(o, a)
+        self.replay = np.zeros((P, cfg.buffer_size, self.row.width), dtype)
+        self.replay[..., self.row.ones] = 1
+        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row.width)
+        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None, None]
+        self.replay_pos = 0
+        self.replay_size = 0
+
+        B = cfg.batch_size
+        actor, critic = self.actor.mlp, self.critic.mlp
+        self._obs1 = np.ones((P, 1, o + 1), dtype)               # acting: [s, 1]
+        self._x_next = np.empty((P, 2, 2 * B, a + o + 1), dtype)  # target critics' input [a', s', 1], both minibatches
+        self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from minibatch c
+        self._x_actor = np.empty((P, 2, B, a + o + 1), dtype)    # both critics' input [a~, s, 1] for the actor loss
+        self._ws_act = actor.workspace((P, 1))
+        self._ws_actor = actor.workspace((P, B))
+        self._ws_actor2 = actor.workspace((P, 2 * B))
+        self._ws_critic = critic.workspace((P, 2, B))
+        self._ws_critic2 = critic.workspace((P, 2, 2 * B))
+
+        self.steps = 0
+        self._block = None
+        self._block_rng = self._rng_states()
+        self.episodes = AutoReset(env, self.rngs)
+        self.obs = self.episodes.reset()
+
+    @property
+    def alpha(self) -> np.ndarray:
+        return np.exp(self.log_alpha)
+
+    # ----- randomness, drawn per agent in blocks -----
+    def _rng_states(self) -> np.ndarray:
+        return np.stack([rng_state_array(r) for r in self.rngs])
+
+    def _draw_block(self):
+        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
+        n, B, a, dt = RNG_BLOCK, self.cfg.batch_size, self.act_dim, self.dtype
+        parts = [(r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
+                  r.integers(0, 1 << 32, (n, 3, B), np.uint32),
+                  r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt)) for r in self.rngs]
+        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
+        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+
+    # ----- acting -----
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions tanh(mean) in env units."""
+        out = self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(self.dtype)))
+        return np.tanh(out[..., :self.act_dim]).astype(F32) * self.act_scale + self.act_offset
+
+    def advance(self):
+        """One env step of every agent (a sampled action), then (from learning_starts on) one SAC update."""
+        cfg, i = self.cfg, self.steps % RNG_BLOCK
+        if i == 0:
+            self._draw_block()
+        explore, uniform, raw_idx, next_noise, actor_noise = (x[i] for x in self._block)
+        if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
+            action = uniform
+        else:
+            self._obs1[:, 0, :-1] = self.obs
+            out = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
+            action = TanhGaussian(out, explore, cfg.log_std_min, cfg.log_std_max).action
+        obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
+
+        f, row = self.row, self.replay[:, self.replay_pos]
+        row[:, f.act] = action
+        row[:, f.obs] = self.obs
+        row[:, f.reward] = reward[:, None]
+        row[:, f.not_done] = ~terminated[:, None]
+        row[:, f.next_obs] = next_obs
+        self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
+        self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
+        self.obs = obs
+
+        if self.steps >= cfg.learning_starts:
+            # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
+            batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
+            self._critic_loss(batch[:, :2], next_noise)
+            self.critic.step()
+            _, log_prob = self._actor_loss(batch[:, 2], actor_noise)
+            self.actor.step()
+            self.alpha_opt.step(self.log_alpha, self._alpha_grad(log_prob))
+            self.critic.update_target(cfg.tau)
+        self.steps += 1
+
+    # ----- the losses: each writes its gradient (and computes its value per agent if asked) -----
+    def _critic_loss(self, batch, next_noise, want_loss=False):
+        """batch (P, 2, B, row): critic c learns from minibatch c, its soft Bellman targets from
+        both target critics and next-action samples (noise next_noise[:, c]) on that minibatch."""
+        cfg, f, a = self.cfg, self.row, self.act_dim
+        actor, critic = self.actor, self.critic
+        P, _, B, _ = batch.shape
+        reward, not_done = batch[..., f.reward], batch[..., f.not_done]
+        next_obs = batch[..., f.next_actor_input].reshape(P, 2 * B, -1)
+
+        # a' ~ pi(s') from the online actor, with its log-probability
+        out = actor.mlp.forward(actor.layers, next_obs, self._ws_actor2)
+        nxt = TanhGaussian(out, next_noise.reshape(P, 2 * B, a), cfg.log_std_min, cfg.log_std_max)
+        x_next = self._x_next
+        x_next[..., f.act] = nxt.action[:, None]
+        x_next[..., f.actor_input] = next_obs[:, None]
+
+        # y = r + gamma * not_done * (min(Q1'(s', a'), Q2'(s', a')) - alpha log pi(a'|s'))
+        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, 2B, 1)
+        v = np.minimum(q_next[:, 0], q_next[:, 1])
+        v -= self.alpha.astype(self.dtype)[:, None, None] * nxt.log_prob
+        y = v.reshape(P, 2, B, 1)
+        y *= not_done
+        y *= self.dtype(cfg.gamma)
+        y += reward
+
+        # L = 1/2 mean (Q1(s, a) - y1)^2 + 1/2 mean (Q2(s, a) - y2)^2
+        x = self._x_critic
+        x[...] = batch[..., f.critic_input]
+        q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
+        dq = q - y
+        loss = 0.5 * (dq * dq).mean(axis=(2, 3)).sum(axis=1) if want_loss else None
+        dq *= self.dtype(1.0 / B)
+        critic.mlp.backward(critic.layers, self._ws_critic, dq, critic.grad_layers)
+        return loss
+
+    def _actor_loss(self, batch, noise, want_loss=False):
+        """batch (P, B, row), noise (P, B, a): L = mean (alpha log pi(a~|s) - min(Q1, Q2)(s, a~))
+        through the reparameterised sample a~; returns (loss, log pi(a~|s) (P, B, 1))."""
+        cfg, f, actor, critic = self.cfg, self.row, self.actor, self.critic
+        P, B, _ = batch.shape
+        obs = batch[..., f.actor_input]
+        out = actor.mlp.forward(actor.layers, obs, self._ws_actor)
+        pi = TanhGaussian(out, noise, cfg.log_std_min, cfg.log_std_max)
+        x = self._x_actor
+        x[..., f.actor_input] = obs[:, None]
+        x[..., f.act] = pi.action[:, None]
+        q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
+        first = q[:, 0] <= q[:, 1]
+        alpha = self.alpha.astype(self.dtype)[:, None, None]
+        loss = (alpha * pi.log_prob - np.where(first, q[:, 0], q[:, 1])).mean(axis=(1, 2)) if want_loss else None
+
+        # The min passes the gradient to the smaller critic only.
+        dq = np.stack([first, ~first], axis=1).astype(self.dtype) * self.dtype(-1.0 / B)
+        dx = critic.mlp.backward(critic.layers, self._ws_critic, dq, None, need_dx=True)
+        d_action = dx[:, 0, :, f.act] + dx[:, 1, :, f.act]
+        d_out = pi.backward(d_action, np.broadcast_to(alpha / B, pi.log_prob.shape))
+        actor.mlp.backward(actor.layers, self._ws_actor, d_out, actor.grad_layers)
+        return loss, pi.log_prob
+
+    def _alpha_grad(self, log_prob):
+        """d/dlog_alpha of L_alpha = -mean log_alpha * (log pi + target_entropy), per agent."""
+        return (-(log_prob + self.target_entropy).mean(axis=(1, 2))).astype(F32)
+
+    def _alpha_loss(self, log_prob):
+        return -(self.log_alpha[:, None, None] * (log_prob + self.target_entropy)).mean(axis=(1, 2))
+
+    # ----- reporting, export, checkpoints -----
+    def pop_episode_returns(self):
+        return self.episodes.pop_episode_returns()
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        """The deterministic policy tanh(mean): the actor without its log-std outputs."""
+        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
+        weights, biases = [w.T for w, _ in layers], [b for _, b in layers]
+        weights[-1], biases[-1] = weights[-1][:self.act_dim], biases[-1][:self.act_dim]
+        return PolicySpec(
+            weights=weights, biases=biases,
+            activations=self.actor.mlp.activations[:-1] + ["tanh"],
+            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
+            action_scale=self.act_scale, action_offset=self.act_offset,
+            action_low=self.env.action_low, action_high=self.env.action_high,
+            meta={"algo": "sac", "seed": self.seeds[agent], "step": self.steps},
+        )
+
+    def _arrays(self) -> dict:
+        """The mutable arrays a checkpoint restores in place."""
+        return {
+            "actor": self.actor.params, "critic": self.critic.params, "critic_target": self.critic.target,
+            "log_alpha": self.log_alpha,
+            "actor_opt_m": self.actor.opt.m, "actor_opt_v": self.actor.opt.v,
+            "critic_opt_m": self.critic.opt.m, "critic_opt_v": self.critic.opt.v,
+            "alpha_opt_m": self.alpha_opt.m, "alpha_opt_v": self.alpha_opt.v,
+            "replay": self.replay, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            **self._arrays(),
+            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
+            "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
+            "alpha_opt_t": np.int64(self.alpha_opt.t),
+            "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
+            "rng": self._rng_states(), "rng_block_start": self._block_rng,
+            "env_state": self.env.get_state(), "obs": self.obs,
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        for key, arr in self._arrays().items():
+            arr[...] = d[key]
+        self.steps = int(d["steps"])
+        self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self.alpha_opt.t = int(d["alpha_opt_t"])
+        self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
+        if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
+            for r, st in zip(self.rngs, d["rng_block_start"]):
+                set_rng_state(r, st)
+            self._draw_block()
+        for r, st in zip(self.rngs, d["rng"]):
+            set_rng_state(r, st)
+        self.env.set_state(d["env_state"])
+        self.obs = np.array(d["obs"])

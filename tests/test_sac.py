@@ -1,0 +1,311 @@
+"""SAC: gradients against finite differences, losses against their definitions, population
+agents are independent, checkpoints continue exactly, the exported policy is tanh(mean)."""
+
+import json
+import math
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from neuromotor import config, memory, runs
+from neuromotor.algos import algo_class
+from neuromotor.algos.sac import SAC, Config, TanhGaussian
+from neuromotor.envs import env_class
+from neuromotor.errors import UserError
+from neuromotor.evaluation import Evaluator
+from neuromotor.nn import MLP
+from neuromotor.nn.mlp import with_ones
+from neuromotor.parallel import Sharded
+
+SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
+# float64 nets for the gradient checks; the upper log-std bound clips some outputs so its zero
+# gradient is checked too (initial log-stds spread around 0)
+CHECK = dict(actor_hidden=(16, 16), critic_hidden=(16, 16), batch_size=8, buffer_size=200, learning_starts=1000,
+             log_std_max=0.05)
+
+
+def _train(seeds, steps, shards=1, cfg=None):
+    algo = Sharded(SAC, cfg or Config(**SMALL), env_class("pendulum"), seeds, shards)
+    for _ in range(steps):
+        algo.advance()
+    return algo
+
+
+def _agent_arrays(algo: SAC, k: int) -> dict:
+    out = {"log_alpha": algo.log_alpha[k].copy(), "replay": algo.replay[k].copy()}
+    for name, views in (("actor", algo.actor.layers), ("critic", algo.critic.layers),
+                        ("critic_t", algo.critic.target_layers)):
+        for i, layer in enumerate(MLP.member(views, k)):
+            out[f"{name}{i}"] = layer.copy()
+    return out
+
+
+def test_seed_alone_equals_seed_inside_a_population():
+    steps = 230  # crosses an episode boundary (200) and many updates
+    alone = _train([5], steps).local
+    population = _train([2, 5, 9], steps).local
+    sharded = _train([2, 5, 9, 11], steps, shards=2)  # worker processes; seed 5 is agent 1 of shard 0
+    local = SAC(Config(**SMALL), env_class("pendulum"), sharded.shard_seeds[0])
+    local.load_state_dict({k[7:]: v for k, v in sharded.state_dict().items() if k.startswith("shard0.")})
+    a = _agent_arrays(alone, 0)
+    for other, k in ((population, 1), (local, 1)):
+        b = _agent_arrays(other, k)
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert not np.array_equal(_agent_arrays(population, 0)["actor0"], a["actor0"])
+    assert alone.log_alpha[0] != 0  # alpha has been learning
+
+
+def test_update_schedule():
+    algo = _train([0], 120).local
+    assert algo.critic.opt.t == algo.actor.opt.t == algo.alpha_opt.t == 70  # every step from step 50 on
+    assert algo.replay_size == 120
+
+
+def test_state_dict_round_trip_mid_rng_block_continues_exactly():
+    a = _train([4, 6], 170)
+    saved = {k: np.array(v) for k, v in a.state_dict().items()}
+    for _ in range(60):  # crosses the 200-step episode boundary
+        a.advance()
+    b = _train([4, 6], 0)
+    b.load_state_dict(saved)
+    for _ in range(60):
+        b.advance()
+    for key, value in a.state_dict().items():
+        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+
+
+def test_policy_spec_is_tanh_of_the_mean():
+    algo = _train([1, 2], 80).local
+    obs = np.random.default_rng(0).standard_normal((2, 7, 3)).astype(np.float32)
+    acts = algo.act(obs)
+    out = algo.actor.mlp.forward(algo.actor.layers, with_ones(obs))
+    np.testing.assert_allclose(acts, 2 * np.tanh(out[..., :1]), rtol=1e-6)
+    for k in range(2):
+        spec = algo.policy_spec(k)
+        assert spec.activations == ["relu", "relu", "tanh"] and spec.sizes == [3, 64, 64, 1]
+        assert spec.meta["algo"] == "sac" and spec.meta["seed"] == k + 1
+        np.testing.assert_array_equal([spec.action_low, spec.action_high], [[-2], [2]])
+        np.testing.assert_allclose(spec.forward(obs[k]), acts[k], rtol=1e-5, atol=1e-6)
+
+
+def test_config_is_rltools_pendulum_sac_and_presets():
+    c = Config()
+    assert (c.actor_hidden, c.critic_hidden, c.activation) == ((64, 64), (64, 64), "relu")
+    assert (c.batch_size, c.buffer_size, c.learning_starts, c.gamma, c.tau) == (100, 10_000, 100, 0.99, 0.005)
+    assert (c.actor_lr, c.critic_lr, c.alpha_lr, c.init_alpha) == (1e-3, 1e-3, 1e-3, 1.0)
+    assert (c.log_std_min, c.log_std_max) == (-20, 2)
+    assert algo_class("sac") is SAC
+    cfg, run = SAC.defaults("halfcheetah")
+    assert (cfg.actor_hidden, cfg.batch_size, cfg.buffer_size, cfg.actor_lr) == ((256, 256), 256, 1_000_000, 3e-4)
+    assert run["steps"] == 1_000_000
+    assert SAC.defaults("pendulum") == (Config(), {})
+    assert SAC.defaults("pendulum", "mujoco")[0] == cfg and cfg is not SAC.defaults("hopper")[0]  # copies
+    with pytest.raises(UserError, match="unknown sac preset 'big'"):
+        SAC.defaults("pendulum", "big")
+    for bad, match in ((dict(init_alpha=0.0), "init_alpha must be"), (dict(alpha_lr=-1.0), "alpha_lr must be"),
+                       (dict(log_std_min=2.0), "log_std_min .* must be below"),
+                       (dict(log_std_max=float("nan")), "log_std_max must be")):
+        with pytest.raises(UserError, match=match):
+            config.validate(Config(**bad))
+    with pytest.raises(UserError, match="log_std_min"):
+        SAC(Config(log_std_min=3.0), env_class("pendulum"), [0])
+
+
+def test_tanh_gaussian_log_prob_is_the_change_of_variables():
+    rng = np.random.default_rng(1)
+    out = rng.standard_normal((5, 4))
+    eps = rng.standard_normal((5, 2))
+    s = TanhGaussian(out, eps, -20, 2)
+    mean, std = out[:, :2], np.exp(out[:, 2:])
+    u = np.arctanh(s.action)
+    np.testing.assert_allclose(u, mean + std * eps, rtol=1e-9)
+    normal = -0.5 * ((u - mean) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)
+    expected = (normal - np.log(1 - np.tanh(u) ** 2 + 1e-6)).sum(-1, keepdims=True)
+    np.testing.assert_allclose(s.log_prob, expected, rtol=1e-9)
+
+
+def _check_algo():
+    algo = SAC(Config(**CHECK), env_class("pendulum"), [3, 8], dtype=np.float64)
+    for _ in range(60):  # warm-up only: fills the replay, no updates
+        algo.advance()
+    rng = np.random.default_rng(0)
+    algo.critic.target[...] += 0.05 * rng.standard_normal(algo.critic.target.shape)  # targets != online
+    algo.log_alpha[...] = [0.3, -0.7]
+    B = algo.cfg.batch_size
+    batch = algo.replay[np.arange(2)[:, None, None], rng.integers(0, algo.replay_size, (2, 3, B))]
+    return algo, batch, rng
+
+
+def _weight_entries(net, rng, n):
+    """n random indices of real weights and biases (not the constant columns) of the flat vector."""
+    mask = np.zeros(net.mlp.size)
+    for w, b in net.mlp.weights_and_biases(net.mlp.views(mask)):
+        w[...], b[...] = 1, 1
+    return rng.choice(np.flatnonzero(mask), n, replace=False)
+
+
+def _finite_differences(loss, params, idx, h=1e-6):
+    out = []
+    for i in idx:
+        keep = params[i]
+        params[i] = keep + h
+        up = loss()
+        params[i] = keep - h
+        down = loss()
+        params[i] = keep
+        out.append((up - down) / (2 * h))
+    return np.array(out)
+
+
+def test_critic_gradient_matches_finite_differences():
+    algo, batch, rng = _check_algo()
+    noise = rng.standard_normal((2, 2, algo.cfg.batch_size, 1))
+    algo._critic_loss(batch[:, :2], noise)
+    grad = algo.critic.grad.copy()
+    idx = _weight_entries(algo.critic, rng, 40)
+    fd = _finite_differences(lambda: algo._critic_loss(batch[:, :2], noise, want_loss=True).sum(),
+                             algo.critic.params, idx)
+    assert np.abs(fd).max() > 1e-3
+    np.testing.assert_allclose(grad[idx], fd, rtol=1e-5, atol=1e-8)
+
+
+def test_actor_gradient_matches_finite_differences():
+    """The actor loss through the reparameterised sample: alpha log pi (tanh correction
+    included, log-std clip) and min(Q1, Q2) of the sampled action."""
+    algo, batch, rng = _check_algo()
+    noise = rng.standard_normal((2, algo.cfg.batch_size, 1))
+    algo._actor_loss(batch[:, 2], noise)
+    grad = algo.actor.grad.copy()
+    idx = _weight_entries(algo.actor, rng, 60)
+    fd = _finite_differences(lambda: algo._actor_loss(batch[:, 2], noise, want_loss=True)[0].sum(),
+                             algo.actor.params, idx)
+    np.testing.assert_allclose(grad[idx], fd, rtol=1e-5, atol=1e-8)
+    # the log-std clip was active for some samples, and its gradient really is zero there
+    out = algo.actor.mlp.forward(algo.actor.layers, batch[:, 2][..., algo.row.actor_input])
+    assert 0 < (out[..., 1] > algo.cfg.log_std_max).sum() < out[..., 1].size
+
+
+def test_alpha_gradient_matches_finite_differences():
+    algo, batch, rng = _check_algo()
+    _, log_prob = algo._actor_loss(batch[:, 2], rng.standard_normal((2, algo.cfg.batch_size, 1)))
+    fd = _finite_differences(lambda: algo._alpha_loss(log_prob).sum(), algo.log_alpha, [0, 1])
+    np.testing.assert_allclose(algo._alpha_grad(log_prob), fd, rtol=1e-5)
+
+
+def test_losses_equal_their_definitions():
+    """Per agent, from the networks' plain forward passes: the soft Bellman critic loss and the
+    actor loss, with alpha = exp(log_alpha) and log pi from the Gaussian density."""
+    algo, batch, rng = _check_algo()
+    B, f = algo.cfg.batch_size, algo.row
+    noise_c = rng.standard_normal((2, 2, B, 1))
+    noise_a = rng.standard_normal((2, B, 1))
+    critic_loss = algo._critic_loss(batch[:, :2], noise_c, want_loss=True)
+    actor_loss, _ = algo._actor_loss(batch[:, 2], noise_a, want_loss=True)
+    amlp, cmlp = algo.actor.mlp, algo.critic.mlp
+
+    def sample(k, obs1, eps):
+        out = amlp.forward(MLP.member(algo.actor.layers, k), obs1)
+        mean, log_std = out[:, :1], np.clip(out[:, 1:], algo.cfg.log_std_min, algo.cfg.log_std_max)
+        u = mean + np.exp(log_std) * eps
+        logp = -0.5 * eps ** 2 - log_std - 0.5 * math.log(2 * math.pi) - np.log(1 - np.tanh(u) ** 2 + 1e-6)
+        return np.tanh(u), logp
+
+    def q(views, k, c, act, obs1):
+        return cmlp.forward(MLP.member(views, (k, c)), np.concatenate([act, obs1], -1))
+
+    for k in range(2):
+        alpha = math.exp(algo.log_alpha[k])
+        expected = 0.0
+        for c in range(2):
+            mb = batch[k, c]
+            next1 = mb[:, f.next_actor_input]
+            a2, logp2 = sample(k, next1, noise_c[k, c])
+            v = np.minimum(q(algo.critic.target_layers, k, 0, a2, next1), q(algo.critic.target_layers, k, 1, a2, next1))
+            y = mb[:, f.reward] + 0.99 * mb[:, f.not_done] * (v - alpha * logp2)
+            expected += 0.5 * np.mean((q(algo.critic.layers, k, c, mb[:, f.act], mb[:, f.actor_input]) - y) ** 2)
+        assert critic_loss[k] == pytest.approx(expected, rel=1e-10)
+        obs1 = batch[k, 2][:, f.actor_input]
+        a, logp = sample(k, obs1, noise_a[k])
+        qmin = np.minimum(q(algo.critic.layers, k, 0, a, obs1), q(algo.critic.layers, k, 1, a, obs1))
+        assert actor_loss[k] == pytest.approx(np.mean(alpha * logp - qmin), rel=1e-10)
+
+
+@pytest.mark.slow
+def test_sac_swings_up_the_pendulum():
+    """Two seeds of the default configuration, 10k steps: both near the RLtools result (about -150)."""
+    algo = _train([0, 1], 10_000, shards=2, cfg=Config())
+    returns = Evaluator(env_class("pendulum"), [0, 1], 10).run(algo, 10_000)
+    assert returns.mean(axis=1).max() > -250
+    assert returns.mean() > -400
+
+
+FAST = ["--algo", "sac", "--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
+
+
+def _params(run_dir):
+    with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
+        return {k: ck[k] for k in ck.files}
+
+
+def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
+    run_dir = tmp_path / "r"
+    code, out, err = cli("train", "pendulum", "--steps", 150, "--run-dir", run_dir, "--seeds", "3,4", "--json", *FAST)
+    assert code == 0, err
+    cfg = json.loads((run_dir / "config.json").read_text())
+    assert cfg["algo"] == "sac" and cfg["algo_config"]["alpha_lr"] == 1e-3
+    spec = runs.load_policy_spec(run_dir, agent=1)
+    _, algo = runs.load(run_dir)
+    obs = np.array([[1.0, 0.0, 0.5]], np.float32)
+    np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)
+    nmp = tmp_path / "p.nmp"
+    assert cli("export", run_dir, "-o", nmp)[0] == 0 and nmp.stat().st_size > 0
+    for args, message in ((["--set", "init_alpha=0"], "init_alpha must be"),
+                          (["--set", "log_std_min=5", "--set", "log_std_max=1"], "log_std_min (5.0) must be below"),
+                          (["--preset", "huge"], "unknown sac preset 'huge'")):
+        code, _, err = cli("train", "pendulum", *FAST, *args)
+        assert code == 2 and message in err and err.count("\n") == 1
+    assert not any(runs_root.iterdir())
+
+
+def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
+    parts = memory.estimate("sac", Config(), config.RunConfig(), env_class("pendulum"), 3)
+    algo = SAC(Config(), env_class("pendulum"), [0, 1, 2])
+    assert parts["replay buffers"] == algo.replay.nbytes
+    nets = [algo.actor.params, algo.actor.grad, algo.actor.opt.m, algo.actor.opt.v, algo.critic.params,
+            algo.critic.target, algo.critic.grad, algo.critic.opt.m, algo.critic.opt.v, algo.critic._tmp]
+    assert 0.95 * sum(a.nbytes for a in nets) < parts["networks"] <= sum(a.nbytes for a in nets)  # a lower bound
+    code, _, err = cli("train", "pendulum", "--algo", "sac", "--preset", "mujoco", "--seeds", "0-999", "--quiet")
+    assert code == 2 and "GB" in err and "replay buffers" in err and err.count("\n") == 1
+    assert not any(runs_root.iterdir())
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
+    args = ["--steps", 800, "--set", "checkpoint_every=200", "--set", "eval_every=200", *FAST]
+    straight = tmp_path / "straight"
+    assert cli("train", "pendulum", "--seed", 7, "--run-dir", straight, *args)[0] == 0
+    killed = tmp_path / "killed"
+    proc = neuromotor_process("train", "pendulum", "--seed", 7, "--run-dir", killed, *args)
+    try:
+        deadline = time.time() + 60
+        while not (killed / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL, "training finished before it could be killed"
+    assert 200 <= int(_params(killed)["steps"]) < 800
+    code, out, err = cli("train", "--resume", killed, "--json")
+    assert code == 0, err
+    a, b = _params(straight), _params(killed)
+    assert a.keys() == b.keys() and "log_alpha" in a
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert [r["eval_return_mean"] for r in runs.read_metrics(straight)] == \
+        [r["eval_return_mean"] for r in runs.read_metrics(killed)]
