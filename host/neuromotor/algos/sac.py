@@ -139,8 +139,11 @@ class TanhGaussian:
         d_u = d_action * self.one_minus_a2
         d_u += d_log_prob * (2 * self.action * self.one_minus_a2 / (self.one_minus_a2 + LOG_PROB_EPS))
         # du / dlog_std = std * eps;  d log_prob / dlog_std (direct) = -1
-        d_log_std = (d_u * self.std * self.eps - d_log_prob) * self.in_range
-        return np.concatenate([d_u, d_log_std], axis=-1)
+        a = d_u.shape[-1]
+        d_out = np.empty(d_u.shape[:-1] + (2 * a,), d_u.dtype)
+        d_out[..., :a] = d_u
+        np.multiply(d_u * self.std * self.eps - d_log_prob, self.in_range, out=d_out[..., a:])
+        return d_out
 
 
 class SAC:
@@ -198,6 +201,7 @@ class SAC:
         self._x_next = np.empty((P, 2, 2 * B, a + o + 1), dtype)  # target critics' input [a', s', 1], both minibatches
         self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from minibatch c
         self._x_actor = np.empty((P, 2, B, a + o + 1), dtype)    # both critics' input [a~, s, 1] for the actor loss
+        self._dq_actor = np.empty((P, 2, B, 1), dtype)
         self._ws_act = actor.workspace((P, 1))
         self._ws_actor = actor.workspace((P, B))
         self._ws_actor2 = actor.workspace((P, 2 * B))
@@ -244,7 +248,8 @@ class SAC:
         else:
             self._obs1[:, 0, :-1] = self.obs
             out = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
-            action = TanhGaussian(out, explore, cfg.log_std_min, cfg.log_std_max).action
+            log_std = np.clip(out[:, self.act_dim:], cfg.log_std_min, cfg.log_std_max)
+            action = np.tanh(out[:, :self.act_dim] + np.exp(log_std) * explore)  # a sample, as TanhGaussian
         obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
 
         f, row = self.row, self.replay[:, self.replay_pos]
@@ -321,7 +326,9 @@ class SAC:
         loss = (alpha * pi.log_prob - np.where(first, q[:, 0], q[:, 1])).mean(axis=(1, 2)) if want_loss else None
 
         # The min passes the gradient to the smaller critic only.
-        dq = np.stack([first, ~first], axis=1).astype(self.dtype) * self.dtype(-1.0 / B)
+        dq, scale = self._dq_actor, self.dtype(-1.0 / B)
+        np.multiply(first, scale, out=dq[:, 0])
+        np.multiply(~first, scale, out=dq[:, 1])
         dx = critic.mlp.backward(critic.layers, self._ws_critic, dq, None, need_dx=True)
         d_action = dx[:, 0, :, f.act] + dx[:, 1, :, f.act]
         d_out = pi.backward(d_action, np.broadcast_to(alpha / B, pi.log_prob.shape))
