@@ -86,6 +86,207 @@
         c[0] = c30, c[1] = c31, c[2] = c32, c[3] = c33, c[4] = c34, c[5] = c35; \
 } while (0)
 
+/* ---------------------------------------------------------------------------
+ * x86-64 tiles for the training shapes (batch 100-200 on the columns, 64-wide
+ * layers, 1-4 wide inputs and outputs), AVX2+FMA, chosen at run time by
+ * nm_isa() like nm_kernels.h's inference paths.
+ * Every output is one chain of fused multiply-adds over k in order (nm_gemm_tn),
+ * or one 8-lane chain folded by nm_avx_hsum (nm_gemm_nt), whichever tile or tail
+ * computes it: the bits do not depend on the matrix sizes around an output.
+ */
+#if NM_AVX2
+NM_AVX2_INLINE __m256i nm_avx_lanes(size_t n) { // lanes 0 .. n-1 on (n <= 8)
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+NM_AVX2_INLINE __m256 nm_avx_relu(__m256 v, int relu) {
+    return relu ? _mm256_max_ps(v, _mm256_setzero_ps()) : v; // NaN and -0 become +0, as NM_RELU
+}
+
+// The initial value of row m of a tn tile: bias[m], the output itself (acc), or 0.
+NM_AVX2_INLINE __m256 nm_avx_tn_init(const float *c, __m256i mask, const float *bias, size_t m, int acc) {
+    if (bias) {
+        return _mm256_set1_ps(bias[m]);
+    }
+    return acc ? _mm256_maskload_ps(c, mask) : _mm256_setzero_ps();
+}
+
+// Rows m..m+3, columns n..n+15 (16 accumulating lanes per row in two registers).
+NM_AVX2_INLINE void nm_tn_4x16_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, size_t m, int relu) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256 c00 = nm_avx_tn_init(c, all, bias, m, acc), c01 = nm_avx_tn_init(c + 8, all, bias, m, acc);
+    __m256 c10 = nm_avx_tn_init(c + ldc, all, bias, m + 1, acc), c11 = nm_avx_tn_init(c + ldc + 8, all, bias, m + 1, acc);
+    __m256 c20 = nm_avx_tn_init(c + 2 * ldc, all, bias, m + 2, acc);
+    __m256 c21 = nm_avx_tn_init(c + 2 * ldc + 8, all, bias, m + 2, acc);
+    __m256 c30 = nm_avx_tn_init(c + 3 * ldc, all, bias, m + 3, acc);
+    __m256 c31 = nm_avx_tn_init(c + 3 * ldc + 8, all, bias, m + 3, acc);
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+        __m256 x = _mm256_broadcast_ss(a);
+        c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+        x = _mm256_broadcast_ss(a + 1);
+        c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+        x = _mm256_broadcast_ss(a + 2);
+        c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+        x = _mm256_broadcast_ss(a + 3);
+        c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+    }
+    _mm256_storeu_ps(c, nm_avx_relu(c00, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c01, relu));
+    c += ldc;
+    _mm256_storeu_ps(c, nm_avx_relu(c10, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c11, relu));
+    c += ldc;
+    _mm256_storeu_ps(c, nm_avx_relu(c20, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c21, relu));
+    c += ldc;
+    _mm256_storeu_ps(c, nm_avx_relu(c30, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c31, relu));
+}
+
+// Rows m..m+3, the (masked) columns n..n+7.
+NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc), c1 = nm_avx_tn_init(c + ldc, mask, bias, m + 1, acc);
+    __m256 c2 = nm_avx_tn_init(c + 2 * ldc, mask, bias, m + 2, acc);
+    __m256 c3 = nm_avx_tn_init(c + 3 * ldc, mask, bias, m + 3, acc);
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const __m256 y = _mm256_maskload_ps(b, mask);
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), y, c0);
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), y, c1);
+        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), y, c2);
+        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), y, c3);
+    }
+    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
+    _mm256_maskstore_ps(c + ldc, mask, nm_avx_relu(c1, relu));
+    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_relu(c2, relu));
+    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_relu(c3, relu));
+}
+
+// Row m, columns n..n+31: four independent chains hide the FMA latency of a lone row
+// (a one-output layer).
+NM_AVX2_INLINE void nm_tn_1x32_avx2(float *c, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, size_t m, int relu) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256 c0 = nm_avx_tn_init(c, all, bias, m, acc), c1 = nm_avx_tn_init(c + 8, all, bias, m, acc);
+    __m256 c2 = nm_avx_tn_init(c + 16, all, bias, m, acc), c3 = nm_avx_tn_init(c + 24, all, bias, m, acc);
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const __m256 x = _mm256_broadcast_ss(a);
+        c0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b), c0);
+        c1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 8), c1);
+        c2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 16), c2);
+        c3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 24), c3);
+    }
+    _mm256_storeu_ps(c, nm_avx_relu(c0, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c1, relu));
+    _mm256_storeu_ps(c + 16, nm_avx_relu(c2, relu)), _mm256_storeu_ps(c + 24, nm_avx_relu(c3, relu));
+}
+
+// Row m, the (masked) columns n..n+7.
+NM_AVX2_INLINE void nm_tn_1x8_avx2(float *c, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc);
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), _mm256_maskload_ps(b, mask), c0);
+    }
+    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
+}
+
+NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda,
+    const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    size_t m = 0;
+    for (; m + 4 <= M; m += 4) {
+        size_t n = 0;
+        for (; n + 16 <= N; n += 16) {
+            nm_tn_4x16_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
+        }
+        for (; n < N; n += 8) {
+            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu,
+                N - n >= 8 ? all : nm_avx_lanes(N - n));
+        }
+    }
+    for (; m < M; m++) {
+        size_t n = 0;
+        for (; n + 32 <= N; n += 32) {
+            nm_tn_1x32_avx2(C + m * ldc + n, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
+        }
+        for (; n < N; n += 8) {
+            nm_tn_1x8_avx2(C + m * ldc + n, A + m, lda, B + n, ldb, K, acc, bias, m, relu,
+                N - n >= 8 ? all : nm_avx_lanes(N - n));
+        }
+    }
+}
+
+// (v0 + v4) + (v2 + v6) + ... in one fixed order: lo + hi halves, then pairs, then the last two.
+NM_AVX2_INLINE float nm_avx_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+// One output of nm_gemm_nt: lane j sums k = j, j + 8, ...; the k tail is loaded masked (zeros).
+NM_AVX2_INLINE float nm_nt_dot_avx2(const float *a, const float *b, size_t K) {
+    __m256 s = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        s = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s);
+    }
+    if (k < K) {
+        const __m256i mask = nm_avx_lanes(K - k);
+        s = _mm256_fmadd_ps(_mm256_maskload_ps(a + k, mask), _mm256_maskload_ps(b + k, mask), s);
+    }
+    return nm_avx_hsum(s);
+}
+
+NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda,
+    const float *B, size_t ldb, size_t M, size_t N, size_t K) {
+    const size_t K8 = K & ~(size_t)7;
+    const __m256i mask = nm_avx_lanes(K - K8);
+    size_t m = 0;
+    for (; m + 2 <= M; m += 2) {
+        const float *a0 = A + m * lda, *a1 = a0 + lda;
+        size_t n = 0;
+        // 2 x 4 outputs: 8 chains, 6 loads per 8 multiply-adds
+        for (; n + 4 <= N; n += 4) {
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+            #define NM_NT8_STEP(x0, x1, load) do { \
+                    const __m256 y0 = load(b0), y1 = load(b1), y2 = load(b2), y3 = load(b3); \
+                    s00 = _mm256_fmadd_ps(x0, y0, s00), s01 = _mm256_fmadd_ps(x0, y1, s01); \
+                    s02 = _mm256_fmadd_ps(x0, y2, s02), s03 = _mm256_fmadd_ps(x0, y3, s03); \
+                    s10 = _mm256_fmadd_ps(x1, y0, s10), s11 = _mm256_fmadd_ps(x1, y1, s11); \
+                    s12 = _mm256_fmadd_ps(x1, y2, s12), s13 = _mm256_fmadd_ps(x1, y3, s13); \
+            } while (0)
+            #define NM_LOADU(p) _mm256_loadu_ps((p) + k)
+            #define NM_LOADM(p) _mm256_maskload_ps((p) + K8, mask)
+            size_t k = 0;
+            for (; k < K8; k += 8) {
+                const __m256 x0 = NM_LOADU(a0), x1 = NM_LOADU(a1);
+                NM_NT8_STEP(x0, x1, NM_LOADU);
+            }
+            if (K8 < K) {
+                const __m256 x0 = NM_LOADM(a0), x1 = NM_LOADM(a1);
+                NM_NT8_STEP(x0, x1, NM_LOADM);
+            }
+            #undef NM_NT8_STEP
+            #undef NM_LOADU
+            #undef NM_LOADM
+            float *c = C + m * ldc + n;
+            c[0] = nm_avx_hsum(s00), c[1] = nm_avx_hsum(s01), c[2] = nm_avx_hsum(s02), c[3] = nm_avx_hsum(s03);
+            c += ldc;
+            c[0] = nm_avx_hsum(s10), c[1] = nm_avx_hsum(s11), c[2] = nm_avx_hsum(s12), c[3] = nm_avx_hsum(s13);
+        }
+        for (; n < N; n++) {
+            C[m * ldc + n] = nm_nt_dot_avx2(a0, B + n * ldb, K);
+            C[(m + 1) * ldc + n] = nm_nt_dot_avx2(a1, B + n * ldb, K);
+        }
+    }
+    for (; m < M; m++) {
+        for (size_t n = 0; n < N; n++) {
+            C[m * ldc + n] = nm_nt_dot_avx2(A + m * lda, B + n * ldb, K);
+        }
+    }
+}
+#endif
+
 #define NM_TN_STEP(a, b) do { \
         const float a0 = (a)[0], a1 = (a)[1], a2 = (a)[2], a3 = (a)[3]; \
         const float b0 = (b)[0], b1 = (b)[1], b2 = (b)[2], b3 = (b)[3]; \
@@ -94,6 +295,12 @@
 
 NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
+    #if NM_AVX2
+    if (nm_isa() == NM_ISA_AVX2) {
+        nm_gemm_tn_avx2(C, ldc, A, lda, B, ldb, M, N, K, acc, bias, relu);
+        return;
+    }
+    #endif
     size_t m = 0;
     if (K <= 2 && !acc) {
         // outer-product-like shapes (gradients through a 1-2 output layer, 1-2
@@ -330,6 +537,12 @@ NM_INLINE float nm_hsum4(nm_v4 v) {
 
 NM_HOT static inline void nm_gemm_nt(float *C, size_t ldc, const float *A, size_t lda,
     const float *B, size_t ldb, size_t M, size_t N, size_t K) {
+    #if NM_AVX2
+    if (nm_isa() == NM_ISA_AVX2) {
+        nm_gemm_nt_avx2(C, ldc, A, lda, B, ldb, M, N, K);
+        return;
+    }
+    #endif
     size_t m = 0;
     #if NM_SIMD4
     // 2 x 4 outputs, k vectorised by 4; the k tail in scalar
