@@ -20,6 +20,11 @@ RLtools acts with the (untrained) policy plus noise before learning starts; the
 default here is uniform random warm-up actions, as in the TD3 paper and CleanRL
 (`warmup_actions` selects either).
 
+Two backends compute the same update: `native` (the default where the compiled
+extension neuromotor._nm_host imports) runs the whole population's update in one
+call through the training kernels the boards use (device/native/include); `numpy`
+is the readable reference below, about 150 array operations per step.
+
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
 the agent's own Generator (exploration noise, warm-up actions, replay indices,
 target policy noise); env resets draw from the same Generator. So agent k's
@@ -37,8 +42,16 @@ from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
+try:
+    from neuromotor import _nm_host
+    _NATIVE_ERROR = None
+except ImportError as exc:  # a source tree without the compiled extension
+    _nm_host = None
+    _NATIVE_ERROR = exc
+
 RNG_BLOCK = 1000
 F32 = np.float32
+ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
 
 
 @dataclass
@@ -58,6 +71,7 @@ class Config:
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
+    backend: str = "native" if _nm_host is not None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
 def _clip(x, bound, out):
@@ -85,6 +99,20 @@ class Net:
     def update_target(self, tau: float) -> None:
         """target <- tau * params + (1 - tau) * target"""
         polyak(self.target, self.params, tau, self._tmp)
+
+    def native_arrays(self) -> tuple:
+        """What the native update reads and writes, with Adam's float32 state
+        [lr, beta1, beta2, eps, beta1^t, beta2^t] as the kernels keep it (nm_adam): the
+        powers are float32 products, t of them, so a resumed run continues them exactly."""
+        opt = self.opt
+        st = np.array([opt.lr, opt.b1, opt.b2, opt.eps, 1, 1], F32)
+        for _ in range(opt.t):
+            st[4] *= st[1]
+            st[5] *= st[2]
+        return self.params, self.target, self.grad, opt.m, opt.v, st
+
+    def layout(self) -> tuple:
+        return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)
 
 
 class ReplayRow:
@@ -116,6 +144,9 @@ class TD3:
     def __init__(self, cfg: Config, env_factory, seeds):
         if cfg.warmup_actions not in ("uniform", "policy"):
             raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
+        if cfg.backend == "native" and _nm_host is None:
+            raise UserError(f"backend 'native' needs the compiled extension ({_NATIVE_ERROR}): "
+                            "reinstall with `pip install -e .`, or --set backend=numpy")
         self.cfg = cfg
         self.seeds = list(seeds)
         P = self.P = len(self.seeds)
@@ -163,6 +194,9 @@ class TD3:
         self._ws_critic = critic.workspace((P, 2, B))
         self._ws_critic2 = critic.workspace((P, 2, 2 * B))
         self._ws_q1 = critic.workspace((P, B))
+
+        self._native = None
+        self._native_setup()
 
         self.steps = 0
         self._block = None
@@ -214,13 +248,34 @@ class TD3:
         self.obs = obs
 
         if self.steps >= cfg.learning_starts:
-            # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-            batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
-            self._update_critics(batch[:, :2], target_noise)
-            if self.steps % cfg.policy_delay == 0:  # delayed policy updates
-                self._update_actor(batch[:, 2])
-                self._update_targets()
+            update_actor = self.steps % cfg.policy_delay == 0  # delayed policy updates
+            if self._native:
+                self._update_native(raw_idx, target_noise, update_actor)
+            else:
+                # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
+                batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
+                self._update_critics(batch[:, :2], target_noise)
+                if update_actor:
+                    self._update_actor(batch[:, 2])
+                    self._update_targets()
         self.steps += 1
+
+    # ----- the TD3 update in one native call -----
+    def _native_setup(self):
+        """(Re)build the native update's arguments; Adam's state follows the optimisers' t."""
+        if self.cfg.backend != "native":
+            return
+        self._native = (self.actor.native_arrays(), self.critic.native_arrays(),
+                        self.actor.layout(), self.critic.layout())
+
+    def _update_native(self, raw_idx, target_noise, update_actor):
+        """The critics' update, then (update_actor) the actor's and the targets', of every agent:
+        the arithmetic of _update_critics, _update_actor and _update_targets."""
+        cfg = self.cfg
+        self.critic.opt.t += 1
+        self.actor.opt.t += update_actor
+        _nm_host.td3_update(*self._native, self.replay, self.replay_size, raw_idx, target_noise, update_actor,
+                            cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip)
 
     # ----- the TD3 updates -----
     def _update_critics(self, batch, target_noise):
@@ -316,6 +371,7 @@ class TD3:
             arr[...] = d[key]
         self.steps = int(d["steps"])
         self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self._native_setup()
         self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
         if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
             for r, st in zip(self.rngs, d["rng_block_start"]):

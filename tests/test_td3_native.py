@@ -1,0 +1,230 @@
+"""TD3's native backend (neuromotor._nm_host, the training kernels of device/native/include)
+against the NumPy reference: the same update, agents independent of each other, exact
+resume, and every bad array refused with a ValueError before anything is written."""
+
+import json
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from neuromotor.algos.td3 import TD3, Config
+from neuromotor.envs.pendulum import PendulumVec
+
+_nm_host = pytest.importorskip("neuromotor._nm_host")
+
+
+def _td3(seeds, backend, **cfg):
+    return TD3(Config(backend=backend, **cfg), lambda n: PendulumVec(n), seeds)
+
+
+def _sync(dst, src):
+    """dst continues from src's numbers: networks, targets, Adam, replay, envs."""
+    for key, arr in src._arrays().items():
+        dst._arrays()[key][...] = arr
+    dst.actor.opt.t, dst.critic.opt.t = src.actor.opt.t, src.critic.opt.t
+    dst.env.set_state(src.env.get_state())
+    dst.obs = np.array(src.obs)
+    dst._native_setup()
+
+
+@pytest.mark.parametrize("isa", [0, 2], ids=["best", "sse2"])
+def test_native_update_equals_numpy_over_1000_updates(isa):
+    """Every update from the same state (the native side is set to NumPy's before each step),
+    1,000 updates (500 with the actor and targets), replay wrapping, episode boundaries:
+    after each, every entry of every parameter, target and Adam moment vector within 1e-4
+    (relative to max(1, the vector's largest entry)) and 98% of them within 1e-6.
+    The two sum in different orders (OpenBLAS's blocking, the kernels' fused chains), so a few
+    entries go further than rounding: 1 - tanh^2 of a saturated action (a few ulp of tanh
+    become a percent of its derivative), a ReLU or min(Q1', Q2') on the other side of its
+    switch, and Adam's division by the root of tiny second moments; 1e-5 is exceeded by a
+    handful of entries in 1,000 updates (1.3e-5 on actor weights, 7e-5 on a critic's Adam m).
+    Run freely, the two separate after some tens of updates, as any two float32 summation
+    orders do, so each update is compared from identical numbers."""
+    updates = 1000 if isa == 0 else 200
+    keys = ["actor", "actor_target", "critic", "critic_target", "actor_opt_m", "actor_opt_v",
+            "critic_opt_m", "critic_opt_v"]
+    best = _nm_host.isa()
+    worst, spread = {}, {}
+    try:
+        _nm_host.isa(isa)
+        kw = dict(learning_starts=20, buffer_size=500)
+        ref, nat = _td3([0, 3], "numpy", **kw), _td3([0, 3], "native", **kw)
+        assert nat._native and not ref._native
+        for _ in range(kw["learning_starts"] + updates):
+            _sync(nat, ref)
+            ref.advance()
+            nat.advance()
+            for key in keys:
+                a, b = ref._arrays()[key], nat._arrays()[key]
+                err = np.abs(a - b) / max(1.0, float(np.max(np.abs(a))))
+                worst[key] = max(worst.get(key, 0.0), float(err.max()))
+                spread[key] = max(spread.get(key, 0.0), float(np.mean(err > 1e-6)))
+        assert ref.critic.opt.t == nat.critic.opt.t == updates
+        assert ref.actor.opt.t == nat.actor.opt.t == updates // 2
+    finally:
+        _nm_host.isa(best)
+    assert all(v <= 1e-4 for v in worst.values()), worst
+    assert all(v <= 0.02 for v in spread.values()), str(spread)
+    # and the update did something on both sides
+    assert np.max(np.abs(ref.critic.params - _td3([0, 3], "numpy", **kw).critic.params)) > 1e-3
+
+
+def _agent(algo, k):
+    out = {}
+    for name, net, members in (("actor", algo.actor, 1), ("critic", algo.critic, 2)):
+        for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
+            for i, layer in enumerate(net.mlp.views(flat)):
+                out[f"{name}{part}{i}"] = np.array(layer[k])
+    out["replay"] = algo.replay[k]
+    return out
+
+
+def test_native_agent_alone_equals_agent_inside_a_population():
+    alone = _td3([5], "native", learning_starts=50)
+    population = _td3([2, 5, 9], "native", learning_starts=50)
+    for _ in range(260):  # an episode boundary (200), actor and target updates
+        alone.advance()
+        population.advance()
+    a, b = _agent(alone, 0), _agent(population, 1)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert not np.array_equal(_agent(population, 0)["actor0"], a["actor0"])
+
+
+def test_native_state_dict_round_trip_continues_exactly():
+    a = _td3([4, 6], "native", learning_starts=50)
+    for _ in range(170):
+        a.advance()
+    saved = {k: np.array(v) for k, v in a.state_dict().items()}
+    for _ in range(90):
+        a.advance()
+    b = _td3([4, 6], "native", learning_starts=50)
+    b.load_state_dict(saved)
+    for _ in range(90):
+        b.advance()
+    for key, value in a.state_dict().items():
+        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+
+
+def _params(run_dir):
+    with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
+        return {k: ck[k] for k in ck.files}
+
+
+@pytest.mark.slow
+def test_native_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
+    args = ["--steps", 1200, "--seeds", "3,8", "--set", "backend=native", "--set", "shards=1", "--set", "checkpoint_every=300",
+            "--set", "eval_every=600", "--set", "eval_episodes=1", "--quiet"]
+    straight = tmp_path / "straight"
+    assert cli("train", "pendulum", "--run-dir", straight, *args)[0] == 0
+    killed = tmp_path / "killed"
+    proc = neuromotor_process("train", "pendulum", "--run-dir", killed, *args)
+    try:
+        deadline = time.time() + 60
+        while not (killed / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL, "training finished before it could be killed"
+    assert 300 <= int(_params(killed)["steps"]) < 1200
+    code, out, err = cli("train", "--resume", killed, "--json")
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["steps"] == 1200
+    a, b = _params(straight), _params(killed)
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    cfg = json.loads((killed / "config.json").read_text())
+    assert cfg["algo_config"]["backend"] == "native"
+
+
+def test_backend_choice_is_checked(tmp_path, cli):
+    code, _, err = cli("train", "pendulum", "--steps", 10, "--run-dir", tmp_path / "r", "--set", "backend=torch")
+    assert code == 2 and "backend must be one of native, numpy" in err and "Traceback" not in err
+
+
+# ----- bad arrays -----
+def _call_args(algo):
+    """The arguments of one update, as TD3._update_native passes them."""
+    P, B, a = algo.P, algo.cfg.batch_size, algo.act_dim
+    rng = np.random.default_rng(0)
+    actor, critic, alayout, clayout = algo._native
+    return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, replay=algo.replay,
+                size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
+                noise=rng.standard_normal((P, 2, B, a), np.float32), update=True)
+
+
+def _call(d):
+    return _nm_host.td3_update(tuple(d["actor"]), tuple(d["critic"]), d["alayout"], d["clayout"], d["replay"],
+                               d["size"], d["idx"], d["noise"], d["update"], 0.99, 0.005, 0.2, 0.5)
+
+
+def _bad_cases(d):
+    actor, critic = d["actor"], d["critic"]
+    ro = actor[0].copy()
+    ro.flags.writeable = False
+    strided = np.zeros(2 * actor[0].size, np.float32)[::2]
+    yield "float64 params", "actor", 0, actor[0].astype(np.float64), "float32"
+    yield "non-contiguous", "actor", 0, strided, "C-contiguous"
+    yield "read-only", "actor", 0, ro, "writable"
+    yield "short", "critic", 3, critic[3][:-1], "axis 0"
+    yield "target is params", "actor", 1, actor[0], "overlap"
+    yield "grad overlaps m", "critic", 2, critic[3][:], "overlap"
+    yield "m inside the replay", "critic", 3, d["replay"].reshape(-1)[:critic[3].size], "overlap"
+    yield "adam state too long", "actor", 5, np.zeros(7, np.float32), "axis 0"
+    yield "list", "actor", 0, actor[0].tolist(), "float32"
+    yield "int idx", "idx", None, d["idx"].astype(np.int64), "uint32"
+    yield "idx of 2 minibatches", "idx", None, d["idx"][:, :2].copy(), "axis 1"
+    yield "noise of float64", "noise", None, d["noise"].astype(np.float64), "float32"
+    yield "noise of 2 actions", "noise", None, np.zeros(d["noise"].shape[:3] + (2,), np.float32), "axis 3"
+    yield "replay row too wide", "replay", None, np.zeros(d["replay"].shape[:2] + (12,), np.float32), "axis 2"
+    yield "replay transposed", "replay", None, d["replay"].transpose(1, 0, 2), "C-contiguous"
+    yield "replay_size 0", "size", None, 0, "replay_size"
+    yield "replay_size over capacity", "size", None, d["replay"].shape[1] + 1, "replay_size"
+    yield "actor layout of 5 inputs", "alayout", None, ((5, 64, 64, 1), (1, 1, 2)), "critic_layout"
+    yield "activation 3", "alayout", None, ((3, 64, 64, 1), (1, 1, 3)), "activations"
+    yield "size 0", "clayout", None, ((4, 0, 64, 1), (1, 1, 0)), "layer sizes"
+    yield "layers and activations disagree", "clayout", None, ((4, 64, 1), (1, 1, 0)), "one size more"
+
+
+def test_bad_arrays_are_value_errors_and_nothing_changes():
+    algo = _td3([0, 1], "native", learning_starts=10, buffer_size=2000)
+    for _ in range(30):
+        algo.advance()
+    good = _call_args(algo)
+    before = [np.array(x) for x in (*good["actor"], *good["critic"])]
+    checked = 0
+    for label, where, i, value, message in _bad_cases(good):
+        d = {k: (list(v) if isinstance(v, list) else v) for k, v in good.items()}
+        if i is None:
+            d[where] = value
+        else:
+            d[where][i] = value
+        with pytest.raises(ValueError, match=message):
+            _call(d)
+        for x, y in zip(before, (*good["actor"], *good["critic"])):
+            np.testing.assert_array_equal(x, y, err_msg=label)
+        checked += 1
+    assert checked == 21
+    with pytest.raises(ValueError, match="tuple"):
+        _nm_host.td3_update(tuple(good["actor"][:5]), tuple(good["critic"]), good["alayout"], good["clayout"],
+                            good["replay"], 2000, good["idx"], good["noise"], True, 0.99, 0.005, 0.2, 0.5)
+    _call(good)  # and the good arguments do run
+    assert not np.array_equal(before[0], good["actor"][0])
+
+
+def test_isa_paths():
+    best = _nm_host.isa()
+    assert best in (2, 3)
+    try:
+        assert _nm_host.isa(2) == 2
+        with pytest.raises(ValueError, match="not available"):
+            _nm_host.isa(best + 1)
+    finally:
+        assert _nm_host.isa(0) == best
