@@ -1,0 +1,194 @@
+"""SAC against Stable-Baselines3 SAC: same hyperparameters, steps, seeds and thread count per row,
+both evaluated in gymnasium.
+
+    .venv/bin/python benchmarks/sac.py                                   # Pendulum-v1, 10k steps, 10 seeds
+    .venv/bin/python benchmarks/sac.py --phases inverted,halfcheetah     # the 100k-step MuJoCo phases, 3 seeds
+    .venv/bin/python benchmarks/sac.py --phases pendulum --seeds 3       # fewer seeds
+
+Phases (each one table row per trainer):
+  pendulum     Pendulum-v1, 10,000 steps, neuromotor's default SAC config (RLtools' pendulum SAC);
+               solved = mean deterministic return >= -200.
+  inverted     InvertedPendulum-v5, 100,000 steps, the `mujoco` preset.
+  halfcheetah  HalfCheetah-v5, 100,000 steps, the `mujoco` preset.
+
+SB3 gets the same hyperparameters (net_arch, batch, replay, warm-up steps with uniform random
+actions, learning rates, gamma, tau, automatic entropy coefficient starting at the same value,
+target entropy -|A|, one gradient step per env step). What differs is each library's own SAC:
+SB3 trains both critics and the actor on one minibatch, neuromotor on three (RLtools' scheme).
+Run `make compare` first (torch CPU wheel and stable-baselines3).
+
+neuromotor trains on the built-in twin of the gymnasium env where there is one (`pendulum`,
+`halfcheetah`: the same dynamics, vectorised in NumPy/MuJoCo), else on the gymnasium env through
+neuromotor's adapter (`--train-env gym` forces the adapter everywhere). Both trainers are then
+evaluated by the same loop on `gymnasium.make(id)`: 10 deterministic episodes, env seeded
+10,000 + seed. Seeds alternate between the trainers so that a change in machine load hits both.
+
+Each row runs at --threads (BLAS for neuromotor; torch and BLAS for SB3). Training time
+excludes evaluation; CPU time is reported too because on a shared machine wall time mostly
+measures the neighbours. Prints a table, writes benchmarks/results/sac.json.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from benchutil import RESULTS, write_json
+from neuromotor.algos.sac import SAC
+from neuromotor.envs import ENVS, env_class
+
+SOLVED_PENDULUM = -200.0
+EVAL_EPISODES = 10
+PHASES = {
+    "pendulum": {"gym_id": "Pendulum-v1", "builtin": "pendulum", "steps": 10_000, "seeds": 10, "preset": "pendulum"},
+    "inverted": {"gym_id": "InvertedPendulum-v5", "builtin": None, "steps": 100_000, "seeds": 3, "preset": "mujoco"},
+    "halfcheetah": {"gym_id": "HalfCheetah-v5", "builtin": "halfcheetah", "steps": 100_000, "seeds": 3,
+                    "preset": "mujoco"},
+}
+
+
+def gym_returns(policy, gym_id: str, seed: int, episodes: int = EVAL_EPISODES) -> np.ndarray:
+    """Returns of `episodes` episodes of policy(obs) -> action on gymnasium.make(gym_id)."""
+    import gymnasium as gym
+
+    env = gym.make(gym_id)
+    out = []
+    obs, _ = env.reset(seed=10_000 + seed)
+    for _ in range(episodes):
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(policy(obs))
+            total += float(reward)
+            done = terminated or truncated
+        out.append(total)
+        obs, _ = env.reset()
+    env.close()
+    return np.array(out)
+
+
+def ours(phase: dict, seed: int, steps: int, threads: int, train_env: str) -> dict:
+    cfg, _ = SAC.defaults(phase["builtin"] or phase["gym_id"], phase["preset"])
+    name = phase["builtin"] if train_env == "builtin" and phase["builtin"] in ENVS else phase["gym_id"]
+    with threadpool_limits(threads):
+        algo = SAC(cfg, env_class(name), [seed])
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            algo.advance()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        returns = gym_returns(lambda obs: algo.act(np.asarray(obs, np.float32)[None, None])[0, 0],
+                              phase["gym_id"], seed)
+    return {"seed": seed, "trained_on": name, "wall_s": wall, "cpu_s": cpu, "returns": returns.tolist(),
+            "return_mean": float(returns.mean())}
+
+
+def sb3(phase: dict, seed: int, steps: int, threads: int) -> dict:
+    try:
+        import gymnasium as gym
+        import torch
+        from stable_baselines3 import SAC as SB3SAC
+    except ImportError:
+        sys.exit("the SB3 rows need stable-baselines3 and torch: run `make compare` first")
+    cfg, _ = SAC.defaults(phase["builtin"] or phase["gym_id"], phase["preset"])
+    if cfg.actor_hidden != cfg.critic_hidden or cfg.actor_lr != cfg.critic_lr or cfg.actor_lr != cfg.alpha_lr:
+        sys.exit("SB3's SAC has one net_arch and one learning rate; this config needs several")
+    torch.set_num_threads(threads)
+    env = gym.make(phase["gym_id"])
+    with threadpool_limits(threads):
+        model = SB3SAC("MlpPolicy", env, learning_rate=cfg.actor_lr, buffer_size=cfg.buffer_size,
+                       learning_starts=cfg.learning_starts, batch_size=cfg.batch_size, tau=cfg.tau, gamma=cfg.gamma,
+                       train_freq=1, gradient_steps=1, ent_coef=f"auto_{cfg.init_alpha}", target_entropy="auto",
+                       policy_kwargs=dict(net_arch=list(cfg.actor_hidden)), seed=seed, device="cpu", verbose=0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        model.learn(total_timesteps=steps)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        returns = gym_returns(lambda obs: model.predict(obs, deterministic=True)[0], phase["gym_id"], seed)
+    env.close()
+    return {"seed": seed, "trained_on": phase["gym_id"], "wall_s": wall, "cpu_s": cpu, "returns": returns.tolist(),
+            "return_mean": float(returns.mean()), "torch": torch.__version__}
+
+
+def summary(runs: list, solved_at) -> dict:
+    means = [r["return_mean"] for r in runs]
+    out = {"seeds": [r["seed"] for r in runs], "wall_s_mean": statistics.mean(r["wall_s"] for r in runs),
+           "cpu_s_mean": statistics.mean(r["cpu_s"] for r in runs), "return_mean": statistics.mean(means),
+           "return_min": min(means), "return_max": max(means)}
+    if solved_at is not None:
+        out["solved"] = sum(m >= solved_at for m in means)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--phases", default="pendulum", help=f"comma-separated, from {', '.join(PHASES)} (or all)")
+    p.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: 10 for pendulum, 3 for the 100k phases)")
+    p.add_argument("--steps", type=int, help="env steps per run (default: the phase's)")
+    p.add_argument("--threads", type=int, default=1, help="threads of every row (default 1)")
+    p.add_argument("--train-env", choices=["builtin", "gym"], default="builtin",
+                   help="neuromotor trains on the built-in twin where there is one (default) or on the gymnasium env")
+    p.add_argument("--no-sb3", action="store_true", help="neuromotor rows only")
+    p.add_argument("--out", type=Path, default=RESULTS / "sac.json")
+    args = p.parse_args()
+    names = list(PHASES) if args.phases == "all" else [n.strip() for n in args.phases.split(",")]
+    unknown = [n for n in names if n not in PHASES]
+    if unknown:
+        sys.exit(f"--phases: unknown {', '.join(unknown)}; known: {', '.join(PHASES)}, all")
+
+    load0 = os.getloadavg()
+    doc = {"benchmark": "sac", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+           "cpus": os.cpu_count(), "load_avg_1min_start": load0[0], "threads": args.threads,
+           "numpy": np.__version__, "phases": {}}
+    for name in names:
+        phase = PHASES[name]
+        steps = args.steps or phase["steps"]
+        seeds = list(range(args.seeds or phase["seeds"]))
+        runs = {"neuromotor": [], "sb3": []}
+        for seed in seeds:
+            runs["neuromotor"].append(ours(phase, seed, steps, args.threads, args.train_env))
+            print(f"{name} seed {seed}: neuromotor {runs['neuromotor'][-1]['return_mean']:8.1f} "
+                  f"in {runs['neuromotor'][-1]['wall_s']:.1f} s", flush=True)
+            if not args.no_sb3:
+                runs["sb3"].append(sb3(phase, seed, steps, args.threads))
+                print(f"{name} seed {seed}: sb3        {runs['sb3'][-1]['return_mean']:8.1f} "
+                      f"in {runs['sb3'][-1]['wall_s']:.1f} s", flush=True)
+        solved_at = SOLVED_PENDULUM if name == "pendulum" else None
+        result = {"gym_id": phase["gym_id"], "steps": steps, "preset": phase["preset"],
+                  "rows": {k: {"summary": summary(v, solved_at), "runs": v} for k, v in runs.items() if v}}
+        if runs["sb3"]:
+            ours_s, sb3_s = result["rows"]["neuromotor"]["summary"], result["rows"]["sb3"]["summary"]
+            result["sb3_over_neuromotor"] = {"wall": sb3_s["wall_s_mean"] / ours_s["wall_s_mean"],
+                                             "cpu": sb3_s["cpu_s_mean"] / ours_s["cpu_s_mean"]}
+            result["neuromotor_return_at_least_sb3_per_seed"] = [
+                a["return_mean"] >= b["return_mean"] for a, b in zip(runs["neuromotor"], runs["sb3"])]
+        doc["phases"][name] = result
+    doc["load_avg_1min_end"] = os.getloadavg()[0]
+
+    print(f"\nSAC vs SB3 SAC, {args.threads} thread(s) per row; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load {load0[0]:.1f} at start, {doc['load_avg_1min_end']:.1f} at end")
+    print(f"{'phase':22} {'trainer':11} {'steps':>7} {'seeds':>5} {'wall s':>8} {'cpu s':>8} "
+          f"{'return':>9} {'min':>9} {'max':>9} {'solved':>7}")
+    for name, result in doc["phases"].items():
+        for trainer, row in result["rows"].items():
+            s = row["summary"]
+            solved = f"{s['solved']}/{len(s['seeds'])}" if "solved" in s else "-"
+            print(f"{result['gym_id']:22} {trainer:11} {result['steps']:>7} {len(s['seeds']):>5} "
+                  f"{s['wall_s_mean']:8.2f} {s['cpu_s_mean']:8.2f} {s['return_mean']:9.1f} "
+                  f"{s['return_min']:9.1f} {s['return_max']:9.1f} {solved:>7}")
+        if "sb3_over_neuromotor" in result:
+            r = result["sb3_over_neuromotor"]
+            wins = sum(result["neuromotor_return_at_least_sb3_per_seed"])
+            print(f"{result['gym_id']}: SB3 time / neuromotor time {r['wall']:.2f}x wall, {r['cpu']:.2f}x CPU; "
+                  f"neuromotor's return >= SB3's on {wins}/{len(result['neuromotor_return_at_least_sb3_per_seed'])}"
+                  " seeds")
+    print("(wall/cpu s: mean per seed, training only; return: mean over seeds of 10 deterministic episodes)")
+    write_json(args.out, doc)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
