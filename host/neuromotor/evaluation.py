@@ -58,6 +58,9 @@ class Evaluator:
             obs, reward, terminated = env.step(action)
             returns += np.where(alive, reward, 0)
             alive &= ~terminated
+            own_limit = getattr(env, "truncated", None)  # a gymnasium env's own time limit
+            if own_limit is not None:
+                alive &= ~own_limit
             if not alive.any():
                 break
         return returns.reshape(P, n), (np.array(states) if record_env is not None else None)

@@ -1,13 +1,16 @@
 """Run directories: what a training run leaves behind, and how to get a policy back.
 
     runs/<name>/
-      config.json         env, algo, seeds, run settings, algorithm hyperparameters
+      config.json         env (built-in name, gymnasium id or module:attr), env_kwargs, vector,
+                          algo, seeds, run settings, algorithm hyperparameters
       metrics.jsonl       one JSON object per agent per evaluation
                           {step, agent, seed, eval_return_mean, eval_return_std, train_return, wall_s}
       checkpoint.npz      latest full training state (see neuromotor.checkpoint)
       learning_curve.png  evaluation return vs steps, one line per agent
       summary.json        the final result (what `train --json` prints)
       .lock               flock'd by the process training into the run: one trainer at a time
+      events.out.tfevents.*, agent<k>/events.out.tfevents.*
+                          TensorBoard event files (see neuromotor.tensorboard)
 
 `load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
 loads the checkpoint and returns the deployable actor of one agent;
@@ -19,12 +22,14 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import time
 from pathlib import Path
 
 from neuromotor import checkpoint, config, memory
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
+from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
 from neuromotor.parallel import Sharded
 from neuromotor.paths import runs_dir
@@ -41,6 +46,7 @@ ADDED_FILES = ("policy.nmp", "on_device.json")
 
 def default_name(env: str, algo: str, seeds: list) -> str:
     tag = f"s{seeds[0]}" if len(seeds) == 1 else f"s{seeds[0]}-{seeds[-1]}x{len(seeds)}"
+    env = re.sub(r"[^A-Za-z0-9._-]+", "_", env)  # gymnasium namespaces ("ns/Env-v0") and module:attr
     return f"{env}-{algo}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
@@ -119,8 +125,9 @@ def locked(run_dir: Path):
         os.close(fd)
 
 
-def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg) -> None:
-    doc = {"env": env, "algo": algo, "seeds": seeds,
+def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg,
+                 env_kwargs: dict = None, vector: str = "sync") -> None:
+    doc = {"env": env, "env_kwargs": env_kwargs or {}, "vector": vector, "algo": algo, "seeds": seeds,
            "run": config.to_dict(run_cfg), "algo_config": config.to_dict(algo_cfg)}
     atomic_write(run_dir / CONFIG, json.dumps(doc, indent=2) + "\n")
 
@@ -135,6 +142,7 @@ def read_config(run_dir) -> dict:
         doc = json.loads(path.read_text())
         env, algo, seeds = doc["env"], doc["algo"], doc["seeds"]
         run_settings, algo_settings = dict(doc["run"]), dict(doc["algo_config"])
+        env_kwargs, vector = doc.get("env_kwargs", {}), doc.get("vector", "sync")
     except FileNotFoundError:
         raise UserError(f"{run_dir} is not a run directory (no {CONFIG})") from None
     except IsADirectoryError:
@@ -150,27 +158,49 @@ def read_config(run_dir) -> dict:
     try:
         config.check_seeds(seeds)
         algo_cls = algo_class(algo)
-        env_class(env)  # unknown env -> UserError
+        check_kwargs(env_kwargs)
+        check_vector(vector)
+        env_class(env, env_kwargs, vector)  # unknown env, bad kwargs or spaces -> UserError
         run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
         config.apply(run_settings, run_cfg)
         config.apply(algo_settings, algo_cfg)
         config.validate(run_cfg, algo_cfg)
     except UserError as exc:
         raise UserError(f"{path}: {exc}") from None
-    return {"env": env, "algo": algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
+    return {"env": env, "env_kwargs": env_kwargs, "vector": vector, "algo": algo, "seeds": seeds,
+            "run": run_cfg, "algo_config": algo_cfg}
+
+
+def env_factory(cfg: dict):
+    """The env factory of a config (built-in class or gymnasium GymEnv), from its env spec."""
+    return env_class(cfg["env"], cfg.get("env_kwargs"), cfg.get("vector", "sync"))
+
+
+def save_config(run_dir: Path, cfg: dict) -> None:
+    write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"],
+                 cfg.get("env_kwargs"), cfg.get("vector", "sync"))
 
 
 def build(cfg: dict):
     """A fresh algorithm (in cfg["run"].shards shards) for a config as returned by read_config,
     once its memory estimate fits in what is available."""
-    memory.check(cfg["algo"], cfg["algo_config"], cfg["run"], env_class(cfg["env"]), len(cfg["seeds"]))
-    return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env_class(cfg["env"]), cfg["seeds"],
-                   cfg["run"].shards or 1, identity={"env": cfg["env"], "algo": cfg["algo"]})
+    env = env_factory(cfg)
+    # the estimate builds one env: in this process, never a worker of its own
+    probe = env_class(cfg["env"], cfg.get("env_kwargs"), "sync")
+    memory.check(cfg["algo"], cfg["algo_config"], cfg["run"], probe, len(cfg["seeds"]))
+    identity = {"env": cfg["env"], "algo": cfg["algo"]}
+    if cfg.get("env_kwargs"):
+        identity["env_kwargs"] = json.dumps(cfg["env_kwargs"], sort_keys=True)
+    return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env, cfg["seeds"],
+                   cfg["run"].shards or 1, identity=identity)
 
 
-def load(run_dir):
-    """(config, algorithm restored from the run's checkpoint), once the checkpoint agrees with config.json."""
+def load(run_dir, vector: str = None):
+    """(config, algorithm restored from the run's checkpoint), once the checkpoint agrees with config.json;
+    `vector` steps a gymnasium env's copies another way than config.json says (same numbers)."""
     cfg = read_config(run_dir)
+    if vector is not None:
+        cfg["vector"] = check_vector(vector)
     algo = build(cfg)
     path = Path(run_dir) / CHECKPOINT
     try:
@@ -203,6 +233,8 @@ def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
         raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
     spec = algo.policy_spec(agent)
     spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
+    if cfg.get("env_kwargs"):
+        spec.meta["env_kwargs"] = cfg["env_kwargs"]
     return spec
 
 

@@ -21,7 +21,6 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from neuromotor import checkpoint, plotting, runs
-from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 
@@ -30,7 +29,7 @@ RECENT_EPISODES = 10  # window of the "recent return" on the progress bar
 
 def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     run_cfg, seeds = cfg["run"], cfg["seeds"]
-    evaluator = Evaluator(env_class(cfg["env"]), seeds, run_cfg.eval_episodes)
+    evaluator = Evaluator(runs.env_factory(cfg), seeds, run_cfg.eval_episodes)
     recent = [deque(maxlen=RECENT_EPISODES) for _ in seeds]
     t0 = time.perf_counter()
     cpu0 = algo.process_time()

@@ -7,7 +7,6 @@ import numpy as np
 
 from neuromotor import runs
 from neuromotor.cli import checks, json_line
-from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 from neuromotor.safe_write import check_target
@@ -39,7 +38,9 @@ def run(args) -> int:
     seeds = cfg["seeds"]
     if not 0 <= args.agent < len(seeds):
         raise UserError(f"--agent {args.agent} out of range: the run has {len(seeds)} agent(s)")
-    env_cls = env_class(cfg["env"])
+    env_cls = runs.env_factory(cfg)
+    if args.render and not hasattr(env_cls, "draw"):
+        raise UserError(f"environment {cfg['env']!r} cannot be rendered")
     t0 = time.perf_counter()
     if args.gymnasium:
         if args.render:
@@ -54,8 +55,6 @@ def run(args) -> int:
         returns, states = out if args.render else (out, None)
     wall = time.perf_counter() - t0
     if args.render:
-        if not hasattr(env_cls, "draw"):
-            raise UserError(f"environment {cfg['env']!r} cannot be rendered")
         from neuromotor.plotting import episode_gif
 
         episode_gif(env_cls.draw, states, args.render, title=f"{cfg['env']} seed {seeds[args.agent]}")

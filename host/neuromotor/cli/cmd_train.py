@@ -8,14 +8,30 @@ from neuromotor import config, runs
 from neuromotor.algos import algo_class
 from neuromotor.cli import checks, json_line
 from neuromotor.envs import env_class
+from neuromotor.envs.gymnasium_vec import VECTOR_MODES, check_kwargs, check_vector
 from neuromotor.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def register(sub):
     p = sub.add_parser("train", help="train an agent (or a population of seeds) on an environment",
                        description="Train with the algorithm's paper defaults; settings come from "
-                       "--config FILE.toml, then --set key=value, then the explicit flags.")
-    p.add_argument("env", nargs="?", help="environment name, e.g. pendulum")
+                       "--config FILE.toml, then --set key=value, then the explicit flags. ENV is a "
+                       "built-in environment, a registered gymnasium id (Pendulum-v1, InvertedPendulum-v5, "
+                       "...) or module:attr naming your own gymnasium.Env class or factory. A run on a "
+                       "gymnasium env resumes exactly, except that the episodes in flight at the checkpoint "
+                       "restart (an arbitrary env cannot be snapshotted); built-in envs resume bit-exactly.")
+    p.add_argument("env", nargs="?", help="built-in name (pendulum, ant, ant-full, halfcheetah, hopper), "
+                   "gymnasium id, or module:attr")
+    p.add_argument("--env-kwargs", metavar="TABLE", help="keyword arguments for gymnasium.make or your "
+                   "factory, as JSON or a TOML inline table, e.g. '{\"max_episode_steps\": 500}'; "
+                   "single ones also as --set env_kwargs.NAME=VALUE")
+    p.add_argument("--vector", choices=VECTOR_MODES, help="how a gymnasium env's copies are stepped: sync "
+                   "(default, in this process) or async (one worker process per env, for slow Python envs)")
     p.add_argument("--algo", default="td3", help="algorithm (default td3)")
     p.add_argument("--steps", "--env-steps", type=int, help="environment steps per agent (default 10000)")
     p.add_argument("--envs", type=int, help="parallel envs per agent (PPO's num_envs)")
@@ -36,12 +52,52 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def parse_table(option: str, text: str) -> dict:
+    """A JSON object or a TOML inline table -> dict (one-line UserError otherwise)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise UserError(f"{option} {text!r} is neither a JSON object nor a TOML inline table") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{option} must be a table of keyword arguments, got {text!r}")
+    return check_kwargs(value)
+
+
+def _env_settings(settings: dict, env_kwargs: dict, where: str):
+    """Take env_kwargs (a table), env_kwargs.NAME and vector out of `settings`; the rest are
+    run and algorithm settings. Returns (env_kwargs, vector or None)."""
+    vector = None
+    for key in list(settings):
+        if key == "env_kwargs":
+            env_kwargs.update(check_kwargs(settings.pop(key)))
+        elif key.startswith("env_kwargs."):
+            name = key.partition(".")[2]
+            if not name.isidentifier():
+                raise UserError(f"{where}: {key!r} does not name a keyword argument")
+            env_kwargs[name] = settings.pop(key)
+        elif key == "vector":
+            vector = check_vector(settings.pop(key))
+    return env_kwargs, vector
+
+
 def _new_config(args) -> dict:
     if args.preset == "":
         raise UserError("--preset needs a name")
     if not args.env:
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
-    env_class(args.env)
+    file_settings = config.load_toml(args.config) if args.config is not None else {}
+    set_settings = config.parse_set(args.set)
+    env_kwargs, vector = _env_settings(file_settings, {}, args.config)
+    env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
+    if args.env_kwargs is not None:
+        env_kwargs.update(parse_table("--env-kwargs", args.env_kwargs))
+    vector = args.vector or set_vector or vector or "sync"
+    env_class(args.env, env_kwargs, vector)
     algo_cls = algo_class(args.algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
     if hasattr(algo_cls, "defaults"):
@@ -51,9 +107,8 @@ def _new_config(args) -> dict:
     else:
         algo_cfg, run_defaults = algo_cls.Config(), {}
     run_cfg = config.RunConfig(**run_defaults)
-    if args.config is not None:
-        config.apply(config.load_toml(args.config), run_cfg, algo_cfg)
-    config.apply(config.parse_set(args.set), run_cfg, algo_cfg)
+    config.apply(file_settings, run_cfg, algo_cfg)
+    config.apply(set_settings, run_cfg, algo_cfg)
     if args.envs is not None:
         config.apply({"num_envs": args.envs}, run_cfg, algo_cfg)
     if args.steps is not None:
@@ -73,7 +128,8 @@ def _new_config(args) -> dict:
         seeds = [config.check_seed(0 if args.seed is None else args.seed)]
     if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
         run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
-    return {"env": args.env, "algo": args.algo, "seeds": seeds, "run": run_cfg, "algo_config": algo_cfg}
+    return {"env": args.env, "env_kwargs": env_kwargs, "vector": vector, "algo": args.algo, "seeds": seeds,
+            "run": run_cfg, "algo_config": algo_cfg}
 
 
 def _resumed_run(args):
@@ -81,15 +137,17 @@ def _resumed_run(args):
     run_dir = args.resume
     from neuromotor.ondevice.rundir import refuse_resume
     refuse_resume(run_dir)  # its critics and replay stayed on the board
-    cfg, algo = runs.load(run_dir)
+    cfg, algo = runs.load(run_dir, vector=args.vector)
     try:
+        if args.vector is not None:  # how a gymnasium env's copies step, not what they compute
+            runs.save_config(run_dir, cfg)
         if args.steps is not None:
             if args.steps < algo.steps:
                 raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {args.steps} would "
                                 "go back (give at least that many, or train a new run)")
             cfg["run"].steps = config.round_steps(args.steps, cfg["algo_config"])
             config.validate(cfg["run"])
-            runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
+            runs.save_config(run_dir, cfg)
         elif cfg["run"].steps < algo.steps:
             raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {cfg['run'].steps} steps "
                             f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
@@ -116,9 +174,10 @@ def run(args) -> int:
         set_default_threads(args.threads)
     if args.resume:
         if (args.env is not None or args.preset is not None or args.config is not None or args.set
+                or args.env_kwargs is not None
                 or args.seed is not None or args.seeds is not None
                 or args.run_dir or args.envs is not None or args.shards is not None or args.force):
-            raise UserError("--resume continues a run with its own config; only --steps may change")
+            raise UserError("--resume continues a run with its own config; only --steps and --vector may change")
         if not (args.resume / runs.CONFIG).is_file():
             raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
         with runs.locked(args.resume):
@@ -136,7 +195,7 @@ def run(args) -> int:
                 runs.make_dir(run_dir)
             with runs.locked(run_dir):
                 runs.prepare(run_dir, args.force)
-                runs.write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"])
+                runs.save_config(run_dir, cfg)
                 summary = _train(args, run_dir, cfg, algo)
         finally:
             algo.close()

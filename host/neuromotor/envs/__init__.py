@@ -1,26 +1,46 @@
-"""Environment registry: name -> "module:Class" of a vectorised environment.
+"""Environments: the built-in vectorised envs by name, and any gymnasium env.
 
-Adding an environment is one entry in ENVS. Entries are imported lazily so that
-`neuromotor train pendulum` never pays for importing MuJoCo.
-
-A vectorised environment class is constructed as `Class(num_envs)` and provides:
+`env_class(name, kwargs, vector)` is what every command builds envs from:
+  - a built-in name (ENVS: name -> "module:Class", imported lazily so that
+    `neuromotor train pendulum` never pays for importing MuJoCo);
+  - a registered gymnasium id (`Pendulum-v1`, `InvertedPendulum-v5`, ...) or
+    `module:attr` (a gymnasium.Env subclass or a function returning an env,
+    importable from the working directory or the installed packages), with
+    `kwargs` passed to gymnasium.make / the factory and `vector` "sync" or
+    "async" (see neuromotor.envs.gymnasium_vec). A run records the three in
+    config.json ("env", "env_kwargs", "vector").
+Either way the result is called as `factory(num_envs)` and gives a vectorised
+env with this protocol:
   num_envs, obs_dim, act_dim, max_episode_steps        ints
-  action_low, action_high                              float32 (act_dim,)
+  action_low, action_high                              float32 (act_dim,), finite
   reset(rngs, mask=None) -> obs (num_envs, obs_dim) float32
       (re)starts the envs where mask is True (all if None); env i draws its
       initial state from rngs[i], a numpy Generator, so each agent of a
       population owns its stream.
-  step(actions) -> obs, reward (num_envs,), terminated (num_envs,) bool
+  step(actions) -> obs, reward (num_envs,) float32, terminated (num_envs,) bool
       actions are in env units (float32 (num_envs, act_dim)); no auto-reset:
       the caller sees the final observation and decides when to reset.
-      Truncation is the caller's job too (episode length vs max_episode_steps).
+      Truncation at max_episode_steps is the caller's job too.
+  truncated (optional)                                 (num_envs,) bool
+      envs whose episode the env itself cut short (a time limit) at the last
+      step; stepping such an env again without a reset restarts it.
+  restorable (optional, default True)                  bool
   get_state() / set_state(state)                       arrays, for checkpoints
+      An env with restorable False cannot be snapshotted: on resume its
+      episodes in flight restart (AutoReset.restore).
 Optional: draw(ax, state_row) to render one env's state with matplotlib (GIFs).
+The factory (class or GymEnv) has obs_dim, act_dim, action_low/high and
+max_episode_steps too, for memory estimates and evaluators.
 
-Training steps envs through neuromotor.envs.autoreset.AutoReset, which adds
-truncation, gymnasium's same-step auto-reset and episode returns.
+Algorithms step envs through neuromotor.envs.autoreset.AutoReset, which adds
+truncation, gymnasium's same-step auto-reset and episode returns; on resume they
+restore the env and their next observations with `AutoReset.restore(env_state,
+obs)`, never with env.set_state directly.
 """
 
+import json
+
+from neuromotor.errors import UserError
 from neuromotor.registry import lookup
 
 ENVS = {
@@ -32,10 +52,25 @@ ENVS = {
     "hopper": "neuromotor.envs.mujoco_vec:HopperVec",
 }
 
-
-def env_class(name: str):
-    return lookup(ENVS, "environment", name)
+_probed = {}  # a gymnasium env is made once per process to read its spaces
 
 
-def make_env(name: str, num_envs: int):
-    return env_class(name)(num_envs)
+def env_class(name: str, kwargs: dict = None, vector: str = "sync"):
+    """The env factory for a built-in name, a gymnasium id or module:attr (UserError if none)."""
+    if not isinstance(name, str) or not name:
+        raise UserError(f"an environment is a name, a gymnasium id or module:attr, got {name!r}")
+    if name in ENVS:
+        if kwargs:
+            raise UserError(f"the built-in environment {name!r} takes no env_kwargs "
+                            f"(got {', '.join(sorted(kwargs))})")
+        return lookup(ENVS, "environment", name)
+    from neuromotor.envs.gymnasium_vec import GymEnv
+
+    key = (name, json.dumps(kwargs or {}, sort_keys=True, default=repr), vector)
+    if key not in _probed:
+        _probed[key] = GymEnv.probe(name, kwargs or {}, vector)
+    return _probed[key]
+
+
+def make_env(name: str, num_envs: int, kwargs: dict = None):
+    return env_class(name, kwargs)(num_envs)

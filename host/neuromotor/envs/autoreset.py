@@ -51,6 +51,9 @@ class AutoReset:
         self.ep_return += reward
         self.ep_len += 1
         truncated = ~terminated & (self.ep_len >= self.env.max_episode_steps)
+        own_limit = getattr(self.env, "truncated", None)  # a gymnasium env's own time limit
+        if own_limit is not None:
+            truncated |= own_limit
         done = terminated | truncated
         obs = final_obs
         if done.any():
