@@ -111,34 +111,44 @@ NM_AVX2_INLINE __m256 nm_avx_tn_init(const float *c, __m256i mask, const float *
     return acc ? _mm256_maskload_ps(c, mask) : _mm256_setzero_ps();
 }
 
-// Rows m..m+3, columns n..n+15 (16 accumulating lanes per row in two registers).
-NM_AVX2_INLINE void nm_tn_4x16_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+// Rows m..m+3, columns n..n+23: 12 accumulators, 3 loads and 4 broadcasts per 12
+// multiply-adds (enough chains to keep two FMA pipes busy through their latency).
+NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
     size_t K, int acc, const float *bias, size_t m, int relu) {
     const __m256i all = _mm256_set1_epi32(-1);
-    __m256 c00 = nm_avx_tn_init(c, all, bias, m, acc), c01 = nm_avx_tn_init(c + 8, all, bias, m, acc);
-    __m256 c10 = nm_avx_tn_init(c + ldc, all, bias, m + 1, acc), c11 = nm_avx_tn_init(c + ldc + 8, all, bias, m + 1, acc);
-    __m256 c20 = nm_avx_tn_init(c + 2 * ldc, all, bias, m + 2, acc);
-    __m256 c21 = nm_avx_tn_init(c + 2 * ldc + 8, all, bias, m + 2, acc);
-    __m256 c30 = nm_avx_tn_init(c + 3 * ldc, all, bias, m + 3, acc);
-    __m256 c31 = nm_avx_tn_init(c + 3 * ldc + 8, all, bias, m + 3, acc);
+    #define NM_INIT3(i) \
+        __m256 c##i##0 = nm_avx_tn_init(c + i * ldc, all, bias, m + i, acc); \
+        __m256 c##i##1 = nm_avx_tn_init(c + i * ldc + 8, all, bias, m + i, acc); \
+        __m256 c##i##2 = nm_avx_tn_init(c + i * ldc + 16, all, bias, m + i, acc)
+    NM_INIT3(0);
+    NM_INIT3(1);
+    NM_INIT3(2);
+    NM_INIT3(3);
+    #undef NM_INIT3
     for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-        __m256 x = _mm256_broadcast_ss(a);
-        c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(a + 1);
-        c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(a + 2);
-        c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(a + 3);
-        c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16);
+        #define NM_ROW3(i) do { \
+                const __m256 x = _mm256_broadcast_ss(a + i); \
+                c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0); \
+                c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1); \
+                c##i##2 = _mm256_fmadd_ps(x, b2, c##i##2); \
+        } while (0)
+        NM_ROW3(0);
+        NM_ROW3(1);
+        NM_ROW3(2);
+        NM_ROW3(3);
+        #undef NM_ROW3
     }
-    _mm256_storeu_ps(c, nm_avx_relu(c00, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c01, relu));
-    c += ldc;
-    _mm256_storeu_ps(c, nm_avx_relu(c10, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c11, relu));
-    c += ldc;
-    _mm256_storeu_ps(c, nm_avx_relu(c20, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c21, relu));
-    c += ldc;
-    _mm256_storeu_ps(c, nm_avx_relu(c30, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c31, relu));
+    #define NM_STORE3(i) do { \
+            _mm256_storeu_ps(c + i * ldc, nm_avx_relu(c##i##0, relu)); \
+            _mm256_storeu_ps(c + i * ldc + 8, nm_avx_relu(c##i##1, relu)); \
+            _mm256_storeu_ps(c + i * ldc + 16, nm_avx_relu(c##i##2, relu)); \
+    } while (0)
+    NM_STORE3(0);
+    NM_STORE3(1);
+    NM_STORE3(2);
+    NM_STORE3(3);
+    #undef NM_STORE3
 }
 
 // Rows m..m+3, the (masked) columns n..n+7.
@@ -194,8 +204,8 @@ NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda
     size_t m = 0;
     for (; m + 4 <= M; m += 4) {
         size_t n = 0;
-        for (; n + 16 <= N; n += 16) {
-            nm_tn_4x16_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
+        for (; n + 24 <= N; n += 24) {
+            nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
         }
         for (; n < N; n += 8) {
             nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu,

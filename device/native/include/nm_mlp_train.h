@@ -180,6 +180,40 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
  */
 #define NM_ADAM_STATE 6
 
+#if NM_AVX2
+// 8 entries at a time through the same operations, each rounded once as in the scalar
+// loop (no fused multiply-adds; vsqrtps and vdivps round as sqrtss and divss): the
+// same bits. Returns how many entries it did (a multiple of 8).
+NM_AVX2_FN size_t nm_adam_avx2(float *p, const float *g, float *m, float *v, size_t n, float b1, float b2,
+    float c1, float c2, float lr_t, float s2, float eps) {
+    const __m256 B1 = _mm256_set1_ps(b1), B2 = _mm256_set1_ps(b2), C1 = _mm256_set1_ps(c1);
+    const __m256 C2 = _mm256_set1_ps(c2), LR = _mm256_set1_ps(lr_t), S2 = _mm256_set1_ps(s2);
+    const __m256 EPS = _mm256_set1_ps(eps);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gi = _mm256_loadu_ps(g + i);
+        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), B1), _mm256_mul_ps(gi, C1));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), B2),
+            _mm256_mul_ps(_mm256_mul_ps(gi, gi), C2));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), S2), EPS);
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_loadu_ps(p + i), _mm256_mul_ps(_mm256_div_ps(mi, den), LR)));
+    }
+    return i;
+}
+
+NM_AVX2_FN size_t nm_polyak_avx2(float *target, const float *online, size_t n, float tau) {
+    const __m256 T = _mm256_set1_ps(tau);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 t = _mm256_loadu_ps(target + i);
+        _mm256_storeu_ps(target + i, _mm256_add_ps(t, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(online + i), t), T)));
+    }
+    return i;
+}
+#endif
+
 static inline void nm_adam(float *p, const float *g, float *m, float *v, size_t n, float *st) {
     const float lr = st[0], b1 = st[1], b2 = st[2], eps = st[3];
     st[4] *= b1;
@@ -187,7 +221,13 @@ static inline void nm_adam(float *p, const float *g, float *m, float *v, size_t 
     const float c1 = 1.0f - b1, c2 = 1.0f - b2;
     const float lr_t = nm_divf(lr, 1.0f - st[4]);
     const float s2 = nm_sqrtf(1.0f - st[5]);
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    #if NM_AVX2 && !defined(NM_NO_FDIV)
+    if (nm_isa() == NM_ISA_AVX2) {
+        i = nm_adam_avx2(p, g, m, v, n, b1, b2, c1, c2, lr_t, s2, eps);
+    }
+    #endif
+    for (; i < n; i++) {
         const float gi = g[i];
         float mi = m[i] * b1;
         mi = mi + gi * c1;
@@ -202,7 +242,13 @@ static inline void nm_adam(float *p, const float *g, float *m, float *v, size_t 
 
 // target <- target + tau * (online - target)
 static inline void nm_polyak(float *target, const float *online, size_t n, float tau) {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    #if NM_AVX2
+    if (nm_isa() == NM_ISA_AVX2) {
+        i = nm_polyak_avx2(target, online, n, tau);
+    }
+    #endif
+    for (; i < n; i++) {
         target[i] = target[i] + (online[i] - target[i]) * tau;
     }
 }
