@@ -1,6 +1,6 @@
 """TD3 on Pendulum-v1, the RLtools paper configuration, 10k steps: how fast, and does it solve it.
 
-    .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, 1 and 2 threads
+    .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, 1 and 2 threads, both backends
     .venv/bin/python benchmarks/td3_pendulum.py --seeds 16        # + a population of 16 (one process per shard)
     .venv/bin/python benchmarks/td3_pendulum.py --compare sb3     # + Stable-Baselines3 TD3 (run `make compare` first)
     .venv/bin/python benchmarks/td3_pendulum.py --rltools ~/rltools/build/td3_bench   # + your build of RLtools
@@ -9,6 +9,11 @@ Every row says how many threads it may use (BLAS threads for neuromotor and
 RLtools, torch threads for SB3; a population uses one process of one thread
 per shard), and every peer runs at each thread count of --threads. Speed-ups
 are only taken between rows with the same thread count.
+
+neuromotor runs once per TD3 backend of --backends: `native` (the update in the
+compiled kernels, one call per step for the whole population) and `numpy` (the
+reference). Ratios against the native rows are named ..._over_neuromotor_...,
+against the NumPy rows ..._over_neuromotor_numpy_....
 
 --rltools takes a binary you built yourself from an RLtools checkout: its own
 paper benchmark, src/rl/environments/pendulum/td3/cpu/benchmark.cpp, with its
@@ -42,7 +47,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from benchutil import RESULTS, plt, save_png, write_json
-from neuromotor.algos.td3 import TD3, Config
+from neuromotor.algos.td3 import TD3, Config, _nm_host
 from neuromotor.envs import env_class
 from neuromotor.evaluation import Evaluator
 from neuromotor.parallel import Sharded
@@ -52,16 +57,16 @@ RLTOOLS_STEPS = 10_000
 RLTOOLS_TIME = re.compile(r"^Time: ([0-9.]+) ?s$", re.M)
 
 
-def ours(seeds, steps, shards, blas_threads):
+def ours(seeds, steps, shards, blas_threads, backend):
     env = env_class("pendulum")
     with threadpool_limits(blas_threads, "blas"):
-        algo = Sharded(TD3, Config(), env, seeds, shards)
+        algo = Sharded(TD3, Config(backend=backend), env, seeds, shards)
         t0, c0 = time.perf_counter(), algo.process_time()
         algo.advance(until=steps)
         wall, cpu = time.perf_counter() - t0, algo.process_time() - c0
     returns = Evaluator(env, seeds, 10).run(algo, steps).mean(axis=1)
     algo.close()
-    return {"agents": len(seeds), "shards": shards, "threads": shards * blas_threads, "steps": steps,
+    return {"agents": len(seeds), "backend": backend, "shards": shards, "threads": shards * blas_threads, "steps": steps,
             "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps * len(seeds) / wall,
             "wall_per_agent_s": wall / len(seeds), "agents_per_minute": 60 * len(seeds) / wall,
             "returns": returns.tolist(), "return_mean": float(returns.mean()),
@@ -158,22 +163,27 @@ def rltools(binary: Path, threads: int, runs: int = 5):
 def speedups(rows: dict) -> dict:
     """Peer time / neuromotor time, only between rows with the same thread count (above 1:
     neuromotor is faster). Per agent of a population, the peer's one agent against the
-    population's time per agent (the agents-per-minute ratio)."""
-    ours = {r["threads"]: r for k, r in rows.items() if k.startswith("neuromotor") and r["agents"] == 1}
-    pops = [r for k, r in rows.items() if k.startswith("neuromotor") and r["agents"] > 1]
+    population's time per agent (the agents-per-minute ratio). Each backend of ours has its
+    own ratios (rows without a backend are the native one)."""
     out = {}
-    for name, peer in rows.items():
-        if name.startswith("neuromotor"):
-            continue
-        key, t = peer["peer"], peer["threads"]
-        if t in ours:
-            out[f"{key}_over_neuromotor_single_{t}thread"] = {
-                "wall": peer["wall_s"] / ours[t]["wall_s"], "cpu": peer["cpu_s"] / ours[t]["cpu_s"]}
-        for pop in pops:
-            if pop["threads"] == t:
-                out[f"{key}_over_neuromotor_per_agent_in_population_{t}thread"] = {
-                    "wall": peer["wall_s"] / pop["wall_per_agent_s"],
-                    "cpu": peer["cpu_s"] * pop["agents"] / pop["cpu_s"]}
+    mine = {k: r for k, r in rows.items() if k.startswith("neuromotor")}
+    for backend in dict.fromkeys(r.get("backend", "native") for r in mine.values()):
+        tag = "neuromotor" if backend == "native" else f"neuromotor_{backend}"
+        of_backend = [r for r in mine.values() if r.get("backend", "native") == backend]
+        ours = {r["threads"]: r for r in of_backend if r["agents"] == 1}
+        pops = [r for r in of_backend if r["agents"] > 1]
+        for name, peer in rows.items():
+            if name in mine:
+                continue
+            key, t = peer["peer"], peer["threads"]
+            if t in ours:
+                out[f"{key}_over_{tag}_single_{t}thread"] = {
+                    "wall": peer["wall_s"] / ours[t]["wall_s"], "cpu": peer["cpu_s"] / ours[t]["cpu_s"]}
+            for pop in pops:
+                if pop["threads"] == t:
+                    out[f"{key}_over_{tag}_per_agent_in_population_{t}thread"] = {
+                        "wall": peer["wall_s"] / pop["wall_per_agent_s"],
+                        "cpu": peer["cpu_s"] * pop["agents"] / pop["cpu_s"]}
     return out
 
 
@@ -189,6 +199,8 @@ def main():
     p.add_argument("--shards", type=int, default=os.cpu_count(), help="population shards (one process of one "
                    "thread each)")
     p.add_argument("--threads", default="1,2", help="thread counts every single-agent row runs at")
+    p.add_argument("--backends", default="native,numpy" if _nm_host else "numpy",
+                   help="TD3 backends to time, in this order (native: the compiled kernels; numpy: the reference)")
     p.add_argument("--compare", choices=["sb3"], help="also train Stable-Baselines3 TD3")
     p.add_argument("--rltools", type=Path, metavar="BINARY", help="also time your build of RLtools' TD3 benchmark")
     p.add_argument("--out", type=Path, default=RESULTS / "td3_pendulum")
@@ -196,14 +208,21 @@ def main():
     if args.rltools and args.steps != RLTOOLS_STEPS:
         sys.exit(f"--rltools: RLtools' benchmark trains {RLTOOLS_STEPS} steps; leave --steps at {RLTOOLS_STEPS}")
     thread_counts = [int(x) for x in args.threads.split(",")]
+    backends = args.backends.split(",")
+    for b in backends:
+        if b not in ("native", "numpy"):
+            sys.exit(f"--backends: {b!r} is not native or numpy")
+        if b == "native" and _nm_host is None:
+            sys.exit("--backends native: the compiled extension is missing (pip install -e .)")
 
     rows = {}
-    for t in thread_counts:
-        rows[f"neuromotor, 1 agent, {_threads(t)}"] = ours([args.seed], args.steps, 1, t)
-    if args.seeds:
-        shards = min(args.shards, args.seeds)
-        rows[f"neuromotor, {args.seeds} agents, {_threads(shards)}"] = ours(
-            list(range(args.seeds)), args.steps, shards, 1)
+    for b in backends:
+        for t in thread_counts:
+            rows[f"neuromotor {b}, 1 agent, {_threads(t)}"] = ours([args.seed], args.steps, 1, t, b)
+        if args.seeds:
+            shards = min(args.shards, args.seeds)
+            rows[f"neuromotor {b}, {args.seeds} agents, {_threads(shards)}"] = ours(
+                list(range(args.seeds)), args.steps, shards, 1, b)
     for t in thread_counts:
         if args.compare == "sb3":
             rows[f"stable-baselines3, {_threads(t)}"] = {"peer": "sb3", **sb3(args.seed, args.steps, t)}

@@ -228,3 +228,24 @@ def test_isa_paths():
             _nm_host.isa(best + 1)
     finally:
         assert _nm_host.isa(0) == best
+
+
+def test_benchmark_ratios_are_per_backend(monkeypatch):
+    from neuromotor.paths import REPO_ROOT
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    import importlib
+    td3 = importlib.import_module("td3_pendulum")
+
+    def row(backend=None, peer=None, threads=1, wall=1.0, agents=1):
+        r = {"threads": threads, "wall_s": wall, "cpu_s": wall, "agents": agents, "wall_per_agent_s": wall / agents}
+        return {**r, **({"backend": backend} if backend else {}), **({"peer": peer} if peer else {})}
+
+    rows = {"neuromotor native, 1 agent, 1 thread": row("native", wall=2.0),
+            "neuromotor numpy, 1 agent, 1 thread": row("numpy", wall=4.0),
+            "neuromotor native, 4 agents, 2 threads": row("native", threads=2, wall=4.0, agents=4),
+            "RLtools (C++, OpenBLAS), 1 thread": row(peer="rltools", wall=3.0),
+            "RLtools (C++, OpenBLAS), 2 threads": row(peer="rltools", threads=2, wall=3.0)}
+    ratios = td3.speedups(rows)
+    assert ratios == {"rltools_over_neuromotor_single_1thread": {"wall": 1.5, "cpu": 1.5},
+                      "rltools_over_neuromotor_numpy_single_1thread": {"wall": 0.75, "cpu": 0.75},
+                      "rltools_over_neuromotor_per_agent_in_population_2thread": {"wall": 3.0, "cpu": 3.0}}
