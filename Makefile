@@ -22,7 +22,7 @@ demo: venv system
 EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
 
 test: venv system firmware natmods emulated
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -rs
 
 venv: $(VENV)/.installed
 
