@@ -3,7 +3,9 @@ agents are independent, checkpoints continue exactly, the exported policy is tan
 
 import json
 import math
+import shutil
 import signal
+import textwrap
 import time
 
 import numpy as np
@@ -309,3 +311,39 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_proc
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
     assert [r["eval_return_mean"] for r in runs.read_metrics(straight)] == \
         [r["eval_return_mean"] for r in runs.read_metrics(killed)]
+
+
+# Pendulum-v1 with its action in float64: the same arithmetic as the built-in pendulum
+TWIN = textwrap.dedent("""
+    import numpy as np
+    from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+
+    class Pendulum64(PendulumEnv):
+        def step(self, u):
+            return super().step(np.asarray(u, np.float64))
+""")
+
+
+def test_gymnasium_twin_trains_to_the_built_in_numbers_and_resumes(cli, tmp_path, monkeypatch):
+    pytest.importorskip("gymnasium")
+    module = f"sac_twin_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(TWIN)
+    monkeypatch.chdir(tmp_path)
+    args = ["--steps", 150, "--seeds", "0,7", "--set", "checkpoint_every=150", *FAST]
+    assert cli("train", "pendulum", "--run-dir", tmp_path / "builtin", *args)[0] == 0
+    code, _, err = cli("train", f"{module}:Pendulum64", "--env-kwargs", '{"max_episode_steps": 200}',
+                       "--run-dir", tmp_path / "twin", *args)
+    assert code == 0, err
+    a, b = _params(tmp_path / "builtin"), _params(tmp_path / "twin")
+    for key in a:
+        if key.rpartition(".")[2] != "env_state" and not key.startswith("run."):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    # a gymnasium env cannot be snapshotted: the resumed run restarts the episodes in flight
+    shutil.copytree(tmp_path / "twin", tmp_path / "resumed")
+    code, _, err = cli("train", "--resume", tmp_path / "resumed", "--steps", 250, "--quiet")
+    assert code == 0, err
+    def ep_len(run_dir):
+        return [int(n) for k, v in sorted(_params(run_dir).items()) if k.rpartition(".")[2] == "ep_len" for n in v]
+    assert ep_len(tmp_path / "twin") == [150, 150]
+    assert ep_len(tmp_path / "resumed") == [100, 100]  # restarted at 150, not at 200

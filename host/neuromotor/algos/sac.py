@@ -395,5 +395,4 @@ class SAC:
             self._draw_block()
         for r, st in zip(self.rngs, d["rng"]):
             set_rng_state(r, st)
-        self.env.set_state(d["env_state"])
-        self.obs = np.array(d["obs"])
+        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
