@@ -112,6 +112,7 @@ class Sharded:
 
     def __init__(self, algo_cls, cfg, env_factory, seeds, shards: int, identity: dict = None):
         seeds = list(seeds)
+        self._has_scalars = hasattr(algo_cls, "scalars")
         self.identity = {f"{checkpoint_identity_prefix}{k}": np.frombuffer(v.encode(), np.uint8).copy()
                          for k, v in (identity or {}).items()}
         shards = max(1, min(shards, len(seeds)))
@@ -172,6 +173,16 @@ class Sharded:
             return self.local.pop_episode_returns()
         out, self._episodes = self._episodes, [[] for _ in self.seeds]
         return out
+
+    def scalars(self) -> dict:
+        """The algorithm's per-agent scalars (see neuromotor.tensorboard), shards joined; {} without them."""
+        if not self._has_scalars:
+            return {}
+        if self.local:
+            return self.local.scalars()
+        parts = self._call_all("scalars")
+        return {tag: np.concatenate([np.broadcast_to(np.asarray(p[tag], np.float64), (len(s),))
+                                     for p, s in zip(parts, self.shard_seeds)]) for tag in parts[0]}
 
     def policy_spec(self, agent: int):
         if self.local:

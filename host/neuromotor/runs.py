@@ -97,6 +97,8 @@ def prepare(run_dir: Path, force: bool) -> None:
     if force:
         for name in OWN_FILES + ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
+        from neuromotor.tensorboard import remove_event_files
+        remove_event_files(run_dir)
 
 
 @contextlib.contextmanager

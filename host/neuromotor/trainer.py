@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from neuromotor import checkpoint, plotting, runs
+from neuromotor.tensorboard import RunBoard
 from neuromotor.errors import UserError
 from neuromotor.evaluation import Evaluator
 
@@ -33,9 +34,11 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     recent = [deque(maxlen=RECENT_EPISODES) for _ in seeds]
     t0 = time.perf_counter()
     cpu0 = algo.process_time()
+    board = RunBoard(run_dir, seeds, algo.steps)
 
     def evaluate():
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
+        board.evaluation(returns, algo.steps, algo, cfg["algo_config"])
         records = [{
             "step": algo.steps, "agent": k, "seed": seed,
             "eval_return_mean": float(returns[k].mean()), "eval_return_std": float(returns[k].std()),
@@ -45,13 +48,17 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
         runs.append_metrics(run_dir, records)
         return returns
 
-    if algo.steps == 0:
-        evaluate()
-    # One BLAS thread: these matrices are too small to split, and OpenBLAS's spinning
-    # threads made a single agent up to 15x slower on a busy 2-core machine (shards
-    # are how a population uses the cores).
-    with threadpool_limits(1, "blas"):
-        returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress, f"{cfg['algo']} {cfg['env']} x{len(seeds)}")
+    try:
+        if algo.steps == 0:
+            evaluate()
+        # One BLAS thread: these matrices are too small to split, and OpenBLAS's spinning
+        # threads made a single agent up to 15x slower on a busy 2-core machine (shards
+        # are how a population uses the cores).
+        with threadpool_limits(1, "blas"):
+            returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress,
+                            f"{cfg['algo']} {cfg['env']} x{len(seeds)}", board)
+    finally:
+        board.close()
     wall, cpu = time.perf_counter() - t0, algo.process_time() - cpu0
     if returns is None:  # resumed a run that had already finished
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
@@ -71,7 +78,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
     return summary
 
 
-def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc):
+def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc, board):
     """Advance to run_cfg.steps, evaluating and checkpointing on the way; the last returns."""
     bar = tqdm(total=run_cfg.steps, initial=algo.steps, unit="step", disable=not progress,
                dynamic_ncols=True, desc=desc)
@@ -89,8 +96,11 @@ def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc):
             # Overflow warnings would bury the one-line error _refuse_non_finite gives.
             with np.errstate(over="ignore", invalid="ignore"):
                 algo.advance(until=min(stops))
-            for k, finished in enumerate(algo.pop_episode_returns()):
-                recent[k].extend(finished)
+            finished = algo.pop_episode_returns()
+            for k, returns_k in enumerate(finished):
+                recent[k].extend(returns_k)
+            if any(finished):
+                board.episodes(finished, algo.steps)
             done = algo.steps >= run_cfg.steps
             due_eval = done or algo.steps // run_cfg.eval_every > before // run_cfg.eval_every
             due_save = done or (every and algo.steps // every > before // every)

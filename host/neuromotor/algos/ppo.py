@@ -278,6 +278,14 @@ class PPO:
             "entropy": self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI),
         }
 
+    def scalars(self) -> dict:
+        """Per agent: learning rates and the last update's diagnostics (TensorBoard's scalars)."""
+        out = {"lr/actor": self.lr.copy(), "lr/critic": np.full(self.P, self.cfg.critic_lr)}
+        if self.info:
+            out.update({"loss/actor": self.info["policy_loss"], "loss/critic": self.info["value_loss"],
+                        "policy/kl": self.info["kl"], "policy/entropy": self.info["entropy"]})
+        return out
+
     def _critic_step(self, x, ret):
         """One Adam step on L = mean (V(s) - R)^2, R the GAE return; returns L per agent."""
         ws = self._workspace(self.critic, x)
