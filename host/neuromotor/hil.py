@@ -1,7 +1,8 @@
 """Hardware in the loop: the host simulates, the board acts, over NMB/1.
 
-The host steps the run's vectorised environment (one env per episode, env i
-seeded with seed + i), sends every observation to the board as float32 bytes
+The host steps the run's environment (one env per episode, env i seeded with
+seed + i): a built-in one, or the gymnasium env (id or module:attr, with its
+env_kwargs) the run was trained on, from its config.json. It sends every observation to the board as float32 bytes
 and applies the board's float32 action. The same episodes are then run with
 the host's NumPy forward of the same policy (PolicySpec.forward): the returns
 must agree to float32 tolerance.
@@ -57,28 +58,50 @@ def env_name_for(spec, default="pendulum"):
     return meta.get("env") or default
 
 
-def rollout(env_name, episodes, seed, act_fn, steps=None):
-    from neuromotor.envs import make_env
-    env = make_env(env_name, episodes)
-    rngs = [np.random.default_rng(seed + i) for i in range(episodes)]
-    obs = env.reset(rngs)
-    steps = steps or env.max_episode_steps
-    returns = np.zeros(episodes)
-    alive = np.ones(episodes, bool)
-    for t in range(steps):
-        actions = act_fn(obs, t).astype(np.float32)
-        obs, reward, term = env.step(actions)
-        returns += np.where(alive, reward, 0.0)
-        alive &= ~term
-        if not alive.any():
-            break
+def env_for(spec, env_name=None, env_kwargs=None):
+    """The env factory hil steps: `env_name` (with env_kwargs) if given, else the run's env
+    (name and env_kwargs in the policy's meta), else pendulum; it must fit the policy."""
+    from neuromotor.envs import env_class
+
+    if env_name is None:
+        meta = getattr(spec, "meta", {}) or {}
+        env_name, env_kwargs = env_name_for(spec), meta.get("env_kwargs")
+    factory = env_class(env_name, env_kwargs)
+    if (factory.obs_dim, factory.act_dim) != (spec.obs_dim, spec.act_dim):
+        raise UserError(f"environment {env_name!r} observes {factory.obs_dim} and acts with {factory.act_dim} "
+                        f"numbers; this policy takes {spec.obs_dim} and gives {spec.act_dim} (give --env)")
+    return env_name, factory
+
+
+def rollout(factory, episodes, seed, act_fn, steps=None):
+    env = factory(episodes)
+    try:
+        rngs = [np.random.default_rng(seed + i) for i in range(episodes)]
+        obs = env.reset(rngs)
+        steps = steps or env.max_episode_steps
+        returns = np.zeros(episodes)
+        alive = np.ones(episodes, bool)
+        for t in range(steps):
+            actions = act_fn(obs, t).astype(np.float32)
+            obs, reward, term = env.step(actions)
+            returns += np.where(alive, reward, 0.0)
+            alive &= ~term
+            own_limit = getattr(env, "truncated", None)  # a gymnasium env's own time limit
+            if own_limit is not None:
+                alive &= ~own_limit
+            if not alive.any():
+                break
+    finally:
+        if hasattr(env, "close"):
+            env.close()
     return returns
 
 
-def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout=10.0, log=print):
+def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout=10.0, log=print,
+            env_kwargs=None):
     spec = load_spec(source)
-    env_name = env_name or env_name_for(spec)
-    host_returns = rollout(env_name, episodes, seed, lambda obs, t: spec.forward(obs), steps)
+    env_name, factory = env_for(spec, env_name, env_kwargs)
+    host_returns = rollout(factory, episodes, seed, lambda obs, t: spec.forward(obs), steps)
     rtts, dev_us, max_diff = [], [], [0.0]
     from neuromotor.deploy.core import export_policy
     _, data = export_policy(source)
@@ -103,7 +126,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
             return out
 
         t0 = time.monotonic()
-        hil_returns = rollout(env_name, episodes, seed, board_act, steps)
+        hil_returns = rollout(factory, episodes, seed, board_act, steps)
         wall = time.monotonic() - t0
         link = dict(c.stats)
         backend = meta.get("backend")

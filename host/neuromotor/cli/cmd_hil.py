@@ -1,6 +1,7 @@
 """`neuromotor hil RUN --port PORT`: hardware-in-the-loop evaluation over serial."""
 
 from neuromotor.cli import checks, json_line
+from neuromotor.errors import UserError
 
 
 def register(sub):
@@ -12,7 +13,10 @@ def register(sub):
     p.add_argument("--port", default="auto", help="serial port, or 'auto'")
     p.add_argument("--episodes", type=int, default=3)
     p.add_argument("--seed", type=int, default=0, help="env i starts from seed + i")
-    p.add_argument("--env", default=None, help="environment (default: the run's)")
+    p.add_argument("--env", default=None, help="environment: built-in name, gymnasium id or module:attr "
+                   "(default: the run's, with its env_kwargs)")
+    p.add_argument("--env-kwargs", metavar="TABLE", help="with --env: keyword arguments for gymnasium.make "
+                   "or the factory (JSON or TOML inline table)")
     p.add_argument("--steps", type=int, default=None, help="steps per episode (default: the env's)")
     p.add_argument("--json", action="store_true",
                    help="end with one JSON line (return_mean, host_return_mean, rtt_median_us, ...)")
@@ -26,12 +30,22 @@ def run(args):
     checks.seed("--seed", args.seed, count=args.episodes)
     if args.steps is not None:
         checks.int_range("--steps", args.steps, 1, 10**7)
+    env_kwargs = None
+    if args.env_kwargs is not None:
+        if args.env is None:
+            raise UserError("--env-kwargs goes with --env (a run's own env already has its env_kwargs)")
+        from neuromotor.cli.cmd_train import parse_table
+        env_kwargs = parse_table("--env-kwargs", args.env_kwargs)
     if args.env is not None:
-        checks.env_name("--env", args.env)
+        from neuromotor.envs import env_class
+        try:
+            env_class(args.env, env_kwargs)
+        except UserError as exc:
+            raise UserError(f"--env: {exc}") from None
     from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,
-                  steps=args.steps)
+                  steps=args.steps, env_kwargs=env_kwargs)
     print(report(res))
     if args.json:
         print(json_line(res))
