@@ -235,6 +235,25 @@ def test_losses_equal_their_definitions():
         assert actor_loss[k] == pytest.approx(np.mean(alpha * logp - qmin), rel=1e-10)
 
 
+def test_scalars_are_the_last_update_losses():
+    algo, batch, rng = _check_algo()
+    assert set(algo.scalars()) == {"lr/actor", "lr/critic", "lr/alpha", "entropy/alpha"}  # before any update
+    B = algo.cfg.batch_size
+    critic = algo._critic_loss(batch[:, :2], rng.standard_normal((2, 2, B, 1)), want_loss=True)
+    actor, log_prob = algo._actor_loss(batch[:, 2], rng.standard_normal((2, B, 1)), want_loss=True)
+    algo._last_log_alpha = algo.log_alpha.copy()
+    s = algo.scalars()
+    np.testing.assert_allclose(s["loss/critic"], critic, rtol=1e-12)
+    np.testing.assert_allclose(s["loss/actor"], actor, rtol=1e-12)
+    np.testing.assert_allclose(s["loss/alpha"], algo._alpha_loss(log_prob), rtol=1e-12)
+    np.testing.assert_allclose(s["policy/entropy"], -log_prob.mean(axis=(1, 2)), rtol=1e-12)
+    np.testing.assert_allclose(s["entropy/alpha"], np.exp([0.3, -0.7]), rtol=1e-12)
+    trained = _train([0, 1], 60, cfg=Config(**SMALL))
+    s = trained.scalars()
+    assert all(np.isfinite(v).all() and v.shape == (2,) for v in s.values()) and len(s) == 8
+    np.testing.assert_allclose(s["lr/alpha"], 1e-3)
+
+
 @pytest.mark.slow
 def test_sac_swings_up_the_pendulum():
     """Two seeds of the default configuration, 10k steps: both near the RLtools result (about -150)."""
@@ -262,6 +281,13 @@ def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
     _, algo = runs.load(run_dir)
     obs = np.array([[1.0, 0.0, 0.5]], np.float32)
     np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "agent1_seed4"))
+    events.Reload()
+    assert {"entropy/alpha", "loss/critic", "loss/actor", "loss/alpha", "policy/entropy",
+            "lr/alpha"} <= set(events.Tags()["scalars"])
+    assert events.Scalars("entropy/alpha")[-1].value == pytest.approx(algo.scalars()["entropy/alpha"][1], rel=1e-6)
     nmp = tmp_path / "p.nmp"
     assert cli("export", run_dir, "-o", nmp)[0] == 0 and nmp.stat().st_size > 0
     for args, message in ((["--set", "init_alpha=0"], "init_alpha must be"),

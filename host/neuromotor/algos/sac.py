@@ -208,6 +208,7 @@ class SAC:
         self._ws_critic = critic.workspace((P, 2, B))
         self._ws_critic2 = critic.workspace((P, 2, 2 * B))
 
+        self._last_actor = None  # what the last update leaves for scalars()
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
@@ -269,6 +270,7 @@ class SAC:
             self.critic.step()
             _, log_prob = self._actor_loss(batch[:, 2], actor_noise)
             self.actor.step()
+            self._last_log_alpha = self.log_alpha.copy()
             self.alpha_opt.step(self.log_alpha, self._alpha_grad(log_prob))
             self.critic.update_target(cfg.tau)
         self.steps += 1
@@ -306,6 +308,7 @@ class SAC:
         dq = q - y
         loss = 0.5 * (dq * dq).mean(axis=(2, 3)).sum(axis=1) if want_loss else None
         dq *= self.dtype(1.0 / B)
+        self._last_critic_dq = dq  # the backward below leaves it as is (identity output layer)
         critic.mlp.backward(critic.layers, self._ws_critic, dq, critic.grad_layers)
         return loss
 
@@ -323,7 +326,8 @@ class SAC:
         q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
         first = q[:, 0] <= q[:, 1]
         alpha = self.alpha.astype(self.dtype)[:, None, None]
-        loss = (alpha * pi.log_prob - np.where(first, q[:, 0], q[:, 1])).mean(axis=(1, 2)) if want_loss else None
+        self._last_actor = (alpha * pi.log_prob, np.where(first, q[:, 0], q[:, 1]), pi.log_prob)
+        loss = (self._last_actor[0] - self._last_actor[1]).mean(axis=(1, 2)) if want_loss else None
 
         # The min passes the gradient to the smaller critic only.
         dq, scale = self._dq_actor, self.dtype(-1.0 / B)
@@ -345,6 +349,24 @@ class SAC:
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
+
+    def scalars(self) -> dict:
+        """Per agent: learning rates, the entropy coefficient and the last update's losses and
+        policy entropy estimate -mean log pi (TensorBoard's scalars)."""
+        cfg, P = self.cfg, self.P
+        out = {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr),
+               "lr/alpha": np.full(P, cfg.alpha_lr), "entropy/alpha": self.alpha.astype(np.float64)}
+        if self._last_actor is not None:
+            dq, B = self._last_critic_dq, self.cfg.batch_size
+            alpha_logp, q_min, log_prob = self._last_actor
+            out.update({
+                "loss/critic": 0.5 * B * np.square(dq, dtype=np.float64).sum(axis=(1, 2, 3)),
+                "loss/actor": (alpha_logp - q_min).mean(axis=(1, 2), dtype=np.float64),
+                "loss/alpha": -(self._last_log_alpha[:, None, None] * (log_prob + self.target_entropy)).mean(
+                    axis=(1, 2), dtype=np.float64),
+                "policy/entropy": -log_prob.mean(axis=(1, 2), dtype=np.float64),
+            })
+        return out
 
     def policy_spec(self, agent: int) -> PolicySpec:
         """The deterministic policy tanh(mean): the actor without its log-std outputs."""
