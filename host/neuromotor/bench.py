@@ -4,6 +4,11 @@ On an emulated board QEMU runs with `-icount shift=0`: one guest instruction
 advances the guest clock by 1 ns, so a guest microsecond is 1000 instructions.
 Figures from emulated boards are therefore instruction counts; microseconds at
 a real clock are *predicted* as instructions / MHz (one instruction per cycle).
+
+When the board was started with the cycle model (`neuromotor board start NAME --cycles`)
+the plugin's counters are read around each backend's run: their cycles per instruction
+turn the instruction count into modelled cycles, cycles per multiply-add and predicted µs
+at the clock of each real board the emulated core stands for (docs/timing-model.md).
 """
 
 import json
@@ -40,6 +45,19 @@ def emulated_clock(port):
     return float(q.get("instructions_per_us", 1000)), q.get("ticks_cpu_hz")
 
 
+def cycle_counters(port):
+    """(board name, counters path) of the emulated board on `port` when it runs the cycle model."""
+    try:
+        from neuromotor.boards import emulated
+        for b in emulated.running():
+            c = (b.extra or {}).get("cycles")
+            if b.port == port and c:
+                return b.name, c["counters"]
+    except Exception:
+        return None
+    return None
+
+
 def check_deploy_state(port, info):
     if info.get("interrupted_deploy"):
         dep = info.get("deploy") or {}
@@ -74,9 +92,11 @@ def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PRE
                "platform": info.get("platform"), "version": info.get("version"),
                "n": n, "backends": {}, "unavailable": {b: s for b, s in avail.items() if s != "ok"}}
         ipu, cpu_hz = emulated_clock(port) if emulated else (1000.0, None)
+        model = cycle_counters(port) if emulated else None
         if emulated:
             out["predict_mhz"] = predict_mhz
             out["instructions_per_us"] = ipu
+            out["cycle_model"] = model is not None
         for b in chosen:
             if avail.get(b) != "ok":
                 raise UserError(f"{port}: backend {b} is not available: {avail.get(b)}")
@@ -84,8 +104,16 @@ def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PRE
             # the python backend is ~100x slower: fewer samples keep the run short
             nb = max(20, n // 20) if b == "python" else n
             log(f"  {out['board']}: timing {nb} inferences on {b} ...")
+            before = _read_model(model)
             r = c.bench(nb, timeout=max(300.0, timeout))
             out["backends"][b] = summarise(r, meta, emulated, predict_mhz, ipu, cpu_hz)
+            if model is not None and nb >= 2:
+                # A second, shorter run: the difference of the two cancels the serial
+                # exchange and the server's statistics, leaving (nb - n0) inferences.
+                mid = _read_model(model)
+                n0 = max(1, nb // 4)
+                c.bench(n0, timeout=max(300.0, timeout))
+                add_cycles(out["backends"][b], model[0], before, mid, _read_model(model), nb - n0)
         out["link"] = dict(c.stats)
     return out
 
@@ -114,6 +142,35 @@ def summarise(r, meta, emulated, predict_mhz, instructions_per_us=1000.0, ticks_
     return s
 
 
+def _read_model(model):
+    if model is None:
+        return None
+    from neuromotor.boards.cycles import read_counters
+    return read_counters(model[1])
+
+
+def add_cycles(s, board_name, before, mid, after, n_diff):
+    """Modelled cycles per inference. The plugin's counters around a bench of n inferences
+    (before..mid) and one of n - n_diff (mid..after) differ by the work that grows with n:
+    the server's timed loops of calls and the timer reads between them. Their cycles per
+    instruction, times the guest-clock instruction count of one call, give its cycles."""
+    from neuromotor.boards.cycles import predict
+
+    def diff(key):
+        return (mid[key] - before[key]) - (after[key] - mid[key])
+
+    insns, cycles = diff("insns"), diff("cycles")
+    if insns <= 0 or cycles <= 0 or not s.get("instructions"):
+        return
+    cpi = cycles / insns
+    s["cycles_per_instruction"] = cpi
+    s["cycles"] = s["instructions"] * cpi
+    macs = s.get("macs")
+    s["cycles_per_mac"] = s["cycles"] / macs if macs else None
+    beats = max(0.0, diff("beats") / insns * s["instructions"])
+    s["predicted_boards"] = predict(board_name, s["cycles"], beats, macs)
+
+
 def table(results) -> str:
     lines = []
     for res in results:
@@ -128,6 +185,18 @@ def table(results) -> str:
                 lines.append(f"  {b:8s} {s['mean_us']:9.1f} {s['p99_us']:8.0f} {s['instructions']:9.0f} "
                              f"{ipm if ipm is not None else float('nan'):9.2f} {s['predicted_us']:8.2f} "
                              f"{s['predicted_khz']:8.1f}")
+            if res.get("cycle_model"):
+                lines.append("  cycle model (device/timing, docs/timing-model.md): modelled cycles and "
+                             "µs predicted at each real board's clock")
+                lines.append(f"  {'backend':8s} {'cycles':>9s} {'cyc/MAC':>8s} {'cyc/instr':>9s}  predicted µs")
+                for b, s in res["backends"].items():
+                    if "cycles" not in s:
+                        continue
+                    cpm = s.get("cycles_per_mac")
+                    preds = "  ".join(f"{n} {p['us']:.2f} ({p['clock_mhz']:.0f} MHz)"
+                                      for n, p in s["predicted_boards"].items())
+                    lines.append(f"  {b:8s} {s['cycles']:9.0f} {cpm if cpm is not None else float('nan'):8.2f} "
+                                 f"{s['cycles_per_instruction']:9.2f}  {preds}")
         else:
             lines.append(f"{res['board']} ({res['port']}): measured with time.ticks_us "
                          "(ticks = time.ticks_cpu, the port's cycle counter where it has one)")
@@ -188,6 +257,10 @@ def json_summary(results) -> dict:
                 e["instructions_per_mac"] = s["instructions_per_mac"]
                 e["instructions"] = s["instructions"]
                 e["predicted_us"] = s["predicted_us"]
+                if "cycles" in s:
+                    e["cycles"] = s["cycles"]
+                    e["cycles_per_mac"] = s["cycles_per_mac"]
+                    e["predicted_boards_us"] = {n: p["us"] for n, p in s["predicted_boards"].items()}
             bk[b] = e
         boards.append({"board": res["board"], "port": res["port"], "emulated": res["emulated"], "backends": bk})
     return {"backends": boards[0]["backends"] if boards else {}, "boards": boards}

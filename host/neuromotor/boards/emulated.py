@@ -8,6 +8,10 @@ and records {pid, port, cmdline, ...} in $NEUROMOTOR_CACHE/boards/<instance>.jso
 still runs the recorded command line (a reused PID is never signalled), and
 removes the state file. State files whose process is gone are reported as stale.
 An idle QEMU (our firmware idles in WFI) costs little, but never leave one running.
+
+`start(..., cycles=True)` loads the cycle-model plugin (neuromotor.boards.cycles) into
+QEMU; its counters file is recorded in the state under extra["cycles"], where
+`neuromotor bench` finds it.
 """
 
 from __future__ import annotations
@@ -105,9 +109,9 @@ def build_firmware(name: str, jobs: int = 2, quiet: bool = False) -> Path:
     return fw
 
 
-def qemu_command(board: Board, firmware: Path, qmp: Path | None = None) -> list:
+def qemu_command(board: Board, firmware: Path, qmp: Path | None = None, extra_args: list | None = None) -> list:
     q = board.qemu
-    cmd = [q["system"], *q["args"], "-kernel", str(firmware)]
+    cmd = [q["system"], *q["args"], *(extra_args or []), "-kernel", str(firmware)]
     if qmp is not None:
         cmd += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     return cmd
@@ -186,13 +190,14 @@ def _wait_repl(port: str, timeout: float) -> bool:
 
 def start(name: str, instance: str | None = None, firmware: str | Path | None = None,
           build: bool = False, die_with_parent: bool = False, wait_ready: bool = True,
-          timeout: float = 20.0) -> EmulatedBoard:
+          timeout: float = 20.0, cycles: bool = False) -> EmulatedBoard:
     """Start the emulated board `name`; return its record (with .port and .pid).
 
     instance: the key it is recorded under (default: the board name). Starting an
     instance that is already running is an error; use another instance name to
     run a second copy. build: build the firmware first if it is missing.
     die_with_parent: QEMU ends when this process ends (for test sessions).
+    cycles: run under the cycle-model plugin (counters in <state dir>/<instance>.cycles).
     """
     board = load_board(name)
     if not board.emulated:
@@ -214,7 +219,12 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
     qmp = state_dir() / f"{instance}.qmp"
     log = state_dir() / f"{instance}.log"
     qmp.unlink(missing_ok=True)
-    cmd = qemu_command(board, fw.resolve(), qmp)
+    extra_args, extra = [], {}
+    if cycles:
+        from . import cycles as cyc
+        extra_args, counters = cyc.qemu_args(name, state_dir() / f"{instance}.cycles")
+        extra = {"cycles": {"counters": str(counters), "core": cyc.timing_of(name)["core"]}}
+    cmd = qemu_command(board, fw.resolve(), qmp, extra_args)
     try:
         with open(log, "wb") as logf:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
@@ -237,7 +247,7 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
         _kill(proc.pid, cmd)
         raise UserError(f"QEMU for {name} did not report its pty: {log.read_text(errors='replace')[-500:]}")
     rec = EmulatedBoard(name=name, instance=instance, pid=proc.pid, port=port, firmware=str(fw.resolve()),
-                        cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time())
+                        cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time(), extra=extra)
     tmp = state.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(rec), indent=1))
     tmp.replace(state)
@@ -289,6 +299,9 @@ def stop(instance: str, timeout: float = 10.0) -> bool:
     f.unlink(missing_ok=True)
     if b.qmp:
         Path(b.qmp).unlink(missing_ok=True)
+    counters = (b.extra or {}).get("cycles", {}).get("counters")
+    if counters:
+        Path(counters).unlink(missing_ok=True)
     return ended
 
 

@@ -17,6 +17,8 @@ def register(sub):
     s.add_argument("--instance", help="record it under this name (to run a second copy)")
     s.add_argument("--firmware", help="firmware ELF (default: the one `board build` makes)")
     s.add_argument("--build", action="store_true", help="build the firmware first if it is missing")
+    s.add_argument("--cycles", action="store_true", help="run under the cycle model (QEMU plugin): "
+                   "`neuromotor bench` then reports modelled cycles and µs at real boards' clocks")
     s.set_defaults(func=start)
     t = bsub.add_parser("stop", help="stop an emulated board started with `board start`")
     t.add_argument("name", nargs="?", help="instance (board name unless --instance was given)")
@@ -49,7 +51,8 @@ def start(args) -> int:
         checks.name("--instance", args.instance)
     if args.firmware is not None:
         checks.elf_file("--firmware", args.firmware)
-    b = boards.start(args.name, instance=args.instance, firmware=args.firmware, build=args.build)
+    b = boards.start(args.name, instance=args.instance, firmware=args.firmware, build=args.build,
+                     cycles=args.cycles)
     print(f"{b.instance}: QEMU pid {b.pid}, -icount shift=0; stop with `neuromotor board stop {b.instance}`",
           file=sys.stderr)
     print(b.port)
@@ -112,6 +115,15 @@ def baremetal(args) -> int:
     print(f"{args.name} bare metal, {'->'.join(map(str, sizes))}, {r['macs']} multiply-adds, {r['repeat']} runs")
     print(f"  {r['instructions_per_inference']:.0f} instructions per inference, "
           f"{r['instructions_per_mac']:.2f} per multiply-add (instruction-count time, -icount shift=0)")
+    print(f"  {r['cycles_per_inference']:.0f} cycles per inference, {r['cycles_per_mac']:.2f} per multiply-add "
+          f"({r['core']} cycle model)")
+    g = r.get("generic")
+    if g:
+        print(f"  generic nested loops: {g['instructions']:.0f} instructions, {g['cycles']:.0f} cycles, "
+              f"{g['cycles_per_mac']:.2f} per multiply-add")
+    for name, p in r["predicted"].items():
+        gen = f", generic {g['predicted'][name]['us']:.1f} µs" if g else ""
+        print(f"  predicted on {name} ({p['clock_mhz']:.0f} MHz): {p['us']:.1f} µs{gen}")
     print(f"  max |error| vs naive C reference: {r['max_abs_err']:.2e}")
     return 0
 

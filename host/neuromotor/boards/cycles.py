@@ -1,0 +1,189 @@
+"""Cycle-approximate timing of emulated boards: the nm_cycles QEMU plugin.
+
+device/timing/nm_cycles.c classifies every translated instruction and sums cycles from
+one core's timing tables (docs/timing-model.md). Its counters live in a small file the
+plugin maps into memory, so they can be read while the guest runs:
+
+    from neuromotor.boards import cycles
+    args, counters = cycles.qemu_args("qemu-m7")       # add to the QEMU command line
+    ... run ...
+    c = cycles.read_counters(counters)                  # {"insns", "cycles", "beats", "marks"}
+    cycles.predict("qemu-m7", c["cycles"], c["beats"])  # per real board: cycles and µs at its clock
+
+The emulated board's [timing] table names its core model and the real boards it stands
+for (qemu-m7: teensy41 and stm32h743); each real board's [timing] table gives its data
+wait states, and [mcu] clock_hz its clock.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+from neuromotor.errors import UserError
+from neuromotor.paths import REPO_ROOT, cache_dir
+
+from .descriptor import load_board
+
+TIMING_DIR = REPO_ROOT / "device" / "timing"
+MAGIC = b"NMCYC1\0\0"
+MAX_MARKS = 64
+_HEAD = struct.Struct("<8s5Q")
+CORES = {4: "cortex-m4", 7: "cortex-m7", 32: "rv32imc"}
+
+# Cycles the Cortex-M4 TRM (r0p1, Table 3-1 and the FPU instruction table) states for the
+# sequences in device/timing/microbench.S, in order; P (pipeline refill, 1..3 in the TRM)
+# is the model's 2. The Cortex-M7 column is the documented model's own rules (the M7 TRM
+# publishes no instruction timings): pairs, latencies and the static branch predictor.
+MICROBENCHMARKS = [
+    # name, cortex-m4, cortex-m7, why
+    ("alu_dep", 8, 8, "8 dependent ADDs: 1 each; M7 cannot pair a dependent pair"),
+    ("alu_indep", 8, 4, "8 independent ADDs: 1 each; M7 issues two ALU ops per cycle"),
+    ("ldr3", 4, 3, "LDR 2, then neighbouring loads pipeline at 1; M7: one load/store per cycle"),
+    ("ldr_dep", 4, 3, "the second address is the first result: no pipelining (2+2); M7: it issues 2 cycles later"),
+    ("str_imm3", 3, 3, "STR Rx,[Ry,#imm] is always one cycle"),
+    ("ldm8", 9, 4, "LDM 1+N; M7: 64 bits per cycle"),
+    ("push_pop5", 12, 6, "PUSH 1+N and POP 1+N (no PC)"),
+    ("vldm8", 9, 4, "VLDM.32 1+N; M7: 64 bits per cycle"),
+    ("vldr2", 3, 2, "VLDR 2, the neighbouring VLDR pipelines at 1"),
+    ("vfma_indep", 12, 4, "VFMA 3 each; M7: one FP operation per cycle"),
+    ("vfma_chain", 12, 10, "VFMA 3 each; M7: latency 3 on the accumulator"),
+    ("vmla_indep", 12, 4, "VMLA 3 each"),
+    ("vadd_indep", 4, 4, "VADD 1 each"),
+    ("vdiv", 14, 14, "VDIV.F32 14"),
+    ("mul_mla", 2, 2, "MUL 1, MLA 1; M7: one multiply pipe"),
+    ("sdiv", 12, 12, "SDIV 2..12: the model charges the bound"),
+    ("ldr_vfma", 5, 2, "VLDR 2 + VFMA 3; M7: VLDR and VFMA do not pair, one cycle each"),
+    ("b_taken", 3, 1, "B 1+P; M7: a direct branch predicted by the BTAC costs its issue slot"),
+    ("bne_not_taken", 3, 2, "MOVS, CMP, not-taken B<cond> 1; M7: CMP and the branch pair"),
+    ("beq_taken", 5, 8, "MOVS, CMP, taken B<cond> 1+P; M7: a taken forward branch is mispredicted (+6)"),
+]
+
+
+def plugin_path() -> Path:
+    return cache_dir() / "timing" / "libnm_cycles.so"
+
+
+def build_plugin() -> Path:
+    """Build (or bring up to date) the plugin in the cache; return its path."""
+    res = subprocess.run(["make", "-s", "-C", str(TIMING_DIR), "plugin", f"NEUROMOTOR_CACHE={cache_dir()}"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise UserError(f"building the cycle-model plugin failed:\n{res.stdout}{res.stderr}")
+    return plugin_path()
+
+
+def timing_of(board_name: str) -> dict:
+    """The [timing] table of a board descriptor (core, models, data_wait_states)."""
+    t = load_board(board_name).data.get("timing")
+    if not t or "core" not in t:
+        raise UserError(f"{board_name} has no cycle model ([timing] core in boards/{board_name}/board.toml)")
+    return t
+
+
+def plugin_arg(core: str, counters: Path | None = None, mark: int | None = None) -> str:
+    parts = [str(build_plugin()), f"core={core}"]
+    if counters is not None:
+        parts.append(f"out={counters}")
+    if mark is not None:
+        parts.append(f"mark={mark:#x}")
+    for p in parts:
+        if "," in p:
+            raise UserError(f"a path for the cycle-model plugin contains a comma: {p}")
+    return ",".join(parts)
+
+
+def qemu_args(board_name: str, counters: Path | None = None, mark: int | None = None) -> tuple[list, Path]:
+    """Extra QEMU arguments that load the plugin for this emulated board, and the counters file."""
+    core = timing_of(board_name)["core"]
+    if counters is None:
+        counters = cache_dir() / "boards" / f"{board_name}.cycles"
+    counters.parent.mkdir(parents=True, exist_ok=True)
+    return ["-plugin", plugin_arg(core, counters, mark)], counters
+
+
+def read_counters(path) -> dict:
+    """The plugin's counters: insns, cycles, beats (32-bit data transfers), marks."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read the cycle counters {path}: {exc.strerror}") from None
+    if len(raw) < _HEAD.size or raw[:8] != MAGIC:
+        raise UserError(f"{path} is not a cycle-counter file of the nm_cycles plugin")
+    _, core, insns, cycles_, beats, n_marks = _HEAD.unpack_from(raw)
+    n_marks = min(n_marks, MAX_MARKS)
+    marks = [struct.unpack_from("<3Q", raw, _HEAD.size + 24 * i) for i in range(n_marks)]
+    return {"core": CORES.get(core, str(core)), "insns": insns, "cycles": cycles_, "beats": beats,
+            "marks": [{"insns": m[0], "cycles": m[1], "beats": m[2]} for m in marks]}
+
+
+def real_boards(board_name: str) -> list:
+    """[(name, clock_hz, data_wait_states)] for the real boards an emulated board's model stands for."""
+    out = []
+    for name in timing_of(board_name).get("models", []):
+        rb = load_board(name)
+        t = timing_of(name)
+        out.append((name, int(rb.mcu["clock_hz"]), int(t.get("data_wait_states", 0))))
+    return out
+
+
+def predict(board_name: str, cycles: float, beats: float = 0.0, macs: int | None = None) -> dict:
+    """Per real board: cycles with its wait states, cycles per multiply-add, µs at its clock."""
+    out = {}
+    for name, hz, ws in real_boards(board_name):
+        c = cycles + ws * beats
+        out[name] = {"cycles": c, "clock_mhz": hz / 1e6, "us": c / hz * 1e6,
+                     "cycles_per_mac": c / macs if macs else None}
+    return out
+
+
+def symbol_address(elf, name: str, nm: str = "arm-none-eabi-nm") -> int:
+    res = subprocess.run([nm, str(elf)], capture_output=True, text=True)
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16) & ~1
+    raise UserError(f"{elf} has no symbol {name}")
+
+
+def run_marked(elf, machine: str, core: str, system: str = "qemu-system-arm", timeout: float = 120,
+               nm: str = "arm-none-eabi-nm") -> tuple[dict, str]:
+    """Run a bare-metal ELF under the plugin with marks at nm_mark; return (counters, output)."""
+    mark = symbol_address(elf, "nm_mark", nm)
+    tmp = cache_dir() / "timing" / f"run-{os.getpid()}.cycles"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [system, "-machine", machine, "-nographic", "-monitor", "none", "-serial", "none", "-semihosting",
+           "-icount", "shift=0", "-plugin", plugin_arg(core, tmp, mark), "-kernel", str(elf)]
+    if machine == "virt":
+        cmd[3:3] = ["-bios", "none"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if res.returncode != 0:
+            raise UserError(f"{elf} under the cycle model failed (exit {res.returncode}): "
+                            f"{(res.stdout + res.stderr)[-500:]}")
+        return read_counters(tmp), res.stdout + res.stderr
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{elf} did not finish within {timeout} s under the cycle model") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_microbench(core: str) -> dict:
+    """Cycles of each microbenchmark in device/timing/microbench.S under the model of `core`."""
+    machine = {"cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}.get(core)
+    if machine is None:
+        raise UserError(f"microbenchmarks run on cortex-m4 or cortex-m7, not {core}")
+    res = subprocess.run(["make", "-s", "-C", str(TIMING_DIR), "microbench", f"NEUROMOTOR_CACHE={cache_dir()}"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise UserError(f"building the microbenchmarks failed:\n{res.stdout}{res.stderr}")
+    build_plugin()
+    c, _ = run_marked(cache_dir() / "timing" / f"microbench-{core}.elf", machine, core)
+    m = [x["cycles"] for x in c["marks"]]
+    deltas = [b - a for a, b in zip(m, m[1:])]
+    if len(deltas) != len(MICROBENCHMARKS) + 1:
+        raise UserError(f"microbench: {len(deltas)} marked regions, expected {len(MICROBENCHMARKS) + 1}")
+    base = deltas[0]
+    return {name: d - base for (name, *_), d in zip(MICROBENCHMARKS, deltas[1:])}

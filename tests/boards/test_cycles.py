@@ -1,0 +1,121 @@
+"""The cycle model (device/timing/nm_cycles.c, a QEMU TCG plugin): exact cycle counts for
+the TRM microbenchmarks, bare-metal and MicroPython figures with predictions per real board."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuromotor.boards import cycles as cyc
+from neuromotor.boards import load_board
+from neuromotor.errors import UserError
+
+pytestmark = [pytest.mark.qemu]
+
+
+def _need(*tools):
+    for tool in tools:
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed (make system)")
+
+
+@pytest.mark.parametrize("core,column", [("cortex-m4", 1), ("cortex-m7", 2)])
+def test_microbenchmarks_exact(core, column):
+    _need("arm-none-eabi-gcc", "qemu-system-arm", "cc")
+    got = cyc.run_microbench(core)
+    want = {row[0]: row[column] for row in cyc.MICROBENCHMARKS}
+    assert got == want
+
+
+def test_every_emulated_board_names_a_model_and_real_boards():
+    for name in ("qemu-m4f", "qemu-m7", "qemu-rv32"):
+        t = cyc.timing_of(name)
+        assert t["core"] in cyc.CORES.values()
+        for real, hz, ws in cyc.real_boards(name):
+            assert cyc.timing_of(real)["core"] == t["core"]
+            assert hz == load_board(real).mcu["clock_hz"] and ws == 0
+    assert [r[0] for r in cyc.real_boards("qemu-m7")] == ["teensy41", "stm32h743"]
+    with pytest.raises(UserError, match="no cycle model"):
+        cyc.timing_of("esp32")
+
+
+def test_predict_adds_wait_states_per_beat(monkeypatch):
+    monkeypatch.setattr(cyc, "real_boards", lambda name: [("slow", 100_000_000, 3), ("fast", 200_000_000, 0)])
+    p = cyc.predict("qemu-m4f", 1000.0, beats=10.0, macs=100)
+    assert p["slow"]["cycles"] == 1030.0 and p["slow"]["us"] == pytest.approx(10.3)
+    assert p["fast"]["cycles"] == 1000.0 and p["fast"]["us"] == pytest.approx(5.0)
+    assert p["fast"]["cycles_per_mac"] == 10.0
+
+
+def test_counter_file_is_checked(tmp_path):
+    bad = tmp_path / "x.cycles"
+    bad.write_bytes(b"not counters" * 10)
+    with pytest.raises(UserError, match="not a cycle-counter file"):
+        cyc.read_counters(bad)
+    with pytest.raises(UserError, match="cannot read"):
+        cyc.read_counters(tmp_path / "missing")
+
+
+def test_plugin_refuses_unknown_arguments_and_wrong_target(tmp_path):
+    _need("qemu-system-arm", "cc")
+    so = cyc.build_plugin()
+    for arg, msg in (("core=z80", "unknown argument"), ("core=rv32imc", "does not match"),
+                     ("mark=0xzz", "bad mark")):
+        res = subprocess.run(["qemu-system-arm", "-machine", "mps2-an500", "-nographic", "-monitor", "none",
+                              "-serial", "none", "-plugin", f"{so},{arg}", "-kernel", "/dev/null"],
+                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert res.returncode != 0 and msg in res.stderr, (arg, res.stderr)
+
+
+@pytest.mark.parametrize("board,real,mhz", [("qemu-m4f", "stm32f405", 168), ("qemu-m7", "teensy41", 600)])
+def test_baremetal_cycles_and_generic(board, real, mhz):
+    _need("arm-none-eabi-gcc", "qemu-system-arm", "cc")
+    from neuromotor.boards.baremetal import run_baremetal
+    r = run_baremetal(board, sizes=(13, 64, 64, 4), repeat=50)
+    # the plugin counts what QEMU executes: the CMSDK timer (40 instructions a tick, the
+    # timing loop's few instructions per call not subtracted) agrees
+    assert 0 <= r["instructions_timer"] - r["instructions_per_inference"] <= 20
+    assert r["cycles_per_inference"] > 0.5 * r["instructions_per_inference"]
+    p = r["predicted"][real]
+    assert p["us"] == pytest.approx(r["cycles_per_inference"] / mhz)
+    g = r["generic"]
+    assert g["max_abs_err"] <= 1e-5
+    # the generic nested loops are slower than the fused kernel in cycles, on both cores
+    assert g["cycles"] > 1.5 * r["cycles_per_inference"]
+    assert g["predicted"][real]["us"] == pytest.approx(g["cycles"] / mhz)
+
+
+def test_bench_reports_modelled_cycles(tmp_path):
+    """A board started with the cycle model: bench reports cycles, cycles per MAC and µs at
+    each real board's clock beside the instruction counts."""
+    _need("qemu-system-arm", "cc")
+    from neuromotor import boards
+    from neuromotor.bench import bench_port, json_summary, table
+    from neuromotor.deploy import deploy
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from board_inference import make_policy
+    make_policy(tmp_path / "p.nmp")
+    instance = "qemu-m7-cycles-test"
+    try:
+        b = boards.start("qemu-m7", instance=instance, build=True, die_with_parent=True, cycles=True)
+    except UserError as exc:
+        pytest.skip(f"qemu-m7 firmware: {exc}")
+    try:
+        counters = Path(b.extra["cycles"]["counters"])
+        assert counters.exists()
+        deploy(b.port, str(tmp_path / "p.nmp"), log=lambda s: None)
+        r = bench_port(b.port, n=60, backends=["native"], log=lambda s: None)
+    finally:
+        boards.stop(instance)
+    assert not counters.exists()
+    s = r["backends"]["native"]
+    assert r["cycle_model"] is True
+    assert s["cycles"] == pytest.approx(s["instructions"] * s["cycles_per_instruction"])
+    assert 0.8 < s["cycles_per_instruction"] < 4
+    assert set(s["predicted_boards"]) == {"teensy41", "stm32h743"}
+    assert s["predicted_boards"]["stm32h743"]["us"] == pytest.approx(s["cycles"] / 480)
+    assert "cycle model" in table([r]) and "teensy41" in table([r])
+    j = json_summary([r])["backends"]["native"]
+    assert j["cycles_per_mac"] == s["cycles_per_mac"] and set(j["predicted_boards_us"]) == {"teensy41", "stm32h743"}
