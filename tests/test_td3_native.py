@@ -44,7 +44,7 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
     orders do, so each update is compared from identical numbers."""
     updates = 1000 if isa == 0 else 200
     keys = ["actor", "actor_target", "critic", "critic_target", "actor_opt_m", "actor_opt_v",
-            "critic_opt_m", "critic_opt_v"]
+            "critic_opt_m", "critic_opt_v", "replay"]  # replay: the transitions, native actions included
     best = _nm_host.isa()
     worst, spread = {}, {}
     try:
@@ -249,3 +249,28 @@ def test_benchmark_ratios_are_per_backend(monkeypatch):
     assert ratios == {"rltools_over_neuromotor_single_1thread": {"wall": 1.5, "cpu": 1.5},
                       "rltools_over_neuromotor_numpy_single_1thread": {"wall": 0.75, "cpu": 0.75},
                       "rltools_over_neuromotor_per_agent_in_population_2thread": {"wall": 3.0, "cpu": 3.0}}
+
+
+def test_native_act_equals_numpy_and_checks_its_arrays():
+    algo = _td3([0, 1, 2], "native", learning_starts=10)
+    for _ in range(60):
+        algo.advance()
+    rng = np.random.default_rng(2)
+    obs = rng.standard_normal((3, 3)).astype(np.float32)
+    noise = np.array([[0.1], [5.0], [-5.0]], np.float32)  # the last two clip at +-1
+    out = np.empty((3, 1), np.float32)
+    layout = algo.actor.layout()
+    _nm_host.act(algo.actor.params, layout, obs, noise, 0.5, out)
+    from neuromotor.nn.mlp import with_ones
+    ref = algo.actor.mlp.forward(algo.actor.layers, with_ones(obs)[:, None])[:, 0] + noise * np.float32(0.5)
+    np.testing.assert_allclose(out, np.clip(ref, -1, 1), atol=1e-6)
+    assert np.any(np.abs(out) == 1) and np.any(np.abs(out) < 1)
+    bad = [(algo.actor.params[:-1], obs, noise, out, "axis 0"), (algo.actor.params, obs.astype(np.float64), noise, out,
+           "float32"), (algo.actor.params, obs[:, :2].copy(), noise, out, "axis 1"),
+           (algo.actor.params, obs, noise[:2], out, "axis 0"), (algo.actor.params, obs, noise, np.empty((3, 2), np.float32)[:, ::2], "C-contiguous"),
+           (algo.actor.params, obs, noise, noise, "overlap"), (algo.actor.params, obs, noise, np.empty((3, 1)), "float32")]
+    for params, o, n, a, message in bad:
+        before = np.array(out)
+        with pytest.raises(ValueError, match=message):
+            _nm_host.act(params, layout, o, n, 0.1, a)
+        np.testing.assert_array_equal(out, before)

@@ -113,7 +113,8 @@ NM_AVX2_INLINE __m256 nm_avx_tn_init(const float *c, __m256i mask, const float *
 
 // Rows m..m+3, columns n..n+23: 12 accumulators, 3 loads and 4 broadcasts per 12
 // multiply-adds (enough chains to keep two FMA pipes busy through their latency).
-NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
+    const float *b, size_t ldb,
     size_t K, int acc, const float *bias, size_t m, int relu) {
     const __m256i all = _mm256_set1_epi32(-1);
     #define NM_INIT3(i) \
@@ -128,7 +129,7 @@ NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t
     for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
         const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16);
         #define NM_ROW3(i) do { \
-                const __m256 x = _mm256_broadcast_ss(a + i); \
+                const __m256 x = _mm256_broadcast_ss(a + i * sa); \
                 c##i##0 = _mm256_fmadd_ps(x, b0, c##i##0); \
                 c##i##1 = _mm256_fmadd_ps(x, b1, c##i##1); \
                 c##i##2 = _mm256_fmadd_ps(x, b2, c##i##2); \
@@ -152,7 +153,8 @@ NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t
 }
 
 // Rows m..m+3, the (masked) columns n..n+7.
-NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
+    const float *b, size_t ldb,
     size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
     __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc), c1 = nm_avx_tn_init(c + ldc, mask, bias, m + 1, acc);
     __m256 c2 = nm_avx_tn_init(c + 2 * ldc, mask, bias, m + 2, acc);
@@ -160,9 +162,9 @@ NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t 
     for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
         const __m256 y = _mm256_maskload_ps(b, mask);
         c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), y, c0);
-        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), y, c1);
-        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), y, c2);
-        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), y, c3);
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + sa), y, c1);
+        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2 * sa), y, c2);
+        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3 * sa), y, c3);
     }
     _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
     _mm256_maskstore_ps(c + ldc, mask, nm_avx_relu(c1, relu));
@@ -198,38 +200,46 @@ NM_AVX2_INLINE void nm_tn_1x8_avx2(float *c, const float *a, size_t lda, const f
     _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
 }
 
-NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda,
+// A's element (k, m) is A[k * lda + m * sa]: sa = 1 is nm_gemm_tn's A; lda = 1, sa = K reads
+// a row-major M x K matrix as its transpose, in place.
+NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda, size_t sa,
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     const __m256i all = _mm256_set1_epi32(-1);
     size_t m = 0;
     for (; m + 4 <= M; m += 4) {
         size_t n = 0;
         for (; n + 24 <= N; n += 24) {
-            nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
+            nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu);
         }
         for (; n < N; n += 8) {
-            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m, lda, B + n, ldb, K, acc, bias, m, relu,
+            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu,
                 N - n >= 8 ? all : nm_avx_lanes(N - n));
         }
     }
     for (; m < M; m++) {
         size_t n = 0;
         for (; n + 32 <= N; n += 32) {
-            nm_tn_1x32_avx2(C + m * ldc + n, A + m, lda, B + n, ldb, K, acc, bias, m, relu);
+            nm_tn_1x32_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu);
         }
         for (; n < N; n += 8) {
-            nm_tn_1x8_avx2(C + m * ldc + n, A + m, lda, B + n, ldb, K, acc, bias, m, relu,
+            nm_tn_1x8_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu,
                 N - n >= 8 ? all : nm_avx_lanes(N - n));
         }
     }
 }
 
-// (v0 + v4) + (v2 + v6) + ... in one fixed order: lo + hi halves, then pairs, then the last two.
+// The 8 lanes of v summed as ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): the tree that
+// nm_avx_hsum4 builds for four vectors at once with horizontal adds.
 NM_AVX2_INLINE float nm_avx_hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
+    __m256 t = _mm256_hadd_ps(v, v);
+    t = _mm256_hadd_ps(t, t);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+
+// nm_avx_hsum of a, b, c, d into the 4 lanes of one register.
+NM_AVX2_INLINE __m128 nm_avx_hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
 // One output of nm_gemm_nt: lane j sums k = j, j + 8, ...; the k tail is loaded masked (zeros).
@@ -280,9 +290,8 @@ NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda
             #undef NM_LOADU
             #undef NM_LOADM
             float *c = C + m * ldc + n;
-            c[0] = nm_avx_hsum(s00), c[1] = nm_avx_hsum(s01), c[2] = nm_avx_hsum(s02), c[3] = nm_avx_hsum(s03);
-            c += ldc;
-            c[0] = nm_avx_hsum(s10), c[1] = nm_avx_hsum(s11), c[2] = nm_avx_hsum(s12), c[3] = nm_avx_hsum(s13);
+            _mm_storeu_ps(c, nm_avx_hsum4(s00, s01, s02, s03));
+            _mm_storeu_ps(c + ldc, nm_avx_hsum4(s10, s11, s12, s13));
         }
         for (; n < N; n++) {
             C[m * ldc + n] = nm_nt_dot_avx2(a0, B + n * ldb, K);
@@ -307,7 +316,7 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     #if NM_AVX2
     if (nm_isa() == NM_ISA_AVX2) {
-        nm_gemm_tn_avx2(C, ldc, A, lda, B, ldb, M, N, K, acc, bias, relu);
+        nm_gemm_tn_avx2(C, ldc, A, lda, 1, B, ldb, M, N, K, acc, bias, relu);
         return;
     }
     #endif

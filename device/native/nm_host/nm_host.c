@@ -18,6 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 
 #include "nm_train.h"
@@ -472,6 +473,70 @@ out:
 }
 
 /* ---------------------------------------------------------------------------
+ * act: the actors' exploring actions for one observation each.
+ */
+static const char act_doc[] =
+    "act(params, actor_layout, obs, noise, scale, out)\n\n"
+    "out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1) for the P actors of a family in\n"
+    "neuromotor.nn.mlp's flat layout: obs (P, obs_dim), noise and out (P, act_dim), float32.";
+
+static PyObject *nmh_act(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *params, *layout, *obs, *noise, *out;
+    double scale;
+    if (!PyArg_ParseTuple(args, "OOOOdO:act", &params, &layout, &obs, &noise, &scale, &out)) {
+        return NULL;
+    }
+    nmh_net an;
+    if (!nmh_parse_net(layout, "actor_layout", 1, &an)) {
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    PyObject *result = NULL;
+    const size_t o = an.sizes[0], na = an.sizes[an.n_layers];
+    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o};
+    const float *x = nmh_get(&bs, obs, "obs", 'f', 0, 2, oshape);
+    if (!x) {
+        goto out;
+    }
+    const size_t P = (size_t)oshape[0];
+    if (P < 1 || P > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "obs must hold from 1 to 2^20 agents");
+        goto out;
+    }
+    nmh_set_members(&an, P);
+    Py_ssize_t pshape[1] = {(Py_ssize_t)an.host_len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
+    Py_ssize_t ashape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
+    const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
+    const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
+    float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
+    if (!a || !nmh_check_disjoint(&bs)) {
+        goto out;
+    }
+    float *mem = PyMem_RawMalloc((an.train_len + an.tape_per_sample) * sizeof(float));
+    if (!mem) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    const float s = (float)scale;
+    Py_BEGIN_ALLOW_THREADS
+    float *net = mem, *tape = mem + an.train_len;
+    for (size_t k = 0; k < P; k++) {
+        nmh_to_train(net, p, &an, k);
+        nm_train_forward(net, an.sizes, an.acts, an.n_layers, x + k * o, tape, 1);
+        memcpy(a + k * na, tape + an.tape_per_sample - na, na * sizeof(float));
+        // exploration: the smoothing step with no clip on the noise
+        nm_td3_smooth(a + k * na, eps + k * na, na, s, INFINITY);
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(mem);
+    result = Py_NewRef(Py_None);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------
  * Instruction-set path.
  */
 static PyObject *nmh_isa(PyObject *self, PyObject *args) {
@@ -489,6 +554,7 @@ static PyObject *nmh_isa(PyObject *self, PyObject *args) {
 
 static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
+    {"act", nmh_act, METH_VARARGS, act_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},
     {NULL, NULL, 0, NULL},

@@ -229,6 +229,10 @@ class TD3:
         # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
+        elif self._native:
+            action = np.empty((self.P, self.act_dim), F32)
+            _nm_host.act(self.actor.params, self._native[2], np.ascontiguousarray(self.obs, F32), explore,
+                         cfg.exploration_noise, action)
         else:
             self._obs1[:, 0, :-1] = self.obs
             action = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
