@@ -29,6 +29,12 @@ def test_microbenchmarks_exact(core, column):
     assert got == want
 
 
+def test_microbenchmarks_exact_rv32():
+    _need("riscv64-unknown-elf-gcc", "qemu-system-riscv32", "cc")
+    got = cyc.run_microbench("rv32imc")
+    assert got == {name: want for name, want, _ in cyc.MICROBENCHMARKS_RV32}
+
+
 def test_every_emulated_board_names_a_model_and_real_boards():
     for name in ("qemu-m4f", "qemu-m7", "qemu-rv32"):
         t = cyc.timing_of(name)

@@ -61,6 +61,17 @@ MICROBENCHMARKS = [
     ("beq_taken", 5, 8, "MOVS, CMP, taken B<cond> 1+P; M7: a taken forward branch is mispredicted (+6)"),
 ]
 
+# device/timing/microbench-rv32.S under the rv32imc model (its own rules: no vendor table).
+MICROBENCHMARKS_RV32 = [
+    ("alu4", 4, "four ALU operations, 1 each"),
+    ("load_use", 3, "LW 1 + a use of its result right after: 1 + 1 stall"),
+    ("load_nouse", 2, "LW and an independent ADDI"),
+    ("mul_div", 18, "MUL 1, DIV 17"),
+    ("branch_taken", 3, "a taken branch: 1 + 2 refill"),
+    ("branch_not_taken", 1, "a branch that falls through"),
+    ("compressed", 4, "C.LW, C.ADDI of its result (+1 stall), C.LI"),
+]
+
 
 def plugin_path() -> Path:
     return cache_dir() / "timing" / "libnm_cycles.so"
@@ -171,19 +182,21 @@ def run_marked(elf, machine: str, core: str, system: str = "qemu-system-arm", ti
 
 
 def run_microbench(core: str) -> dict:
-    """Cycles of each microbenchmark in device/timing/microbench.S under the model of `core`."""
-    machine = {"cortex-m4": "mps2-an386", "cortex-m7": "mps2-an500"}.get(core)
-    if machine is None:
-        raise UserError(f"microbenchmarks run on cortex-m4 or cortex-m7, not {core}")
+    """Cycles of each microbenchmark (device/timing/microbench*.S) under the model of `core`."""
+    setups = {"cortex-m4": ("mps2-an386", "qemu-system-arm", "arm-none-eabi-nm", MICROBENCHMARKS),
+              "cortex-m7": ("mps2-an500", "qemu-system-arm", "arm-none-eabi-nm", MICROBENCHMARKS),
+              "rv32imc": ("virt", "qemu-system-riscv32", "riscv64-unknown-elf-nm", MICROBENCHMARKS_RV32)}
+    if core not in setups:
+        raise UserError(f"microbenchmarks run on {', '.join(setups)}, not {core}")
+    machine, system, nm, table = setups[core]
     res = subprocess.run(["make", "-s", "-C", str(TIMING_DIR), "microbench", f"NEUROMOTOR_CACHE={cache_dir()}"],
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise UserError(f"building the microbenchmarks failed:\n{res.stdout}{res.stderr}")
-    build_plugin()
-    c, _ = run_marked(cache_dir() / "timing" / f"microbench-{core}.elf", machine, core)
+    c, _ = run_marked(cache_dir() / "timing" / f"microbench-{core}.elf", machine, core, system=system, nm=nm)
     m = [x["cycles"] for x in c["marks"]]
     deltas = [b - a for a, b in zip(m, m[1:])]
-    if len(deltas) != len(MICROBENCHMARKS) + 1:
-        raise UserError(f"microbench: {len(deltas)} marked regions, expected {len(MICROBENCHMARKS) + 1}")
+    if len(deltas) != len(table) + 1:
+        raise UserError(f"microbench: {len(deltas)} marked regions, expected {len(table) + 1}")
     base = deltas[0]
-    return {name: d - base for (name, *_), d in zip(MICROBENCHMARKS, deltas[1:])}
+    return {name: d - base for (name, *_), d in zip(table, deltas[1:])}
