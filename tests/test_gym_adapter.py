@@ -218,3 +218,21 @@ def test_env_failing_mid_run_keeps_the_last_good_checkpoint(cli, tmp_path, user_
     assert "second line" not in err
     arrays = _arrays(run)
     assert int(arrays["steps"]) == 200 and np.isfinite(arrays["actor"]).all()
+
+
+def test_the_adapter_benchmark_runs_and_reports_its_bound(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "gym_adapter.json"
+    res = subprocess.run([sys.executable, str(repo / "benchmarks" / "gym_adapter.py"), "--envs", "2", "--steps", "400",
+                          "--repeat", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert set(doc["rows"]) == {"gymnasium_random", "adapter_random", "ppo_adapter", "ppo_builtin", "td3_adapter",
+                                "td3_builtin"}
+    assert doc["rows"]["gymnasium_random"]["over_gymnasium_random"] == 1.0
+    assert 0 < doc["ppo_over_gymnasium_random_bound"] < 1
+    assert isinstance(doc["shared_machine"], bool) and ("shared machine" in res.stdout) == doc["shared_machine"]

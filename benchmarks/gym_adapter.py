@@ -1,0 +1,155 @@
+"""Training through the gymnasium adapter on Pendulum-v1 vs gymnasium's own vector env: env steps/s.
+
+    .venv/bin/python benchmarks/gym_adapter.py                  # 16 envs, 20,000 env steps per row
+    .venv/bin/python benchmarks/gym_adapter.py --envs 64 --steps 50000
+
+Rows, all with the same number of Pendulum-v1 copies (--envs) in one process of
+one BLAS thread, timed after construction and the first reset:
+
+  gymnasium SyncVectorEnv, random actions   the reference: gymnasium stepping alone
+  adapter, random actions                   GymVec + AutoReset: what the adapter adds
+  PPO training via the adapter              num_envs = --envs (one agent), the pendulum
+                                            preset otherwise: acting, stepping, updates
+  TD3 training via the adapter              a population of --envs agents, one env each
+  PPO / TD3 on the built-in `pendulum`      the same training on the NumPy-vectorised env
+
+The ratio that matters is PPO training via the adapter over gymnasium's random
+stepping (training should keep at least half of gymnasium's own stepping rate).
+No adapter can beat 1 / (1 + gymnasium's rate / PPO's rate on the built-in env):
+training pays gymnasium's stepping and the algorithm's own work per step; the
+table prints that bound beside the ratio.
+Each row runs --repeat times; the median counts. The 1-minute load average is
+read before and after: above --idle-load the results are marked "shared
+machine" (the numbers then are not the machine's). Prints a table, writes
+benchmarks/results/gym_adapter.json.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from benchutil import RESULTS, write_json
+from neuromotor import config
+from neuromotor.algos.ppo import PPO
+from neuromotor.algos.td3 import TD3
+from neuromotor.algos.td3 import Config as TD3Config
+from neuromotor.envs import env_class
+from neuromotor.envs.autoreset import AutoReset
+
+
+def gymnasium_random(n, steps):
+    import gymnasium
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    vec = SyncVectorEnv([lambda: gymnasium.make("Pendulum-v1")] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+    vec.reset(seed=0)
+    vec.action_space.seed(0)
+    actions = [vec.action_space.sample() for _ in range(64)]
+    iters = -(-steps // n)
+    t0 = time.perf_counter()
+    for i in range(iters):
+        vec.step(actions[i % 64])
+    wall = time.perf_counter() - t0
+    vec.close()
+    return iters * n / wall
+
+
+def adapter_random(n, steps):
+    env = env_class("Pendulum-v1")(n)
+    rng = np.random.default_rng(0)
+    episodes = AutoReset(env, [np.random.default_rng(s) for s in range(n)])
+    episodes.reset()
+    actions = [rng.uniform(-2, 2, (n, 1)).astype(np.float32) for _ in range(64)]
+    iters = -(-steps // n)
+    t0 = time.perf_counter()
+    for i in range(iters):
+        episodes.step(actions[i % 64])
+    wall = time.perf_counter() - t0
+    env.close()
+    return iters * n / wall
+
+
+def ppo_training(env_name, n, steps):
+    cfg, _ = PPO.defaults("pendulum")
+    cfg.num_envs = n
+    cfg.minibatch_size = n * cfg.num_steps // 4  # the preset's four minibatches per epoch
+    config.validate(cfg)
+    algo = PPO(cfg, env_class(env_name), [0])
+    per_iter = n * cfg.num_steps
+    iters = max(1, -(-steps // per_iter))
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        algo.advance()
+    return iters * per_iter / (time.perf_counter() - t0)
+
+
+def td3_training(env_name, n, steps):
+    cfg = TD3Config(learning_starts=100)
+    algo = TD3(cfg, env_class(env_name), list(range(n)))
+    for _ in range(cfg.learning_starts):  # warm-up steps (no updates) are not what training costs
+        algo.advance()
+    iters = max(1, -(-steps // n))
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        algo.advance()
+    return iters * n / (time.perf_counter() - t0)
+
+
+ROWS = [
+    ("gymnasium SyncVectorEnv, random actions", "gymnasium_random", lambda n, s: gymnasium_random(n, s)),
+    ("adapter, random actions", "adapter_random", lambda n, s: adapter_random(n, s)),
+    ("PPO training via the adapter", "ppo_adapter", lambda n, s: ppo_training("Pendulum-v1", n, s)),
+    ("PPO training on built-in pendulum", "ppo_builtin", lambda n, s: ppo_training("pendulum", n, s)),
+    ("TD3 training via the adapter", "td3_adapter", lambda n, s: td3_training("Pendulum-v1", n, s)),
+    ("TD3 training on built-in pendulum", "td3_builtin", lambda n, s: td3_training("pendulum", n, s)),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--envs", type=int, default=16, help="Pendulum-v1 copies in every row (default 16)")
+    ap.add_argument("--steps", type=int, default=20_000, help="env steps per row (default 20000)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--idle-load", type=float, default=0.5,
+                    help="1-minute load average above which the machine counts as shared (default 0.5)")
+    ap.add_argument("--out", default=str(RESULTS / "gym_adapter.json"))
+    args = ap.parse_args()
+
+    load_before = os.getloadavg()[0]
+    results = {}
+    with threadpool_limits(1, "blas"):
+        for label, key, fn in ROWS:
+            rates = [fn(args.envs, args.steps) for _ in range(args.repeat)]
+            results[key] = {"label": label, "env_steps_per_s": statistics.median(rates), "runs": rates}
+    load_after = os.getloadavg()[0]
+    shared = max(load_before, load_after) > args.idle_load
+    base = results["gymnasium_random"]["env_steps_per_s"]
+    for r in results.values():
+        r["over_gymnasium_random"] = r["env_steps_per_s"] / base
+
+    note = "shared machine: other processes were running, these rates are not the machine's" if shared else "idle"
+    print(f"Pendulum-v1, {args.envs} envs, {args.steps} env steps per row, median of {args.repeat}, "
+          f"one process, one BLAS thread; load average {load_before:.2f} -> {load_after:.2f} ({note})")
+    print(f"{'row':<44} {'env steps/s':>12} {'x gymnasium':>12}")
+    for r in results.values():
+        print(f"{r['label']:<44} {r['env_steps_per_s']:>12.0f} {r['over_gymnasium_random']:>12.2f}")
+    target = results["ppo_adapter"]["over_gymnasium_random"]
+    # Training via any adapter pays gymnasium's stepping plus the algorithm's own work per step
+    # (what it costs on the built-in env, whose stepping is nearly free): the best it can keep.
+    bound = 1 / (1 + base / results["ppo_builtin"]["env_steps_per_s"])
+    print(f"PPO training via the adapter keeps {target:.2f}x of gymnasium's random stepping (target >= 0.5); "
+          f"gymnasium's stepping plus PPO's own work per step allow at most {bound:.2f}x")
+    doc = {"envs": args.envs, "steps": args.steps, "repeat": args.repeat, "machine": platform.platform(),
+           "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_after,
+           "shared_machine": shared, "rows": results, "ppo_adapter_over_gymnasium_random": target,
+           "ppo_over_gymnasium_random_bound": bound}
+    print(f"wrote {write_json(args.out, doc)}")
+
+
+if __name__ == "__main__":
+    main()
