@@ -78,11 +78,11 @@ def board_path(option: str, value: str) -> str:
     return value
 
 
-def env_name(option: str, value: str) -> str:
+def env_name(option: str, value: str, kwargs: dict = None) -> str:
     from neuromotor.envs import env_class
 
     try:
-        env_class(value)
+        env_class(value, kwargs)
     except UserError as exc:
         raise UserError(f"{option}: {exc}") from None
     return value

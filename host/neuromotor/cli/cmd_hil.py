@@ -37,11 +37,7 @@ def run(args):
         from neuromotor.cli.cmd_train import parse_table
         env_kwargs = parse_table("--env-kwargs", args.env_kwargs)
     if args.env is not None:
-        from neuromotor.envs import env_class
-        try:
-            env_class(args.env, env_kwargs)
-        except UserError as exc:
-            raise UserError(f"--env: {exc}") from None
+        checks.env_name("--env", args.env, env_kwargs)
     from neuromotor.link.ports import resolve_port
     port = resolve_port(args.port)
     res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,
