@@ -236,3 +236,21 @@ def test_the_adapter_benchmark_runs_and_reports_its_bound(tmp_path):
     assert doc["rows"]["gymnasium_random"]["over_gymnasium_random"] == 1.0
     assert 0 < doc["ppo_over_gymnasium_random_bound"] < 1
     assert isinstance(doc["shared_machine"], bool) and ("shared machine" in res.stdout) == doc["shared_machine"]
+
+
+def test_the_checkpoint_knows_its_env_kwargs(cli, tmp_path):
+    run = tmp_path / "run"
+    _train(cli, run, "Pendulum-v1", "--set", "env_kwargs.g=2.0", steps=100)
+    doc = json.loads((run / "config.json").read_text())
+    doc["env_kwargs"]["g"] = 3.0
+    (run / "config.json").write_text(json.dumps(doc))
+    before = _arrays(run)
+    for args in (["train", "--resume", run, "--steps", 200], ["eval", run], ["export", run, "-o", tmp_path / "p.nmp"]):
+        _one_line_error(*cli(*args)[::2], "env_kwargs", '{"g": 2.0}', '{"g": 3.0}')
+    assert not (tmp_path / "p.nmp").exists()
+    doc["env_kwargs"]["g"] = 2.0
+    (run / "config.json").write_text(json.dumps(doc))
+    code, _, err = cli("train", "--resume", run, "--steps", 200, "--vector", "async", "--quiet")
+    assert code == 0, err
+    assert json.loads((run / "config.json").read_text())["vector"] == "async"
+    assert int(_arrays(run)["steps"]) == 200 and int(before["steps"]) == 100
