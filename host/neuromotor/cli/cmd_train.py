@@ -46,7 +46,8 @@ def register(sub):
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
     p.add_argument("--run-dir", type=checks.nonempty_path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")
     p.add_argument("--force", action="store_true", help="overwrite an existing run directory")
-    p.add_argument("--resume", type=checks.nonempty_path, metavar="RUN_DIR", help="continue a run from its checkpoint")
+    p.add_argument("--resume", type=checks.nonempty_path, metavar="RUN_DIR", help="continue a run from its "
+                   "checkpoint (on a gymnasium env the episodes in flight restart; --steps and --vector may change)")
     p.add_argument("--json", action="store_true", help="print one final JSON line")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.set_defaults(func=run)
