@@ -9,6 +9,11 @@ When the board was started with the cycle model (`neuromotor board start NAME --
 the plugin's counters are read around each backend's run: their cycles per instruction
 turn the instruction count into modelled cycles, cycles per multiply-add and predicted µs
 at the clock of each real board the emulated core stands for (docs/timing-model.md).
+
+A board running the bare-metal program of `neuromotor export --format platformio`
+has no REPL: it prints `@nm - bench {...}` lines on its own (cycle counts from its
+cycle counter and its clock). When the raw REPL does not answer, bench listens for
+such a line and reports it as the board's "c-header" backend.
 """
 
 import json
@@ -18,6 +23,7 @@ from pathlib import Path
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_open, atomic_write, check_target
 from neuromotor.link import BenchClient
+from neuromotor.link.client import ProtocolError
 from neuromotor.link.ports import board_for_port
 
 DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
@@ -77,9 +83,67 @@ def deployed_path(info) -> str:
     return path if isinstance(path, str) and path.startswith("/") else DEFAULT_POLICY
 
 
+def read_baremetal(port, timeout=5.0):
+    """The first valid `@nm - bench` line the port prints within `timeout` s (parsed), or None."""
+    import serial
+
+    from neuromotor.link.protocol import BadLine, decode
+    deadline = time.monotonic() + timeout
+    buf = b""
+    try:
+        with serial.Serial(port, 115200, timeout=0.1) as s:
+            while time.monotonic() < deadline:
+                buf += s.read(1024)
+                while b"\n" in buf:
+                    raw, buf = buf.split(b"\n", 1)
+                    try:
+                        msg = decode(raw)
+                    except BadLine:
+                        continue
+                    if msg is not None and msg.seq == "-" and msg.word == "bench":
+                        try:
+                            r = json.loads(msg.payload)
+                        except ValueError:
+                            continue
+                        if isinstance(r, dict) and {"cycles", "clock_hz", "n"} <= set(r):
+                            return r
+                buf = buf[-4096:]
+    except (OSError, serial.SerialException):
+        return None
+    return None
+
+
+def baremetal_result(port, r) -> dict:
+    """A bare-metal bench line as bench_port's result (backend "c-header", µs from cycles)."""
+    hz = float(r["clock_hz"])
+    cyc = r["cycles"]
+    if "error" in r or hz <= 0 or not all(isinstance(cyc.get(k), int) for k in ("min", "median", "p99", "max", "mean")):
+        raise UserError(f"{port}: the bare-metal program reported {r.get('error', 'an unusable bench line')}")
+    us = {k: cyc[k] / hz * 1e6 for k in ("min", "median", "p99", "max", "mean")}
+    macs = r.get("macs")
+    s = {"median_us": us["median"], "p99_us": us["p99"], "min_us": us["min"], "max_us": us["max"],
+         "mean_us": us["mean"], "n": r["n"], "macs": macs, "khz": 1000.0 / us["mean"] if us["mean"] > 0 else None,
+         "timer_overhead_us": r.get("counter_overhead", 0) / hz * 1e6, "alloc_per_call": 0, "sizes": None,
+         "heap_peak": None, "load_heap_peak": None, "cpu_ticks": cyc, "cycles": cyc["mean"],
+         "cycles_per_mac": cyc["mean"] / macs if macs else None, "example_ok": r.get("example_ok")}
+    return {"port": port, "board": r.get("board") or f"baremetal@{port}", "emulated": False, "baremetal": True,
+            "platform": "baremetal", "version": None, "n": r["n"], "backends": {"c-header": s},
+            "unavailable": {}, "clock_hz": hz}
+
+
 def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PREDICT_MHZ,
                timeout=10.0, log=print) -> dict:
-    with BenchClient(port, timeout=timeout) as c:
+    try:
+        client = BenchClient(port, timeout=timeout)
+    except ProtocolError as exc:
+        if "raw REPL" not in str(exc):
+            raise
+        r = read_baremetal(port)
+        if r is None:
+            raise
+        log(f"  {port}: no REPL; read the bare-metal program's bench line")
+        return baremetal_result(port, r)
+    with client as c:
         info = c.info
         check_deploy_state(port, info)
         policy = policy or deployed_path(info)
@@ -198,8 +262,10 @@ def table(results) -> str:
                     lines.append(f"  {b:8s} {s['cycles']:9.0f} {cpm if cpm is not None else float('nan'):8.2f} "
                                  f"{s['cycles_per_instruction']:9.2f}  {preds}")
         else:
-            lines.append(f"{res['board']} ({res['port']}): measured with time.ticks_us "
-                         "(ticks = time.ticks_cpu, the port's cycle counter where it has one)")
+            lines.append(f"{res['board']} ({res['port']}): " + (
+                f"bare-metal program, measured in cycles at {res['clock_hz'] / 1e6:.0f} MHz (ticks = cycles)"
+                if res.get("baremetal") else
+                "measured with time.ticks_us (ticks = time.ticks_cpu, the port's cycle counter where it has one)"))
             lines.append(f"  {'backend':8s} {'median µs':>9s} {'p99 µs':>8s} {'mean µs':>8s} {'kHz':>8s} "
                          f"{'ticks med':>10s}")
             for b, s in res["backends"].items():

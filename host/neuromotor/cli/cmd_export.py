@@ -1,4 +1,4 @@
-"""`neuromotor export RUN -o policy.nmp` (or `--format c-header -o policy.h`)."""
+"""`neuromotor export RUN -o policy.nmp` (or `--format c-header -o policy.h`, `--format platformio -o DIR`)."""
 
 import os
 from pathlib import Path
@@ -18,8 +18,9 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True,
                    help="output path, written atomically; it must be a regular file or new (a symlink to a "
                    "regular file is written through) and never the source or a run's own files")
-    p.add_argument("--format", choices=("nmp", "c-header"), default=None,
-                   help="output format (default: c-header for *.h, else nmp)")
+    p.add_argument("--format", choices=("nmp", "c-header", "platformio"), default=None,
+                   help="output format (default: c-header for *.h, else nmp); platformio: -o is a directory "
+                   "that gets a PlatformIO project for the real boards around the C header")
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
     p.set_defaults(func=run)
 
@@ -44,6 +45,15 @@ def run(args) -> int:
     # Checked before the (slow) load; the resolved target makes a symlink write through.
     checks.source("source", args.run)
     checks.int_range("--agent", args.agent, 0)
+    if args.format == "platformio":
+        from neuromotor.export.platformio import check_project_dir, write_platformio_project
+
+        check_project_dir(args.output)
+        spec = load_spec(args.run, args.agent)
+        out = write_platformio_project(spec, args.output)
+        print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "
+              f"environments teensy41, esp32, esp32c3, stm32f405, stm32h743)")
+        return 0
     target = check_target(args.output, protected=_protected(args.run, args.output))
     spec = load_spec(args.run, args.agent)
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")

@@ -1,0 +1,158 @@
+"""`neuromotor export --format platformio`: a PlatformIO project for the real boards around the
+policy's C header, whose program prints NMB/1 bench lines that `neuromotor bench` reads."""
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from neuromotor.link.protocol import decode
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from board_inference import make_policy  # noqa: E402
+
+ENVS = ["teensy41", "esp32", "esp32c3", "stm32f405", "stm32h743"]
+
+HOST_MAIN = r"""
+#include <stdio.h>
+#include <stdint.h>
+#include "nm_policy_bench.h"
+static uint32_t t;
+static uint32_t fake_cycles(void) { t += 1000; return t; }  /* 1000 cycles between reads */
+static void emit(const char *line) { printf("%s\n", line); }
+int main(void) {
+    int a = nm_bench_report(fake_cycles, emit, 600000000u, "host", 50);
+    int b = nm_bench_report(fake_cycles, emit, 600000000u, "host", 0);
+    return a == 0 && b == -1 ? 0 : 1;
+}
+"""
+
+
+@pytest.fixture
+def project(tmp_path, cli):
+    make_policy(tmp_path / "p.nmp")
+    out = tmp_path / "proj"
+    code, stdout, err = cli("export", tmp_path / "p.nmp", "--format", "platformio", "-o", out)
+    assert code == 0, err
+    assert "PlatformIO project" in stdout
+    return out
+
+
+def test_export_writes_the_project(project):
+    ini = (project / "platformio.ini").read_text()
+    for env in ENVS:
+        assert f"[env:{env}]" in ini
+    for rel in ("include/nm_policy.h", "include/nm_kernels.h", "src/nm_policy_bench.c", "src/nm_policy_bench.h",
+                "src/main.cpp"):
+        assert (project / rel).is_file(), rel
+    assert "nm_policy_forward" in (project / "include/nm_policy.h").read_text()
+    assert "DWT->CYCCNT" in (project / "src/main.cpp").read_text()
+
+
+def test_export_refuses_foreign_projects_and_files(tmp_path, cli):
+    make_policy(tmp_path / "p.nmp")
+    foreign = tmp_path / "theirs"
+    foreign.mkdir()
+    (foreign / "platformio.ini").write_text("[env:mine]\nboard = uno\n")
+    code, _, err = cli("export", tmp_path / "p.nmp", "--format", "platformio", "-o", foreign)
+    assert code == 2 and "belongs to another project" in err and err.count("\n") == 1
+    assert (foreign / "platformio.ini").read_text() == "[env:mine]\nboard = uno\n"
+    assert not (foreign / "src").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    code, _, err = cli("export", tmp_path / "p.nmp", "--format", "platformio", "-o", afile)
+    assert code == 2 and "not a directory" in err and afile.read_text() == "x"
+    # a second export into its own project is fine (same files replaced)
+    out = tmp_path / "again"
+    assert cli("export", tmp_path / "p.nmp", "--format", "platformio", "-o", out)[0] == 0
+    assert cli("export", tmp_path / "p.nmp", "--format", "platformio", "-o", out)[0] == 0
+
+
+def _host_program(project, tmp_path):
+    if not shutil.which("cc"):
+        pytest.skip("no host C compiler")
+    main = tmp_path / "host_main.c"
+    main.write_text(HOST_MAIN)
+    exe = tmp_path / "host_bench"
+    subprocess.run(["cc", "-O2", "-std=gnu99", "-Wall", "-Werror", "-I", str(project / "include"),
+                    "-I", str(project / "src"), "-o", str(exe), str(main), str(project / "src/nm_policy_bench.c"),
+                    "-lm"], check=True, capture_output=True, text=True)
+    return exe
+
+
+def test_bench_program_prints_nmb1_lines(project, tmp_path):
+    exe = _host_program(project, tmp_path)
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stdout + res.stderr
+    good, bad = [decode(line) for line in res.stdout.splitlines()]
+    assert good.seq == "-" and good.word == "bench"
+    import json
+    r = json.loads(good.payload)
+    assert r["board"] == "host" and r["n"] == 50 and r["example_ok"] is True
+    assert r["cycles"]["median"] == r["cycles"]["mean"] == 1000 and r["macs"] == 13 * 64 + 64 * 64 + 64 * 4
+    assert "error" in json.loads(bad.payload)
+
+
+def test_bench_reads_a_baremetal_board(project, tmp_path):
+    """A port without a REPL that prints the program's lines: bench reports them as 'c-header'."""
+    from neuromotor.bench import bench_port, table
+    exe = _host_program(project, tmp_path)
+    line = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+    master, slave = os.openpty()
+    stop = threading.Event()
+
+    def board():
+        while not stop.is_set():
+            os.write(master, b"noise\r\n" + line.encode() + b"\r\n")
+            time.sleep(0.3)
+
+    def drain():  # what the host sends (the raw REPL attempt) goes nowhere
+        import select
+        while not stop.is_set():
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    os.read(master, 4096)
+                except OSError:
+                    return
+
+    threads = [threading.Thread(target=board, daemon=True), threading.Thread(target=drain, daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        r = bench_port(os.ttyname(slave), n=10, timeout=2.0, log=lambda s: None)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(2)
+        os.close(master)
+        os.close(slave)
+    s = r["backends"]["c-header"]
+    assert r["baremetal"] is True and r["board"] == "host" and not r["emulated"]
+    assert s["mean_us"] == pytest.approx(1000 / 600)
+    assert s["cycles"] == 1000 and s["cpu_ticks"]["median"] == 1000
+    assert "bare-metal program" in table([r])
+
+
+def _pio():
+    for cand in (Path(sys.executable).with_name("pio"), shutil.which("pio")):
+        if cand and Path(cand).exists():
+            return str(cand)
+    pytest.skip("PlatformIO (pio) is not installed")
+
+
+def test_pio_parses_the_real_board_environments(project, tmp_path):
+    pio = _pio()
+    env = dict(os.environ, PLATFORMIO_CORE_DIR=str(tmp_path / "pio-core"))
+    res = subprocess.run([pio, "project", "config", "-d", str(project), "--json-output"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    import json
+    sections = dict(json.loads(res.stdout))
+    for name in ENVS:
+        opts = dict(sections[f"env:{name}"])
+        assert opts["platform"] and opts["board"]
