@@ -103,7 +103,8 @@ def test_config_is_rltools_pendulum_sac_and_presets():
     cfg, run = SAC.defaults("halfcheetah")
     assert (cfg.actor_hidden, cfg.batch_size, cfg.buffer_size, cfg.actor_lr) == ((256, 256), 256, 1_000_000, 3e-4)
     assert run["steps"] == 1_000_000
-    assert SAC.defaults("pendulum") == (Config(), {})
+    assert SAC.defaults("pendulum") == SAC.defaults("Pendulum-v1") == SAC.defaults("my_envs:Robot") == (Config(), {})
+    assert SAC.defaults("HalfCheetah-v5") == SAC.defaults("InvertedPendulum-v4") == (cfg, run)
     assert SAC.defaults("pendulum", "mujoco")[0] == cfg and cfg is not SAC.defaults("hopper")[0]  # copies
     with pytest.raises(UserError, match="unknown sac preset 'big'"):
         SAC.defaults("pendulum", "big")

@@ -93,6 +93,9 @@ CONFIGS = {
                {"steps": 1_000_000, "eval_every": 10_000, "checkpoint_every": 50_000}),
 }
 ENV_CONFIG = {"ant": "mujoco", "ant-full": "mujoco", "halfcheetah": "mujoco", "hopper": "mujoco"}  # else pendulum
+# gymnasium's MuJoCo tasks, any version (HalfCheetah-v5, ...), also get the mujoco preset
+GYM_MUJOCO = {"Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
+              "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d"}
 
 
 class Net:
@@ -152,7 +155,8 @@ class SAC:
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
         """(Config, RunConfig settings): the named config `preset`, else this env's."""
-        name = preset or ENV_CONFIG.get(env_name, "pendulum")
+        mujoco = env_name.partition("-v")[0] in GYM_MUJOCO
+        name = preset or ENV_CONFIG.get(env_name, "mujoco" if mujoco else "pendulum")
         if name not in CONFIGS:
             raise UserError(f"unknown sac preset {name!r}; known: {', '.join(CONFIGS)}")
         cfg, run = CONFIGS[name]
