@@ -79,7 +79,7 @@ def _import_attr(name: str):
 
 
 class _AgentRng:
-    """Mixed into a gymnasium.Wrapper (see _wrap): the `neuromotor_rng` attribute reads and
+    """Mixed into a gymnasium.Wrapper (_wrapper_class): the `neuromotor_rng` attribute reads and
     replaces the wrapped env's np_random by a bit-generator state (a dict that pickles)."""
 
     @property
@@ -142,7 +142,7 @@ def make_env(name: str, kwargs: dict):
     except UserError:
         raise
     except Exception as exc:
-        raise UserError(f"environment {name!r} could not be made with kwargs {json.dumps(kwargs)} "
+        raise UserError(f"environment {name!r} could not be made with kwargs {json.dumps(kwargs, default=str)} "
                         f"({_one_line(exc)})") from None
     if _time_limit(env) is None:
         env = TimeLimit(env, DEFAULT_MAX_EPISODE_STEPS)
@@ -219,18 +219,14 @@ class GymEnv:
                                 "trains on a one-dimensional Box of continuous actions only")
             low, high = act_space.low.astype(np.float64), act_space.high.astype(np.float64)
             if not (np.isfinite(low).all() and np.isfinite(high).all()) or (low >= high).any():
-                raise UserError(f"environment {name!r} acts in an unbounded Box {act_space}; actions are "
+                raise UserError(f"environment {name!r} acts in an unbounded {_space_text(act_space)}; actions are "
                                 "mapped from [-1, 1] to finite bounds: give the action space finite low < high")
             lo32, hi32 = low.astype(np.float32), high.astype(np.float32)
             if not (np.isfinite(lo32).all() and np.isfinite(hi32).all()):
-                raise UserError(f"environment {name!r}: action bounds {act_space} do not fit in float32")
+                raise UserError(f"environment {name!r}: action bounds {_space_text(act_space)} do not fit in float32")
             return cls(name, kwargs, vector, obs_space.shape, lo32, hi32, _time_limit(env))
         finally:
             env.close()
-
-    def spec(self) -> dict:
-        """What config.json records to rebuild this env."""
-        return {"env": self.name, "env_kwargs": self.kwargs}
 
     def __call__(self, num_envs: int) -> "GymVec":
         return GymVec(self, num_envs)
