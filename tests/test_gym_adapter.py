@@ -28,7 +28,7 @@ USER_MODULE = textwrap.dedent('''
 
 
     class Flaky(PendulumEnv):
-        """Raises (or observes NaN) from its step `at` on."""
+        """Raises (or observes NaN, or rewards NaN) from its step `at` on."""
 
         def __init__(self, at=250, nan=False):
             super().__init__()
@@ -40,7 +40,10 @@ USER_MODULE = textwrap.dedent('''
             if self.calls >= self.at:
                 if not self.nan:
                     raise RuntimeError("motor driver fault\\nsecond line of the message")
-                obs = obs * np.float32("nan")
+                if self.nan == "reward":
+                    r = float("nan")
+                else:
+                    obs = obs * np.float32("nan")
             return obs, r, term, trunc, info
 
 
@@ -206,14 +209,18 @@ def test_built_in_envs_take_no_kwargs(cli, runs_root):
     _one_line_error(code, err, "built-in environment 'pendulum' takes no env_kwargs")
 
 
-@pytest.mark.parametrize("nan, words", [(False, ["raised in step", "motor driver fault"]),
-                                        (True, ["NaN or inf observation"])])
-def test_env_failing_mid_run_keeps_the_last_good_checkpoint(cli, tmp_path, user_env, nan, words):
+@pytest.mark.parametrize("nan, vector, words", [
+    (False, "sync", ["raised in step", "motor driver fault"]),
+    (False, "async", ["raised in step", "motor driver fault"]),
+    (True, "sync", ["NaN or inf observation"]),
+    ("reward", "sync", ["non-finite reward"]),
+])
+def test_env_failing_mid_run_keeps_the_last_good_checkpoint(cli, tmp_path, user_env, nan, vector, words):
     run = tmp_path / "run"
     kwargs = json.dumps({"at": 250, "nan": nan, "max_episode_steps": 200})
     code, out, err = cli("train", f"{user_env}:Flaky", "--env-kwargs", kwargs, "--steps", 400, "--run-dir", run,
                          "--quiet", "--set", "eval_every=1000", "--set", "checkpoint_every=100",
-                         "--set", "eval_episodes=1")
+                         "--set", "eval_episodes=1", "--vector", vector)
     _one_line_error(code, err, *words)
     assert "second line" not in err
     arrays = _arrays(run)
