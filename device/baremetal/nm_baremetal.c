@@ -17,7 +17,14 @@
  * host gets exact instruction and modelled cycle counts per region:
  *   mark 0 | empty loop | mark 1 | nm_mlp loop | mark 2 | generic loop | mark 3
  *
- * Output (semihosting, one line): a JSON object with integer fields; then exit.
+ * Output: a JSON object with integer fields, then the same result as an NMB/1 bench
+ * line (docs/serial-protocol.md) that `neuromotor bench --port P` reads:
+ *   @nm - bench {"board", "impl": "baremetal", "n", "clock_hz", "macs", "cycles": {...},
+ *                "backends": {"native": per-call, "generic": per-call}} ~cksum
+ * On the emulated MPS2 boards (semihosting, then exit) the unit is instructions and
+ * clock_hz 1e9 (QEMU -icount shift=0). Built with -DNM_ARDUINO (the real-board
+ * environments of platformio.ini), arduino_main.cpp supplies the cycle counter, the
+ * clock and the serial line, and nm_baremetal_main() runs once per call.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -43,8 +50,17 @@ static const uint16_t acts[] = { NM_ACTS };
 #define N_LAYERS (sizeof(sizes) / sizeof(sizes[0]) - 1)
 _Static_assert(sizeof(acts) / sizeof(acts[0]) == N_LAYERS, "one activation per layer");
 
+#ifdef NM_ARDUINO
+#define MAX_NET 8192        // fits the smallest board (STM32F405: 192 KB RAM)
+#define MAX_WIDTH 128
+uint32_t nm_port_cycles(void);
+uint32_t nm_port_clock_hz(void);
+void nm_port_write(const char *line);
+#define main nm_baremetal_main
+#else
 #define MAX_NET 40000
 #define MAX_WIDTH 512
+#endif
 static float net[MAX_NET];
 static float scratch[2 * MAX_WIDTH];
 static float rowmajor_w[MAX_WIDTH * MAX_WIDTH / 4];
@@ -60,6 +76,7 @@ __attribute__((noinline, noipa, used)) void nm_mark(void) {
 
 // ---- minimal runtime: what GCC may call, semihosting, the timer ----------------------
 
+#ifndef NM_ARDUINO
 void *memcpy(void *dst, const void *src, size_t n) {
     uint8_t *d = dst;
     const uint8_t *s = src;
@@ -83,8 +100,9 @@ static int semihost(int op, const void *arg) {
     __asm__ volatile ("bkpt 0xab" : "+r" (r0) : "r" (r1) : "memory");
     return r0;
 }
+#endif
 
-static char line[512];
+static char line[640];
 static size_t line_len;
 
 static void put_str(const char *s) {
@@ -117,16 +135,54 @@ static void put_field(const char *key, int64_t v) {
     put_int(v);
 }
 
-__attribute__((noreturn)) static void finish(int code) {
+static void emit_line(void) {
+#ifdef NM_ARDUINO
+    line[line_len] = 0;
+    nm_port_write(line);
+#else
     line[line_len++] = '\n';
     line[line_len] = 0;
     semihost(0x04, line); // SYS_WRITE0
-    // SYS_EXIT; on AArch32 r1 is the reason itself: ApplicationExit (status 0) or
-    // RunTimeErrorUnknown (QEMU exits with status 1).
+#endif
+    line_len = 0;
+}
+
+// NMB/1: the line ends in " ~" and the 16-bit sum of the bytes before it, in hex.
+static void emit_nmb(void) {
+    uint32_t sum = 0;
+    for (size_t i = 0; i < line_len; i++) {
+        sum += (uint8_t)line[i];
+    }
+    static const char hex[] = "0123456789abcdef";
+    char ck[8] = { ' ', '~', hex[(sum >> 12) & 15], hex[(sum >> 8) & 15], hex[(sum >> 4) & 15], hex[sum & 15], 0 };
+    put_str(ck);
+    emit_line();
+}
+
+#ifdef NM_ARDUINO
+#define FINISH(code) do { emit_line(); return (code); } while (0)
+#define TICKS_HZ nm_port_clock_hz()
+#define UNITS_PER_TICK 1u
+#define CLOCK_HZ nm_port_clock_hz()
+static inline uint32_t ticks(void) {
+    return nm_port_cycles();
+}
+#define ELAPSED(a, b) ((uint32_t)((b) - (a))) // up-counter
+#else
+// SYS_EXIT; on AArch32 r1 is the reason itself: ApplicationExit (status 0) or
+// RunTimeErrorUnknown (QEMU exits with status 1).
+__attribute__((noreturn)) static void finish(int code) {
+    if (line_len) {
+        emit_line();
+    }
     semihost(0x18, (void *)(code == 0 ? 0x20026 : 0x20023));
     for (;;) {
     }
 }
+#define FINISH(code) finish(code)
+#define TICKS_HZ 25000000u
+#define UNITS_PER_TICK 40u       // -icount shift=0: 40 instructions per 25 MHz tick
+#define CLOCK_HZ 1000000000u     // one instruction per guest nanosecond
 
 typedef struct {
     volatile uint32_t CTRL, VALUE, RELOAD, INTSTATUS;
@@ -134,8 +190,10 @@ typedef struct {
 #define TIMER0 ((cmsdk_timer_t *)0x40000000)
 
 static inline uint32_t ticks(void) {
-    return TIMER0->VALUE; // down-counter
+    return TIMER0->VALUE;
 }
+#define ELAPSED(a, b) ((uint32_t)((a) - (b))) // down-counter
+#endif
 
 // ---- the measurement ----------------------------------------------------------------------
 
@@ -182,12 +240,21 @@ static void reference(float *out, const float *x) {
 }
 
 int main(void) {
-    size_t total, macs = 0;
-    if (!nm_net_size(sizes, N_LAYERS, &total) || total > MAX_NET) {
+    size_t total, macs = 0, gen_total = 0;
+    line_len = 0;
+    int fits = nm_net_size(sizes, N_LAYERS, &total) && total <= MAX_NET;
+    for (size_t l = 0; fits && l < N_LAYERS; l++) {
+        size_t w = (size_t)sizes[l] * sizes[l + 1];
+        gen_total += w + sizes[l + 1];
+        fits = sizes[l] <= MAX_WIDTH && sizes[l + 1] <= MAX_WIDTH &&
+               w <= sizeof(rowmajor_w) / sizeof(rowmajor_w[0]);
+    }
+    if (!fits) {
         put_str("{\"error\": \"network too large\"");
         put_str("}");
-        finish(1);
+        FINISH(1);
     }
+    (void)gen_total;
     // obs normalisation (mean 0, std 1), packed layers, action scale 1 / offset 0
     const float *gen_w[N_LAYERS], *gen_b[N_LAYERS];
     uint16_t gen_relu[N_LAYERS];
@@ -286,22 +353,48 @@ int main(void) {
     put_str("]");
     put_field("repeat", NM_REPEAT);
     put_field("macs", (int64_t)macs);
-    put_field("ticks", (int64_t)(uint32_t)(t1 - t2));
-    put_field("loop_ticks", (int64_t)(uint32_t)(t0 - t1));
+    uint32_t loop_ticks = ELAPSED(t0, t1), fused_ticks = ELAPSED(t1, t2), generic_ticks = ELAPSED(t2, t3);
+    put_field("ticks", (int64_t)fused_ticks);
+    put_field("loop_ticks", (int64_t)loop_ticks);
     put_field("generic", generic_ok);
-    put_field("generic_ticks", (int64_t)(uint32_t)(t2 - t3));
+    put_field("generic_ticks", (int64_t)generic_ticks);
     put_field("generic_max_abs_err_e9", (int64_t)(gen_err * 1e9f));
-    put_field("ticks_hz", 25000000);
-    put_field("instructions_per_tick", 40);
+    put_field("ticks_hz", (int64_t)TICKS_HZ);
+    put_field("instructions_per_tick", (int64_t)UNITS_PER_TICK);
     put_field("max_abs_err_e9", (int64_t)(err * 1e9f));
     put_field("max_abs_ref_e6", (int64_t)(mag * 1e6f));
     put_field("out0_e6", (int64_t)(out[0] * 1e6f));
     put_str("}");
-    finish(0);
+    emit_line();
+
+    // Per call, the timing loop's own cost taken out; the loop gives the mean only.
+    int64_t fused = ((int64_t)fused_ticks - loop_ticks) * UNITS_PER_TICK / NM_REPEAT;
+    int64_t generic = ((int64_t)generic_ticks - loop_ticks) * UNITS_PER_TICK / NM_REPEAT;
+    put_str("@nm - bench {\"board\": \"" NM_BOARD "\", \"impl\": \"baremetal\"");
+    put_field("n", NM_REPEAT);
+    put_field("clock_hz", (int64_t)CLOCK_HZ);
+    put_field("macs", (int64_t)macs);
+    put_str(", \"cycles\": {\"min\": ");
+    put_int(fused);
+    put_field("median", fused);
+    put_field("p99", fused);
+    put_field("max", fused);
+    put_field("mean", fused);
+    put_str("}, \"backends\": {\"native\": ");
+    put_int(fused);
+    if (generic_ok) {
+        put_field("generic", generic);
+    }
+    put_str("}");
+    put_field("max_abs_err_e9", (int64_t)(err * 1e9f));
+    put_str("}");
+    emit_nmb();
+    FINISH(0);
 }
 
 // ---- startup ----------------------------------------------------------------------------
 
+#ifndef NM_ARDUINO
 extern uint32_t _estack, _sidata, _sdata, _edata, _sbss, _ebss;
 
 __attribute__((naked, noreturn)) void Reset_Handler(void) {
@@ -336,3 +429,4 @@ const uint32_t isr_vector[16] __attribute__((section(".isr_vector"), used)) = {
     (uint32_t)&Default_Handler, (uint32_t)&Default_Handler, 0,
     (uint32_t)&Default_Handler, (uint32_t)&Default_Handler,
 };
+#endif

@@ -114,21 +114,35 @@ def read_baremetal(port, timeout=5.0):
 
 
 def baremetal_result(port, r) -> dict:
-    """A bare-metal bench line as bench_port's result (backend "c-header", µs from cycles)."""
-    hz = float(r["clock_hz"])
-    cyc = r["cycles"]
-    if "error" in r or hz <= 0 or not all(isinstance(cyc.get(k), int) for k in ("min", "median", "p99", "max", "mean")):
+    """A bare-metal bench line as bench_port's result: each backend's cycles and µs at the
+    board's clock. `cycles` holds the statistics of the first backend; `backends` (the
+    bare-metal timing program) maps more backends to their mean cycles per call."""
+    keys = ("min", "median", "p99", "max", "mean")
+    hz = r.get("clock_hz")
+    cyc = r.get("cycles")
+    good = (isinstance(hz, int) and hz > 0 and isinstance(cyc, dict)
+            and all(isinstance(cyc.get(k), int) and cyc[k] >= 0 for k in keys))
+    if "error" in r or not good:
         raise UserError(f"{port}: the bare-metal program reported {r.get('error', 'an unusable bench line')}")
-    us = {k: cyc[k] / hz * 1e6 for k in ("min", "median", "p99", "max", "mean")}
+    extra = r.get("backends") if isinstance(r.get("backends"), dict) else {}
+    first = "native" if "native" in extra else r.get("impl", "c-header")
+    stats = {first: cyc}
+    for name, mean in extra.items():
+        if name != first and isinstance(mean, int) and mean >= 0:
+            stats[name] = {k: mean for k in keys}
     macs = r.get("macs")
-    s = {"median_us": us["median"], "p99_us": us["p99"], "min_us": us["min"], "max_us": us["max"],
-         "mean_us": us["mean"], "n": r["n"], "macs": macs, "khz": 1000.0 / us["mean"] if us["mean"] > 0 else None,
-         "timer_overhead_us": r.get("counter_overhead", 0) / hz * 1e6, "alloc_per_call": 0, "sizes": None,
-         "heap_peak": None, "load_heap_peak": None, "cpu_ticks": cyc, "cycles": cyc["mean"],
-         "cycles_per_mac": cyc["mean"] / macs if macs else None, "example_ok": r.get("example_ok")}
+    backends = {}
+    for name, c in stats.items():
+        us = {k: c[k] / hz * 1e6 for k in keys}
+        backends[name] = {
+            "median_us": us["median"], "p99_us": us["p99"], "min_us": us["min"], "max_us": us["max"],
+            "mean_us": us["mean"], "n": r["n"], "macs": macs, "khz": 1000.0 / us["mean"] if us["mean"] > 0 else None,
+            "timer_overhead_us": r.get("counter_overhead", 0) / hz * 1e6, "alloc_per_call": 0, "sizes": None,
+            "heap_peak": None, "load_heap_peak": None, "cpu_ticks": c, "cycles": c["mean"],
+            "cycles_per_mac": c["mean"] / macs if macs else None}
     return {"port": port, "board": r.get("board") or f"baremetal@{port}", "emulated": False, "baremetal": True,
-            "platform": "baremetal", "version": None, "n": r["n"], "backends": {"c-header": s},
-            "unavailable": {}, "clock_hz": hz}
+            "platform": "baremetal", "version": None, "n": r["n"], "backends": backends,
+            "unavailable": {}, "clock_hz": hz, "example_ok": r.get("example_ok")}
 
 
 def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PREDICT_MHZ,

@@ -103,34 +103,11 @@ def test_bench_reads_a_baremetal_board(project, tmp_path):
     from neuromotor.bench import bench_port, table
     exe = _host_program(project, tmp_path)
     line = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
-    master, slave = os.openpty()
-    stop = threading.Event()
-
-    def board():
-        while not stop.is_set():
-            os.write(master, b"noise\r\n" + line.encode() + b"\r\n")
-            time.sleep(0.3)
-
-    def drain():  # what the host sends (the raw REPL attempt) goes nowhere
-        import select
-        while not stop.is_set():
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    os.read(master, 4096)
-                except OSError:
-                    return
-
-    threads = [threading.Thread(target=board, daemon=True), threading.Thread(target=drain, daemon=True)]
-    for t in threads:
-        t.start()
+    port, close = _pty_board(line)
     try:
-        r = bench_port(os.ttyname(slave), n=10, timeout=2.0, log=lambda s: None)
+        r = bench_port(port, n=10, timeout=2.0, log=lambda s: None)
     finally:
-        stop.set()
-        for t in threads:
-            t.join(2)
-        os.close(master)
-        os.close(slave)
+        close()
     s = r["backends"]["c-header"]
     assert r["baremetal"] is True and r["board"] == "host" and not r["emulated"]
     assert s["mean_us"] == pytest.approx(1000 / 600)
@@ -156,3 +133,75 @@ def test_pio_parses_the_real_board_environments(project, tmp_path):
     for name in ENVS:
         opts = dict(sections[f"env:{name}"])
         assert opts["platform"] and opts["board"]
+
+
+def _pty_board(line):
+    """A pty whose 'board' side prints `line` every 0.3 s and swallows what the host sends."""
+    import select
+    master, slave = os.openpty()
+    stop = threading.Event()
+
+    def board():
+        while not stop.is_set():
+            if select.select([master], [], [], 0.0)[0]:
+                try:
+                    os.read(master, 4096)
+                except OSError:
+                    return
+            os.write(master, b"noise\r\n" + line.encode() + b"\r\n")
+            time.sleep(0.3)
+
+    t = threading.Thread(target=board, daemon=True)
+    t.start()
+
+    def close():
+        stop.set()
+        t.join(2)
+        os.close(master)
+        os.close(slave)
+    return os.ttyname(slave), close
+
+
+def test_baremetal_project_emulated_env_runs_offline_and_bench_reads_it():
+    """device/baremetal/platformio.ini: the emulated environment builds with Debian's toolchain
+    through the local platform (no registry: tool-scons comes from PyPI's scons), runs under
+    QEMU, and its NMB/1 line is what `neuromotor bench` reads from a port."""
+    _pio()
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed")
+    import json
+    from neuromotor.bench import bench_port
+    from neuromotor.boards.baremetal import BAREMETAL_DIR, pio_run, run_baremetal
+    out = pio_run("qemu-m4f", "exec")
+    assert not (BAREMETAL_DIR / ".pio").exists()  # the build lives in the cache
+    line = next(x for x in out.splitlines() if x.startswith("@nm - bench"))
+    msg = decode(line)
+    r = json.loads(msg.payload)
+    assert r["board"] == "qemu-m4f" and r["clock_hz"] == 10**9 and set(r["backends"]) == {"native", "generic"}
+    # the same program as the Makefile build: the same instruction count per inference
+    ref = run_baremetal("qemu-m4f", sizes=(13, 64, 64, 4), repeat=200)
+    assert abs(r["backends"]["native"] - ref["instructions_per_inference"]) <= 2
+    port, close = _pty_board(line)
+    try:
+        res = bench_port(port, n=10, timeout=2.0, log=lambda s: None)
+    finally:
+        close()
+    assert set(res["backends"]) == {"native", "generic"}
+    assert res["backends"]["native"]["mean_us"] == pytest.approx(r["backends"]["native"] / 1000)
+    assert res["backends"]["generic"]["cycles"] == r["backends"]["generic"]
+
+
+def test_baremetal_project_real_envs_parse():
+    pio = _pio()
+    from neuromotor.boards.baremetal import BAREMETAL_DIR, pio_env
+    res = subprocess.run([pio, "project", "config", "-d", str(BAREMETAL_DIR), "--json-output"],
+                         capture_output=True, text=True, timeout=120, env=pio_env())
+    assert res.returncode == 0, res.stdout + res.stderr
+    import json
+    sections = dict(json.loads(res.stdout))
+    for name in ENVS:
+        opts = dict(sections[f"env:{name}"])
+        assert opts["framework"] == ["arduino"] and "+<arduino_main.cpp>" in " ".join(opts["build_src_filter"])
+    for name in ("qemu-m7", "qemu-m4f"):
+        assert dict(sections[f"env:{name}"])["platform"] == "symlink://platform/qemu-arm"

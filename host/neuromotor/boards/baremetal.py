@@ -19,11 +19,16 @@ core stands for.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.paths import REPO_ROOT
+from neuromotor.paths import REPO_ROOT, cache_dir
+from neuromotor.safe_write import atomic_write
 
 from . import cycles as cyc
 from .descriptor import load_board
@@ -104,3 +109,53 @@ def run_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repe
     r["clock"] = (f"instructions counted exactly, cycles from the {core} model "
                   "(device/timing, docs/timing-model.md); QEMU -icount shift=0")
     return r
+
+
+# PlatformIO (device/baremetal/platformio.ini). PlatformIO 6.2.0 pins its SCons as the
+# package tool-scons ~4.41101.0, i.e. SCons 4.11.1: the same SCons from PyPI is put where
+# PlatformIO looks for that package, so the emulated environments build without its registry.
+PIO_VERSION = "6.2.0"
+TOOL_SCONS_VERSION = "4.41101.0"
+
+
+def pio_executable() -> str:
+    for cand in (Path(sys.executable).with_name("pio"), shutil.which("pio")):
+        if cand and Path(cand).exists():
+            return str(cand)
+    raise UserError("PlatformIO is not installed: pip install -e '.[platformio]'")
+
+
+def pio_env() -> dict:
+    """Environment for `pio`: a core directory in the cache with tool-scons provided from PyPI's scons."""
+    core = cache_dir() / "platformio"
+    pkg = core / "packages" / "tool-scons"
+    files = {
+        "scons.py": "from SCons.Script.Main import main\n\nif __name__ == \"__main__\":\n    main()\n",
+        "package.json": json.dumps({"name": "tool-scons", "version": TOOL_SCONS_VERSION}),
+        ".piopm": json.dumps({"type": "tool", "name": "tool-scons", "version": TOOL_SCONS_VERSION,
+                              "spec": {"owner": "platformio", "id": None, "name": "tool-scons",
+                                       "requirements": None, "uri": None}}),
+    }
+    pkg.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = pkg / name
+        if not path.exists() or path.read_text() != text:
+            atomic_write(path, text)
+    # the build lands in the cache, not in device/baremetal/.pio
+    return dict(os.environ, PLATFORMIO_CORE_DIR=str(core), PLATFORMIO_WORKSPACE_DIR=str(core / "baremetal"),
+                PLATFORMIO_SETTING_ENABLE_TELEMETRY="No", PLATFORMIO_SETTING_CHECK_PLATFORMIO_INTERVAL="3650")
+
+
+def pio_run(env_name: str, target: str | None = None, timeout: float = 300) -> str:
+    """`pio run -d device/baremetal -e ENV [-t TARGET]`; returns its output."""
+    cmd = [pio_executable(), "run", "-d", str(BAREMETAL_DIR), "-e", env_name]
+    if target:
+        cmd += ["-t", target]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, env=pio_env(), timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{' '.join(cmd)} did not finish within {timeout:.0f} s") from None
+    if res.returncode != 0:
+        raise UserError(f"{' '.join(cmd)} failed:\n{(res.stdout + res.stderr)[-3000:]}")
+    return res.stdout + res.stderr
