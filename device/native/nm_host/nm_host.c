@@ -46,6 +46,10 @@ static void nmh_release(nmh_bufs *bs) {
 // `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL (ValueError) if not.
 static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, int writable,
     int ndim, Py_ssize_t *shape) {
+    if (bs->n == NMH_MAX_BUFS) {
+        PyErr_SetString(PyExc_ValueError, "too many arrays in one call");
+        return NULL;
+    }
     Py_buffer *v = &bs->view[bs->n];
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, v, flags) != 0) {
