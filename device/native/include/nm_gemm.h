@@ -261,6 +261,55 @@ NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda
     const size_t K8 = K & ~(size_t)7;
     const __m256i mask = nm_avx_lanes(K - K8);
     size_t m = 0;
+    // 4 x 3 outputs: 12 chains (two FMA pipes through their latency), 7 loads per 12 multiply-adds
+    for (; m + 4 <= M; m += 4) {
+        const float *a0 = A + m * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+        size_t n = 0;
+        for (; n + 3 <= N; n += 3) {
+            const float *b0 = B + n * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb;
+            const __m256 z = _mm256_setzero_ps();
+            __m256 s00 = z, s01 = z, s02 = z, s10 = z, s11 = z, s12 = z;
+            __m256 s20 = z, s21 = z, s22 = z, s30 = z, s31 = z, s32 = z;
+            #define NM_NT12_STEP(load) do { \
+                    const __m256 y0 = load(b0), y1 = load(b1), y2 = load(b2); \
+                    __m256 x = load(a0); \
+                    s00 = _mm256_fmadd_ps(x, y0, s00), s01 = _mm256_fmadd_ps(x, y1, s01), s02 = _mm256_fmadd_ps(x, y2, s02); \
+                    x = load(a1); \
+                    s10 = _mm256_fmadd_ps(x, y0, s10), s11 = _mm256_fmadd_ps(x, y1, s11), s12 = _mm256_fmadd_ps(x, y2, s12); \
+                    x = load(a2); \
+                    s20 = _mm256_fmadd_ps(x, y0, s20), s21 = _mm256_fmadd_ps(x, y1, s21), s22 = _mm256_fmadd_ps(x, y2, s22); \
+                    x = load(a3); \
+                    s30 = _mm256_fmadd_ps(x, y0, s30), s31 = _mm256_fmadd_ps(x, y1, s31), s32 = _mm256_fmadd_ps(x, y2, s32); \
+            } while (0)
+            #define NM_LOADU(p) _mm256_loadu_ps((p) + k)
+            #define NM_LOADM(p) _mm256_maskload_ps((p) + K8, mask)
+            size_t k = 0;
+            for (; k < K8; k += 8) {
+                NM_NT12_STEP(NM_LOADU);
+            }
+            if (K8 < K) {
+                NM_NT12_STEP(NM_LOADM);
+            }
+            #undef NM_NT12_STEP
+            #undef NM_LOADU
+            #undef NM_LOADM
+            float *c = C + m * ldc + n;
+            // 12 sums, four per register, then to their rows
+            const __m128 r0 = nm_avx_hsum4(s00, s01, s02, s10), r1 = nm_avx_hsum4(s11, s12, s20, s21);
+            const __m128 r2 = nm_avx_hsum4(s22, s30, s31, s32);
+            float t[12];
+            _mm_storeu_ps(t, r0), _mm_storeu_ps(t + 4, r1), _mm_storeu_ps(t + 8, r2);
+            c[0] = t[0], c[1] = t[1], c[2] = t[2];
+            c[ldc] = t[3], c[ldc + 1] = t[4], c[ldc + 2] = t[5];
+            c[2 * ldc] = t[6], c[2 * ldc + 1] = t[7], c[2 * ldc + 2] = t[8];
+            c[3 * ldc] = t[9], c[3 * ldc + 1] = t[10], c[3 * ldc + 2] = t[11];
+        }
+        for (; n < N; n++) {
+            for (size_t i = 0; i < 4; i++) {
+                C[(m + i) * ldc + n] = nm_nt_dot_avx2(A + (m + i) * lda, B + n * ldb, K);
+            }
+        }
+    }
     for (; m + 2 <= M; m += 2) {
         const float *a0 = A + m * lda, *a1 = a0 + lda;
         size_t n = 0;
