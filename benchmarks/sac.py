@@ -87,6 +87,18 @@ def ours(phase: dict, seed: int, steps: int, threads: int, train_env: str) -> di
             "return_mean": float(returns.mean())}
 
 
+def sb3_settings(cfg) -> dict:
+    """SB3 SAC's keyword arguments for neuromotor's SAC config (the same hyperparameters)."""
+    if cfg.actor_hidden != cfg.critic_hidden or not cfg.actor_lr == cfg.critic_lr == cfg.alpha_lr:
+        sys.exit("SB3's SAC has one net_arch and one learning rate; this config needs several")
+    if cfg.warmup_actions != "uniform" or cfg.activation != "relu" or (cfg.log_std_min, cfg.log_std_max) != (-20, 2):
+        sys.exit("SB3's SAC warms up with uniform actions, uses ReLU and clips log-std to [-20, 2]")
+    return dict(learning_rate=cfg.actor_lr, buffer_size=cfg.buffer_size, learning_starts=cfg.learning_starts,
+                batch_size=cfg.batch_size, tau=cfg.tau, gamma=cfg.gamma, train_freq=1, gradient_steps=1,
+                ent_coef=f"auto_{cfg.init_alpha}", target_entropy="auto",
+                policy_kwargs=dict(net_arch=list(cfg.actor_hidden), activation_fn="relu"))
+
+
 def sb3(phase: dict, seed: int, steps: int, threads: int) -> dict:
     try:
         import gymnasium as gym
@@ -95,15 +107,12 @@ def sb3(phase: dict, seed: int, steps: int, threads: int) -> dict:
     except ImportError:
         sys.exit("the SB3 rows need stable-baselines3 and torch: run `make compare` first")
     cfg, _ = SAC.defaults(phase["builtin"] or phase["gym_id"], phase["preset"])
-    if cfg.actor_hidden != cfg.critic_hidden or cfg.actor_lr != cfg.critic_lr or cfg.actor_lr != cfg.alpha_lr:
-        sys.exit("SB3's SAC has one net_arch and one learning rate; this config needs several")
+    settings = sb3_settings(cfg)
+    settings["policy_kwargs"]["activation_fn"] = torch.nn.ReLU
     torch.set_num_threads(threads)
     env = gym.make(phase["gym_id"])
     with threadpool_limits(threads):
-        model = SB3SAC("MlpPolicy", env, learning_rate=cfg.actor_lr, buffer_size=cfg.buffer_size,
-                       learning_starts=cfg.learning_starts, batch_size=cfg.batch_size, tau=cfg.tau, gamma=cfg.gamma,
-                       train_freq=1, gradient_steps=1, ent_coef=f"auto_{cfg.init_alpha}", target_entropy="auto",
-                       policy_kwargs=dict(net_arch=list(cfg.actor_hidden)), seed=seed, device="cpu", verbose=0)
+        model = SB3SAC("MlpPolicy", env, **settings, seed=seed, device="cpu", verbose=0)
         t0, c0 = time.perf_counter(), time.process_time()
         model.learn(total_timesteps=steps)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
