@@ -66,6 +66,17 @@ def test_update_schedule():
     assert algo.replay_size == 120
 
 
+def test_warmup_actions():
+    policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).local
+    uniform = _train([1], 40).local
+    act = policy.row.act
+    # uniform in [-1, 1] vs tanh of N(mean ~ 0, std ~ 1) samples: both spread, differently
+    assert not np.array_equal(policy.replay[0, :40, act], uniform.replay[0, :40, act])
+    assert np.abs(policy.replay[0, :40, act]).max() < 1 and np.ptp(policy.replay[0, :40, act]) > 0.5
+    with pytest.raises(UserError, match="warmup_actions"):
+        SAC(Config(warmup_actions="zero"), env_class("pendulum"), [0])
+
+
 def test_state_dict_round_trip_mid_rng_block_continues_exactly():
     a = _train([4, 6], 170)
     saved = {k: np.array(v) for k, v in a.state_dict().items()}
