@@ -213,6 +213,7 @@ class SAC:
         self._ws_critic2 = critic.workspace((P, 2, 2 * B))
 
         self._last_actor = None  # what the last update leaves for scalars()
+        self._last_log_alpha = self.log_alpha.copy()
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
@@ -412,6 +413,7 @@ class SAC:
         for key, arr in self._arrays().items():
             arr[...] = d[key]
         self.steps = int(d["steps"])
+        self._last_actor = None  # no update of this state has run yet
         self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
         self.alpha_opt.t = int(d["alpha_opt_t"])
         self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
