@@ -1,9 +1,10 @@
 /*
  * Cycle-model microbenchmarks: short instruction sequences whose cycle counts the
  * Cortex-M4 TRM states (and the Cortex-M7 model's pairing and latency rules).
- * Each sequence sits between two calls of nm_mark and is followed by an ISB, so
- * the block around it is [sequence, isb, bl nm_mark]; the first pair of marks
- * brackets [isb, bl nm_mark] alone, the baseline the host subtracts.
+ * Each sequence sits between two calls of nm_mark and is followed by an ISB (which
+ * waits until the sequence's results are written), so the block around it is
+ * [sequence, isb, bl nm_mark]; the first pair of marks brackets [isb, bl nm_mark]
+ * alone, the baseline the host subtracts.
  * The host reads the marks in the order the BENCH lines below list them
  * (host/neuromotor/boards/cycles.py: MICROBENCHMARKS).
  */
@@ -142,6 +143,13 @@ Reset_Handler:
     nop
 3:
     BENCH
+@ loop_aligned: a call of an 8-iteration multiply-add loop inside one 1 KiB page
+    bl loop_a
+    BENCH
+@ loop_split: the same loop placed across a 1 KiB page boundary, where QEMU splits
+@ its body into two translated blocks; the model must cost it the same
+    bl loop_b
+    BENCH
 2:
     movs r0, #0x18               @ semihosting SYS_EXIT, ApplicationExit
     ldr r1, =0x20026
@@ -150,6 +158,27 @@ Reset_Handler:
     b 4b
 
     .ltorg
+
+    .balign 1024
+    .thumb_func
+loop_a:
+    movs r2, #8
+5:
+    vfma.f32 s0, s4, s5
+    subs r2, #1
+    bne 5b
+    bx lr
+
+    .balign 1024
+    .space 1018                  @ loop_b's VFMA ends exactly at the next 1 KiB boundary
+    .thumb_func
+loop_b:
+    movs r2, #8
+6:
+    vfma.f32 s0, s4, s5
+    subs r2, #1
+    bne 6b
+    bx lr
 
     .section .isr_vector, "a"
     .word _estack

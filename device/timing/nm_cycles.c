@@ -8,10 +8,12 @@
  *   core=cortex-m4   Cortex-M4 TRM instruction timings (table sum, load/store
  *                    pipelining, 1+N multiples, branch refill P)
  *   core=cortex-m7   dual-issue in-order scoreboard (pairing rules, load-use and
- *                    FPU latencies, static branch prediction)
+ *                    FPU latencies, static branch prediction), kept across blocks:
+ *                    each executed block's decoded instructions issue at run time
  *   core=rv32imc     single-issue in-order (load-use stall, taken-branch refill)
  *
- * At run time one callback per executed block adds the block's cycles and charges
+ * At run time one callback per executed block adds the block's cycles (the M7 model
+ * schedules the block's instructions on its running scoreboard there) and charges
  * the branch that ended the previous block as taken or not taken, by comparing
  * this block's address with the previous block's fall-through address.
  *
@@ -126,6 +128,7 @@ typedef struct {
     uint8_t dbl;        /* FP double precision */
     uint8_t str_imm;    /* Cortex-M4: STR with an immediate offset */
     uint8_t ldpc;       /* a load multiple/single that writes the PC */
+    uint8_t barrier;    /* ISB/DSB/DMB: waits until every result is written */
     uint32_t rdst, rsrc, raddr; /* core register bitmasks (bit 16: flags/FPSCR) */
     uint32_t fdst, fsrc;        /* FP registers s0..s31 */
     uint64_t pc, target;        /* target: direct branches, 0 when unknown */
@@ -466,6 +469,7 @@ static void decode_thumb32(insn_t *d, uint16_t h1, uint16_t h2) {
                 d->target = d->pc + 4 + (uint64_t)sext(imm, 21);
             } else {
                 d->cls = K_SYS;
+                d->barrier = h1 == 0xf3bf && (h2 & 0xff00) == 0x8f00;
             }
         }
     } else { /* op1 == 3 */
@@ -684,7 +688,10 @@ typedef struct {
     uint64_t vaddr;
     uint64_t fallthrough; /* address after the final conditional branch; 0: none */
     uint32_t taken, not_taken;
+    uint32_t end_penalty; /* an indirect branch at the end (M7) */
     bool mark;
+    insn_t *v;            /* M7: the decoded block, issued at run time */
+    size_t n;
 } tb_cost_t;
 
 static uint32_t beats_of(const insn_t *d) {
@@ -792,15 +799,19 @@ typedef struct {
 
 static void m7_issue(m7_state *s, const insn_t *d) {
     uint64_t t = s->cycle;
-    for (int r = 0; r < 17; r++) {
-        if (((d->rsrc | d->raddr) & (m7_pipe(d) == P_BR ? ~FLAGS : ~0u)) & (1u << r) && s->rready[r] > t) {
-            t = s->rready[r];
-        }
+    uint32_t rs = (d->rsrc | d->raddr) & (m7_pipe(d) == P_BR ? ~FLAGS : ~0u) & 0x1ffffu;
+    uint32_t fs = d->fsrc;
+    if (d->barrier) { /* ISB/DSB/DMB: every result written before it completes */
+        rs = 0x1ffffu;
+        fs = ~0u;
     }
-    for (int r = 0; r < 32; r++) {
-        if (d->fsrc & (1u << r) && s->fready[r] > t) {
-            t = s->fready[r];
-        }
+    for (; rs; rs &= rs - 1) {
+        int r = __builtin_ctz(rs);
+        t = s->rready[r] > t ? s->rready[r] : t;
+    }
+    for (; fs; fs &= fs - 1) {
+        int r = __builtin_ctz(fs);
+        t = s->fready[r] > t ? s->fready[r] : t;
     }
     enum pipe p = m7_pipe(d);
     /* a branch resolves late: it pairs with the compare that sets its flags */
@@ -824,15 +835,11 @@ static void m7_issue(m7_state *s, const insn_t *d) {
     s->slot_rdst |= d->rdst;
     s->slot_fdst |= d->fdst;
     uint64_t ready = s->cycle + m7_latency(d);
-    for (int r = 0; r < 17; r++) {
-        if (d->rdst & (1u << r)) {
-            s->rready[r] = ready;
-        }
+    for (uint32_t m = d->rdst & 0x1ffffu; m; m &= m - 1) {
+        s->rready[__builtin_ctz(m)] = ready;
     }
-    for (int r = 0; r < 32; r++) {
-        if (d->fdst & (1u << r)) {
-            s->fready[r] = ready;
-        }
+    for (uint32_t m = d->fdst; m; m &= m - 1) {
+        s->fready[__builtin_ctz(m)] = ready;
     }
     uint32_t occ = m7_occupancy(d);
     if (p == P_ALONE || occ > 1) {
@@ -841,20 +848,15 @@ static void m7_issue(m7_state *s, const insn_t *d) {
     }
 }
 
-static uint64_t m7_schedule(const insn_t *v, size_t n, int copies) {
-    m7_state s;
-    memset(&s, 0, sizeof(s));
-    uint64_t first_end = 0;
-    for (int c = 0; c < copies; c++) {
-        for (size_t i = 0; i < n; i++) {
-            m7_issue(&s, &v[i]);
-        }
-        if (c == 0) {
-            first_end = s.cycle + 1;
-        }
+/* The running scoreboard: one core, one vCPU. */
+static m7_state m7;
+
+/* A pipeline refill: nothing issues for `cycles`, results in flight complete meanwhile. */
+static void m7_stall(uint32_t cycles) {
+    if (cycles) {
+        m7.cycle += cycles;
+        m7.slot_used = 2;
     }
-    uint64_t end = s.cycle + 1;
-    return copies == 1 ? end : end - first_end;
 }
 
 /* rv32imc (ESP32-C3 class): single issue, in order. */
@@ -884,12 +886,23 @@ static void tb_exec(unsigned int vcpu, void *udata) {
     (void)vcpu;
     tb_cost_t *t = udata;
     struct nm_counters *c = ctr;
+    uint32_t penalty = 0;
     if (pending) {
-        c->cycles += t->vaddr != pending->fallthrough ? pending->taken : pending->not_taken;
+        penalty = t->vaddr != pending->fallthrough ? pending->taken : pending->not_taken;
         pending = NULL;
     }
     c->insns += t->insns;
-    c->cycles += t->cycles;
+    if (t->v) {
+        uint64_t before = m7.cycle;
+        m7_stall(penalty);
+        for (size_t i = 0; i < t->n; i++) {
+            m7_issue(&m7, &t->v[i]);
+        }
+        m7_stall(t->end_penalty);
+        c->cycles += m7.cycle - before;
+    } else {
+        c->cycles += t->cycles + penalty;
+    }
     c->beats += t->beats;
     if (t->fallthrough) {
         pending = t;
@@ -932,7 +945,6 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     }
     insn_t *last = n ? &v[n - 1] : NULL;
     bool cond_end = last && last->cls == K_BC;
-    bool self_loop = last && (last->cls == K_BC || last->cls == K_B) && last->target == t->vaddr;
     if (cond_end) {
         t->fallthrough = last->pc + last->size;
     }
@@ -949,15 +961,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
         t->taken = RV_TAKEN;
         t->not_taken = 0;
     } else {
-        /* A block that branches to itself runs in steady state: its cost is the second
-         * of two back-to-back copies, which sees the loop-carried latencies. */
-        t->cycles = m7_schedule(v, n, self_loop ? 2 : 1);
         bool backward = cond_end && last->target && last->target <= last->pc;
         t->taken = backward ? 0 : M7_MISPREDICT;
         t->not_taken = backward ? M7_MISPREDICT : 0;
-        if (last && last->cls == K_BI) {
-            t->cycles += M7_MISPREDICT;
-        }
+        t->end_penalty = last && last->cls == K_BI ? M7_MISPREDICT : 0;
+        t->v = v;
+        t->n = n;
     }
     if (log_file) {
         fprintf(log_file, "tb %#llx n=%zu cycles=%llu taken=%u not_taken=%u\n", (unsigned long long)t->vaddr, n,
@@ -967,7 +976,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
                     v[i].n);
         }
     }
-    free(v);
+    if (!t->v) {
+        free(v);
+    }
     qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
 }
 
