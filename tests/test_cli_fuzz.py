@@ -42,6 +42,27 @@ BAD = {
     ("train", "--resume"): ["", "MISSING", "TEXT", "DIR"],
     ("train", "--env-kwargs"): ["", "[1]", "{x", '{"g": 2}', '{"1bad": 2}'],
     ("train", "--vector"): ["", "threads"],
+    ("sweep", "env"): ["", "cartpole", "../pendulum"],
+    ("sweep", "--algo"): ["", "dqn"],
+    ("sweep", "--steps"): POSITIVE,
+    ("sweep", "--seeds"): ["", "x", "-1", "5-2", "0-99999999999", "1,1"],
+    ("sweep", "--grid"): ["", "x", "=1", "batch_size=", "batch_size=16,,32", "batch_size=16,16", "nope=1,2",
+                          "actor_lr=nan", "batch_size=0,16", "gamma=inf", "activation=x", "actor_hidden=[64,0]"],
+    ("sweep", "--random"): ["", "x", "actor_lr", "actor_lr=uniform", "actor_lr=normal:0:1", "actor_lr=loguniform:0:1",
+                            "actor_lr=loguniform:1e-2:1e-4", "actor_lr=uniform:nan:1", "actor_lr=uniform:0:inf",
+                            "nope=uniform:0:1", "batch_size=uniform:16:32", "gamma=uniform:2:3",
+                            "policy_delay=loguniform:1e-4:1e-2"],
+    ("sweep", "-n"): POSITIVE + ["1000000"],
+    ("sweep", "--sample-seed"): ["-1", "x", "", "1e23"],
+    ("sweep", "--preset"): ["", "ant-papr"],
+    ("sweep", "--config"): PATH_IN,
+    ("sweep", "--set"): ["x", "=1", "nope=1", "actor_lr=nan", "gamma=inf", "activation=x"],
+    ("sweep", "--shards"): INT + ["5000", "2"],
+    ("sweep", "--backend"): ["", "cuda"],
+    ("sweep", "--address"): ["", "auto"],
+    ("sweep", "--workers"): POSITIVE + ["100000"],
+    ("sweep", "--dir"): ["", "TEXT", "TEXT/x", "RUN"],
+    ("sweep", "--resume"): ["", "MISSING", "TEXT", "DIR", "RUN"],
     ("eval", "run_dir"): PATH_IN,
     ("eval", "--episodes"): POSITIVE,
     ("eval", "--render"): ["", "x.png", "MISSING/x.gif", "TEXT/x.gif", "DIR.gif", "RUN/config.json"],
@@ -93,6 +114,8 @@ BAD = {
 BASE = {
     "train": ["train", "pendulum", "--steps", "20", "--set", "batch_size=16", "--set", "eval_episodes=1",
               "--quiet"],
+    "sweep": ["sweep", "pendulum", "--steps", "20", "--grid", "batch_size=16", "--set", "eval_episodes=1",
+              "--quiet"],
     "eval": ["eval", "RUN", "--episodes", "1"],
     "export": ["export", "RUN", "-o", "OUT/p.nmp"],
     "runs": ["runs"],
@@ -108,7 +131,8 @@ BASE = {
     "board check": ["board", "check"],
 }
 # Options that cannot combine with the base command's own (train --resume replaces the env).
-STANDALONE = {("train", "--resume"): ["train", "--quiet"], ("train", "--run-dir"): None}
+STANDALONE = {("train", "--resume"): ["train", "--quiet"], ("train", "--run-dir"): None,
+              ("sweep", "--resume"): ["sweep", "--quiet"]}
 
 
 def _options(parser, prefix=()):

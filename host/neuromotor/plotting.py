@@ -60,3 +60,17 @@ def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
     plt.close(fig)
     with atomic_open(path) as f:
         frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)
+
+
+def sweep_returns(groups: list, path, title: str) -> None:
+    """[(configuration label, [final return per seed])]: each seed a dot, the mean a bar."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(groups) + 2), 4.5))
+    for i, (_, values) in enumerate(groups):
+        jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else [0.0]
+        ax.scatter(i + np.asarray(jitter), values, s=14, alpha=0.6, color="tab:blue")
+        ax.hlines(np.mean(values), i - 0.3, i + 0.3, color="k", lw=2)
+    ax.set_xticks(range(len(groups)), [g[0] for g in groups], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("final evaluation return")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    save_png(fig, path)

@@ -1,0 +1,279 @@
+"""Hyperparameter sweeps: configurations x seeds, each shard of agents a normal run directory.
+
+    runs/sweep-<time>/
+      sweep.json        the plan (env, algo, configurations, seeds, units) and, once done, the results
+      c<i>-s<seed>/     one run directory per unit: configuration i, a shard of the seeds stacked in
+                        one algorithm instance (the first seed names it), trained by the same code as
+                        `neuromotor train` and resumable like any run
+      returns.png       final evaluation return per configuration, seeds as a spread
+
+Every unit's config.json is written before any training, so the plan is on disk: a sweep
+whose driver died continues with `sweep --resume DIR`, which trains the units without a
+summary.json (from their last checkpoint when they have one). A unit that a backend runs
+again after its worker died does the same, so no agent is trained twice to completion and
+every agent computes the same numbers however the sweep was run or interrupted.
+
+Backends: "local" runs units in forkserver worker processes of this machine (as population
+shards do); "ray" runs each unit as a Ray task (see neuromotor.sweep_ray).
+"""
+
+import json
+import math
+import os
+import time
+from argparse import Namespace
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor import config, runs
+from neuromotor.errors import UserError
+from neuromotor.paths import runs_dir
+from neuromotor.safe_write import atomic_write
+
+PLAN = "sweep.json"
+PLOT = "returns.png"
+DISTRIBUTIONS = ("uniform", "loguniform")
+MAX_CONFIGS = 100_000
+
+
+def split_values(text: str) -> list:
+    """'1e-3,3e-4' -> ['1e-3', '3e-4']; commas inside [...] stay (actor_hidden=[64,64],[256,256])."""
+    out, depth, part = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append(part)
+            part = ""
+        else:
+            part += ch
+    return out + [part]
+
+
+def parse_grid(items) -> list:
+    """['actor_lr=1e-3,3e-4', 'batch_size=100'] -> [(key, [value texts])], keys distinct."""
+    axes = []
+    for item in items or ():
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        values = [v.strip() for v in split_values(text)] if eq else []
+        if not key or not values or not all(values):
+            raise UserError(f"--grid expects key=value[,value...], got {item!r}")
+        if len(set(values)) != len(values):
+            raise UserError(f"--grid {item!r} repeats a value")
+        axes.append((key, values))
+    return axes
+
+
+def parse_random(items) -> list:
+    """['actor_lr=loguniform:1e-4:1e-2'] -> [(key, distribution, low, high)]."""
+    out = []
+    for item in items or ():
+        key, eq, text = item.partition("=")
+        dist, *bounds = text.split(":")
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except ValueError:
+            lo = hi = math.nan
+        if not eq or not key.strip() or dist not in DISTRIBUTIONS or not (math.isfinite(lo) and math.isfinite(hi)):
+            raise UserError(f"--random expects key=DIST:LOW:HIGH with DIST one of {', '.join(DISTRIBUTIONS)} "
+                            f"and finite bounds, got {item!r}")
+        if not lo < hi or (dist == "loguniform" and lo <= 0):
+            raise UserError(f"--random {item!r}: need LOW < HIGH" + (", both > 0" if dist == "loguniform" else ""))
+        out.append((key.strip(), dist, lo, hi))
+    return out
+
+
+def _setting_text(key: str, value, default) -> str:
+    if isinstance(default, int) and not isinstance(default, bool):
+        value = int(round(value))
+    return f"{key}={value!r}"
+
+
+def configurations(grid: list, random: list, n: int, sample_seed: int, defaults: dict) -> list:
+    """The sweep's configurations as lists of `--set` texts: the grid's cross product, each point
+    with n random draws (numpy's PCG64 seeded by sample_seed, so a sweep is reproducible)."""
+    keys = [k for k, _ in grid] + [k for k, *_ in random]
+    dup = next((k for k in keys if keys.count(k) > 1), None)
+    if dup is not None:
+        raise UserError(f"{dup!r} is swept twice (one --grid or --random per key)")
+    points = [[]]
+    for key, values in grid:
+        points = [p + [f"{key}={v}"] for p in points for v in values]
+        if len(points) > MAX_CONFIGS:
+            raise UserError(f"the grid has more than {MAX_CONFIGS} configurations")
+    if not random:
+        return points
+    if len(points) * n > MAX_CONFIGS:
+        raise UserError(f"{len(points)} grid points x -n {n} is more than {MAX_CONFIGS} configurations")
+    rng = np.random.default_rng(sample_seed)
+    draws = []
+    for _ in range(n):
+        draw = []
+        for key, dist, lo, hi in random:
+            if key not in defaults:
+                raise UserError(f"unknown setting {key!r}; known: {', '.join(sorted(defaults))}")
+            u = rng.uniform(lo, hi) if dist == "uniform" else math.exp(rng.uniform(math.log(lo), math.log(hi)))
+            draw.append(_setting_text(key, float(u), defaults[key]))
+        draws.append(draw)
+    return [p + d for p in points for d in draws]
+
+
+def plan(args) -> dict:
+    """Every unit's config (through `train`'s own config path, so --grid values meet the same
+    rules as --set), checked before anything is written."""
+    from neuromotor.algos import algo_class
+    from neuromotor.cli.cmd_train import _new_config
+
+    if not args.env:
+        raise UserError("sweep needs an environment (e.g. `neuromotor sweep pendulum --grid ...`) or --resume DIR")
+    if args.n is not None and not args.random:
+        raise UserError("-n draws --random samples; give --random key=DIST:LOW:HIGH")
+    seeds = config.parse_seeds(args.seeds)
+    algo_cls = algo_class(args.algo)
+    algo_default = algo_cls.defaults(args.env, args.preset)[0] if hasattr(algo_cls, "defaults") else algo_cls.Config()
+    defaults = {**config.to_dict(config.RunConfig()), **config.to_dict(algo_default)}
+    sets = configurations(parse_grid(args.grid), parse_random(args.random), args.n or 1, args.sample_seed, defaults)
+    if len(sets) * len(seeds) > config.MAX_AGENTS:
+        raise UserError(f"{len(sets)} configurations x {len(seeds)} seeds is more than {config.MAX_AGENTS} agents")
+    shards = args.shards or min(len(seeds), os.cpu_count() or 1)
+    if not 1 <= shards <= len(seeds):
+        raise UserError(f"--shards must be from 1 to the number of seeds ({len(seeds)}), got {args.shards}")
+    bounds = np.linspace(0, len(seeds), shards + 1).round().astype(int)
+    configs, units = [], []
+    for i, extra in enumerate(sets):
+        base = Namespace(env=args.env, env_kwargs=None, vector=None, algo=args.algo, steps=args.steps, envs=None,
+                         shards=1, preset=args.preset, config=args.config, set=list(args.set or []) + extra,
+                         seed=None, quiet=True)
+        settings = config.parse_set(extra)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            cfg = _new_config(Namespace(**vars(base), seeds=",".join(map(str, seeds[a:b]))))
+            units.append({"name": f"c{i}-s{seeds[a]}", "config": i, "seeds": seeds[a:b], "cfg": cfg})
+        configs.append(settings)
+    return {"env": args.env, "algo": args.algo, "seeds": seeds, "configs": configs, "units": units}
+
+
+def create(sweep_dir, the_plan: dict, backend: str) -> Path:
+    """Write every unit's config.json, then sweep.json (whose presence makes DIR resumable)."""
+    if sweep_dir is None:
+        sweep_dir = _new_sweep_dir()
+    else:
+        sweep_dir = Path(sweep_dir)
+        if sweep_dir.exists() and (not sweep_dir.is_dir() or any(sweep_dir.iterdir())):
+            raise UserError(f"{sweep_dir} exists and is not an empty directory; give a new --dir, or "
+                            "--resume it if it is an interrupted sweep")
+        runs.make_dir(sweep_dir)
+    for unit in the_plan["units"]:
+        run_dir = sweep_dir / unit["name"]
+        runs.make_dir(run_dir)
+        runs.save_config(run_dir, unit.pop("cfg"))
+    write_plan(sweep_dir, {**the_plan, "backend": backend})
+    return sweep_dir
+
+
+def _new_sweep_dir() -> Path:
+    root = Path(runs_dir())
+    base = f"sweep-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 10_000):
+            path = root / (base if n == 1 else f"{base}-{n}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise UserError(f"cannot create a sweep directory in {root}: {exc.strerror}") from None
+    raise UserError(f"cannot create a sweep directory in {root}: every name for this second is taken")
+
+
+def write_plan(sweep_dir: Path, doc: dict) -> None:
+    atomic_write(sweep_dir / PLAN, json.dumps(doc, indent=2) + "\n")
+
+
+def read_plan(sweep_dir) -> dict:
+    path = Path(sweep_dir) / PLAN
+    try:
+        doc = json.loads(path.read_text())
+        units = doc["units"]
+        if not all(isinstance(u["name"], str) and "/" not in u["name"] and u["name"] not in ("", ".", "..")
+                   and isinstance(u["config"], int) and 0 <= u["config"] < len(doc["configs"])
+                   for u in units):
+            raise ValueError("bad unit")
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserError(f"{sweep_dir} is not a sweep directory (no {PLAN})") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a sweep plan") from None
+    except PermissionError:
+        raise UserError(f"cannot read {path}: permission denied") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
+    return doc
+
+
+def run_unit(run_dir) -> dict:
+    """Train one unit to the end and return its summary: a finished unit is read back, one with
+    a checkpoint resumes from it (as `train --resume`), any other starts afresh."""
+    from neuromotor.cli.cmd_train import _resumed_run, _train
+    from neuromotor.tensorboard import remove_event_files
+
+    run_dir = Path(run_dir)
+    if (run_dir / runs.SUMMARY).is_file():
+        return json.loads((run_dir / runs.SUMMARY).read_text())
+    quiet = Namespace(quiet=True)
+    with runs.locked(run_dir):
+        if (run_dir / runs.CHECKPOINT).is_file():
+            cfg, algo = _resumed_run(Namespace(resume=run_dir, vector=None, steps=None))
+        else:
+            # records of an attempt killed before its first checkpoint would be repeated
+            (run_dir / runs.METRICS).unlink(missing_ok=True)
+            remove_event_files(run_dir)
+            cfg = runs.read_config(run_dir)
+            algo = runs.build(cfg)
+        return _train(quiet, run_dir, cfg, algo)
+
+
+def run_local(sweep_dir: Path, units: list, workers: int) -> dict:
+    """Units in worker processes (forkserver, as population shards), at most `workers` at a time."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from neuromotor.parallel import _mp_context
+
+    todo = [u["name"] for u in units]
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=_mp_context()) as pool:
+        return dict(zip(todo, pool.map(run_unit, [str(sweep_dir / n) for n in todo])))
+
+
+def results(sweep_dir: Path, doc: dict, summaries: dict, wall_s: float) -> dict:
+    """The sweep's outcome: one trial per (configuration, seed), per-configuration statistics."""
+    trials, per_config = [], [[] for _ in doc["configs"]]
+    for unit in doc["units"]:
+        for agent in summaries[unit["name"]]["agents"]:
+            trials.append({"seed": agent["seed"], "config": doc["configs"][unit["config"]],
+                           "eval_return_mean": agent["eval_return_mean"], "run_dir": str(sweep_dir / unit["name"])})
+            per_config[unit["config"]].append(agent["eval_return_mean"])
+    configs = [{"config": c, "eval_return_mean": float(np.mean(r)), "eval_return_std": float(np.std(r)),
+                "eval_returns": r} for c, r in zip(doc["configs"], per_config)]
+    agents = len(trials)
+    return {"trials": trials, "configs": configs, "wall_s": round(wall_s, 3), "agents": agents,
+            "agents_per_min": round(agents / wall_s * 60, 3) if wall_s > 0 else None,
+            "backend": doc["backend"], "sweep_dir": str(sweep_dir)}
+
+
+def label(settings: dict) -> str:
+    return " ".join(f"{k}={_short(v)}" for k, v in settings.items()) or "(defaults)"
+
+
+def _short(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def finish(sweep_dir: Path, doc: dict, summaries: dict, wall_s: float) -> dict:
+    from neuromotor import plotting
+
+    out = results(sweep_dir, doc, summaries, wall_s)
+    write_plan(sweep_dir, {**doc, "results": out})
+    plotting.sweep_returns([(label(c["config"]), c["eval_returns"]) for c in out["configs"]],
+                           sweep_dir / PLOT, f"{doc['algo']} on {doc['env']}: final return per configuration")
+    return out

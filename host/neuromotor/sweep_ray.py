@@ -1,0 +1,90 @@
+"""The Ray backend of `neuromotor sweep`: one Ray task per unit (a shard of agents stacked in one
+algorithm instance, as in a local population), on a local Ray or a cluster (`--address`).
+
+A task whose worker process dies is retried by Ray (MAX_RETRIES); the retry resumes the unit
+from its last checkpoint (neuromotor.sweep.run_unit), so it finishes with the numbers of an
+undisturbed run. Units write their run directories in place when the node shares the head's
+file system (one machine, or a shared mount); a node with its own disk sends the finished run
+directory back and the driver writes it into the sweep directory on the head node.
+"""
+
+import os
+import socket
+from pathlib import Path
+
+from neuromotor import runs
+from neuromotor.errors import UserError
+from neuromotor.safe_write import atomic_write
+
+MAX_RETRIES = 3
+# Units exchange only paths and summaries: the object store needs little room, and a small
+# one does not take a share of /dev/shm from everything else on the machine.
+OBJECT_STORE_BYTES = 100 * 2**20
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--backend ray needs Ray: pip install -e '.[ray]' (or pip install 'ray[default]>=2.9')") from None
+    return ray
+
+
+def check_available() -> None:
+    _import_ray()
+
+
+def _unit_task(run_dir: str, config_text: str, head: str):
+    from neuromotor import sweep
+
+    run_dir = Path(run_dir)
+    if not (run_dir / runs.CONFIG).is_file():  # a node with its own disk: the plan lives on the head
+        runs.make_dir(run_dir)
+        atomic_write(run_dir / runs.CONFIG, config_text)
+    summary = sweep.run_unit(run_dir)
+    files = None
+    if socket.gethostname() != head:
+        files = {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
+                 if p.is_file() and p.name != runs.LOCK}
+    return summary, files
+
+
+def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
+    """Run the units as Ray tasks; {unit name: summary}. Joins the cluster at `address`, else
+    starts a local Ray on this machine's CPUs and stops it before returning."""
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        where = ({"address": address} if address else
+                 {"num_cpus": len(os.sched_getaffinity(0)), "object_store_memory": OBJECT_STORE_BYTES})
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level="warning", **where)
+        except ConnectionError as exc:
+            raise UserError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
+    try:
+        task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(_unit_task)
+        head = socket.gethostname()
+        refs = {u["name"]: task.remote(str(sweep_dir / u["name"]), (sweep_dir / u["name"] / runs.CONFIG).read_text(),
+                                       head) for u in units}
+        out = {}
+        for name, ref in refs.items():
+            try:
+                summary, files = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, UserError):
+                    raise UserError(f"{name}: {exc.cause}") from None
+                raise
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError):
+                raise UserError(f"{name}: its Ray worker died {MAX_RETRIES + 1} times; `neuromotor sweep "
+                                f"--resume {sweep_dir}` continues from its last checkpoint") from None
+            for rel, data in (files or {}).items():
+                target = sweep_dir / name / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(target, data)
+            if files:
+                summary["run_dir"] = str(sweep_dir / name)
+            out[name] = summary
+        return out
+    finally:
+        if started:
+            ray.shutdown()
