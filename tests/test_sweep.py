@@ -95,6 +95,21 @@ def test_resume_finishes_a_sweep_whose_driver_was_killed(reference, tmp_path, ca
     _assert_metrics_once(sweep_dir)
 
 
+def test_local_worker_killed_stops_in_one_line_and_resume_finishes(reference, tmp_path, capsys):
+    sweep_dir = tmp_path / "worker-killed"
+    run = _Thread(["sweep", "pendulum", *SETTINGS, "--dir", str(sweep_dir), "--workers", "1"])
+    unit = _wait_for_unit_in_progress(sweep_dir, run)
+    pid = int((unit / runs.LOCK).read_text())
+    assert pid != os.getpid()
+    os.kill(pid, signal.SIGKILL)
+    run.thread.join(timeout=300)
+    assert run.code == 2
+    err = capsys.readouterr().err
+    assert "sweep --resume" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert _numbers(_sweep_resume(capsys, sweep_dir)) == _numbers(reference)
+    _assert_metrics_once(sweep_dir)
+
+
 def _sweep_resume(capsys, sweep_dir, *extra):
     code = main(["sweep", "--resume", str(sweep_dir), "--quiet", "--json", *extra])
     out = capsys.readouterr().out
@@ -139,6 +154,31 @@ def test_ray_backend_missing_says_how_to_install(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def _ray_daemons() -> set:
+    out = set()
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/comm") as f:
+                if f.read().strip() in ("raylet", "gcs_server"):
+                    out.add(int(d))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def test_ray_backend_starts_and_stops_its_own_ray(reference, tmp_path, capsys):
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()  # runs before the module's shared Ray session
+    before = _ray_daemons()
+    result = _sweep(capsys, tmp_path / "own-ray", "--backend", "ray")
+    assert _numbers(result) == _numbers(reference)
+    assert not ray.is_initialized()
+    deadline = time.monotonic() + 30
+    while _ray_daemons() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _ray_daemons() - before, "the sweep left its Ray running"
+
+
 # --- Ray: one local two-CPU Ray for the module, shut down at its end ---
 
 @pytest.fixture(scope="module")
@@ -181,12 +221,14 @@ def test_ray_worker_killed_mid_trial_is_retried_from_its_checkpoint(ray_session,
     unit = _wait_for_unit_in_progress(sweep_dir, run)
     pid = int((unit / runs.LOCK).read_text())
     assert pid != os.getpid()
-    step_at_kill = runs.read_metrics(unit)[-1]["step"]
+    before = runs.read_metrics(unit)
     os.kill(pid, signal.SIGKILL)
     run.thread.join(timeout=300)
     assert run.code == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert step_at_kill < 600
+    assert before[-1]["step"] < 600
+    # resumed, not restarted: what the killed worker recorded up to its checkpoint is kept as it was
+    assert runs.read_metrics(unit)[:1] == before[:1]
     assert int((unit / runs.LOCK).read_text()) != pid  # another worker finished it
     assert _numbers(result) == _numbers(reference)
     _assert_metrics_once(sweep_dir)

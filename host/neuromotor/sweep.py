@@ -237,12 +237,20 @@ def run_unit(run_dir) -> dict:
 def run_local(sweep_dir: Path, units: list, workers: int) -> dict:
     """Units in worker processes (forkserver, as population shards), at most `workers` at a time."""
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     from neuromotor.parallel import _mp_context
 
     todo = [u["name"] for u in units]
-    with ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=_mp_context()) as pool:
-        return dict(zip(todo, pool.map(run_unit, [str(sweep_dir / n) for n in todo])))
+    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=_mp_context())
+    try:
+        futures = [pool.submit(run_unit, str(sweep_dir / n)) for n in todo]
+        return {n: f.result() for n, f in zip(todo, futures)}
+    except BrokenProcessPool:
+        raise UserError(f"a sweep worker process died; `neuromotor sweep --resume {sweep_dir}` continues "
+                        "from the units' last checkpoints") from None
+    finally:
+        pool.shutdown(cancel_futures=True)  # one unit failed: the others are not started
 
 
 def results(sweep_dir: Path, doc: dict, summaries: dict, wall_s: float) -> dict:

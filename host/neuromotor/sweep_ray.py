@@ -61,6 +61,7 @@ def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
             ray.init(include_dashboard=False, log_to_driver=False, logging_level="warning", **where)
         except ConnectionError as exc:
             raise UserError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
+    refs = {}
     try:
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(_unit_task)
         head = socket.gethostname()
@@ -85,6 +86,10 @@ def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
                 summary["run_dir"] = str(sweep_dir / name)
             out[name] = summary
         return out
+    except BaseException:
+        for ref in refs.values():  # on a cluster that stays up, the other units stop too
+            ray.cancel(ref, force=True)
+        raise
     finally:
         if started:
             ray.shutdown()
