@@ -205,3 +205,18 @@ def test_baremetal_project_real_envs_parse():
         assert opts["framework"] == ["arduino"] and "+<arduino_main.cpp>" in " ".join(opts["build_src_filter"])
     for name in ("qemu-m7", "qemu-m4f"):
         assert dict(sections[f"env:{name}"])["platform"] == "symlink://platform/qemu-arm"
+
+
+def test_baremetal_project_pio_test_checks_the_program():
+    """`pio test -e qemu-m7`: the custom runner (no Unity download) builds the program, runs it
+    under QEMU and passes it only on a good NMB/1 line from a kernel that matches its reference."""
+    pio = _pio()
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed")
+    from neuromotor.boards.baremetal import BAREMETAL_DIR, pio_env
+    res = subprocess.run([pio, "test", "-d", str(BAREMETAL_DIR), "-e", "qemu-m7"], capture_output=True,
+                         text=True, timeout=300, env=pio_env(), stdin=subprocess.DEVNULL)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "qemu-m7:test_program [PASSED]" in out and "@nm - bench" in out
