@@ -525,9 +525,13 @@ static void decode_thumb32(insn_t *d, uint16_t h1, uint16_t h2) {
     }
 }
 
+/* The length comes from the encoding: at the end of a page QEMU can report a 16-bit
+ * instruction with the next halfword appended (size 4). */
 static void decode_thumb(insn_t *d, const uint8_t *p, size_t size) {
     uint16_t h1 = (uint16_t)(p[0] | (p[1] << 8));
-    if (size >= 4) {
+    bool wide = (h1 >> 11) >= 0x1d;
+    d->size = wide && size >= 4 ? 4 : 2;
+    if (d->size == 4) {
         uint16_t h2 = (uint16_t)(p[2] | (p[3] << 8));
         decode_thumb32(d, h1, h2);
     } else {
@@ -544,7 +548,8 @@ static void decode_thumb(insn_t *d, const uint8_t *p, size_t size) {
 
 static void decode_rv(insn_t *d, const uint8_t *p, size_t size) {
     d->cls = K_ALU;
-    if (size == 2) {
+    d->size = (p[0] & 3) == 3 && size >= 4 ? 4 : 2; /* from the encoding, as for Thumb */
+    if (d->size == 2) {
         uint16_t c = (uint16_t)(p[0] | (p[1] << 8));
         unsigned q = c & 3, f3 = (c >> 13) & 7;
         unsigned rd = (c >> 7) & 31, rs2 = (c >> 2) & 31, rdp = 8 + ((c >> 2) & 7), rs1p = 8 + ((c >> 7) & 7);
@@ -975,6 +980,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
             fprintf(log_file, "  %#llx size=%u cls=%u n=%u\n", (unsigned long long)v[i].pc, v[i].size, v[i].cls,
                     v[i].n);
         }
+        fflush(log_file); /* complete even when QEMU is ended by a signal */
     }
     if (!t->v) {
         free(v);
@@ -1020,8 +1026,12 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
                 fprintf(stderr, "nm_cycles: bad mark address %s\n", a + 5);
                 return -1;
             }
-        } else if (strncmp(a, "log=", 4) == 0) {
+        } else if (strncmp(a, "log=", 4) == 0) { /* every translated block, decoded (for tests) */
             log_file = fopen(a + 4, "w");
+            if (!log_file) {
+                fprintf(stderr, "nm_cycles: cannot write %s\n", a + 4);
+                return -1;
+            }
         } else {
             fprintf(stderr, "nm_cycles: unknown argument %s (core=, out=, mark=, log=)\n", a);
             return -1;
