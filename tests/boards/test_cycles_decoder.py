@@ -158,3 +158,69 @@ def test_decoder_on_the_micropython_firmware_boot(tmp_path):
     checked, wrong = _check(elf, "mps2-an500", "cortex-m7", tmp_path, run_for=3)
     assert time.monotonic() - start < 30
     assert checked > 2000 and not wrong, "\n".join(wrong[:20])
+
+
+def expected_rv(mnemonic):
+    m = mnemonic.removeprefix("c.")
+    if re.fullmatch(r"l[bhw]u?|lwsp", m):
+        return {"LD"}
+    if re.fullmatch(r"s[bhw]|swsp", m):
+        return {"ST"}
+    if re.fullmatch(r"b(eq|ne|lt|ge|ltu|geu|gt|le|gtu|leu)|b(eq|ne|lt|ge|gt|le)z", m):
+        return {"BC"}
+    if m in ("j", "jal"):
+        return {"B"}
+    if m in ("jr", "jalr", "ret"):
+        return {"BI"}
+    if re.fullmatch(r"mul(h|hsu|hu)?", m):
+        return {"MUL"}
+    if re.fullmatch(r"(div|rem)u?", m):
+        return {"DIV"}
+    if m.startswith(("amo", "lr.", "sc.")):
+        return {"LDD"}
+    if m.startswith(("csr", "fence", "ecall", "ebreak", "wfi", "mret", "unimp")):
+        return {"SYS"}
+    if m.startswith("f"):
+        return None
+    return {"ALU"}
+
+
+def test_decoder_rv32_on_the_micropython_firmware_boot(tmp_path):
+    for tool in ("qemu-system-riscv32", "riscv64-unknown-elf-objdump"):
+        if not shutil.which(tool):
+            pytest.skip(f"{tool} is not installed")
+    from neuromotor.boards import firmware_path, load_board
+    elf = firmware_path(load_board("qemu-rv32"))
+    if not elf.exists():
+        pytest.skip(f"no firmware at {elf} (make emulated)")
+    out = subprocess.run(["riscv64-unknown-elf-objdump", "-d", str(elf)],
+                         capture_output=True, text=True, check=True).stdout
+    insns = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s+[0-9a-f]+\s+(\S+)", line)
+        if m:
+            insns[int(m.group(1), 16)] = m.group(2)
+    log = tmp_path / "rv.log"
+    cmd = ["qemu-system-riscv32", "-machine", "virt", "-bios", "none", "-nographic", "-monitor", "none",
+           "-serial", "none", "-semihosting", "-icount", "shift=0",
+           "-plugin", f"{cyc.build_plugin()},core=rv32imc,log={log}", "-kernel", str(elf)]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        p.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        p.wait(10)
+    checked, wrong = 0, []
+    for line in log.read_text().splitlines():
+        m = re.match(r"\s+0x([0-9a-f]+) size=(\d+) cls=(\d+) n=(\d+)", line)
+        if not m or int(m.group(1), 16) not in insns:
+            continue
+        mnem = insns[int(m.group(1), 16)]
+        want = expected_rv(mnem)
+        if want is None:
+            continue
+        checked += 1
+        got = CLASSES[int(m.group(3))]
+        if got not in want:
+            wrong.append(f"{m.group(1)} {mnem}: {got}, expected {sorted(want)}")
+    assert checked > 2000 and not wrong, "\n".join(wrong[:20])
