@@ -52,8 +52,10 @@ firmware: venv system
 natmods: venv system
 	$(MAKE) -C device/port natmods
 
+# The boards' firmware and the cycle model QEMU runs them with (docs/timing-model.md).
 emulated: venv system
 	for b in $(EMULATED_BOARDS); do $(MAKE) -C device/port firmware BOARD=$$b || exit 1; done
+	$(MAKE) --no-print-directory -C device/timing plugin microbench
 
 bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/td3_pendulum.py
