@@ -40,6 +40,8 @@ def reference(tmp_path_factory):
 
 def test_local_sweep_is_configurations_times_seeds_in_run_directories(reference):
     assert sorted(_numbers(reference)) == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    assert {"trials", "wall_s", "configs", "agents", "backend"} <= set(reference)
+    assert all(set(t) == {"seed", "config", "eval_return_mean", "run_dir"} for t in reference["trials"])
     sweep_dir = reference["sweep_dir"]
     for t in reference["trials"]:
         cfg = runs.read_config(t["run_dir"])  # a normal run directory, readable as any run
