@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -179,6 +180,22 @@ def test_ray_backend_starts_and_stops_its_own_ray(reference, tmp_path, capsys):
     while _ray_daemons() - before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _ray_daemons() - before, "the sweep left its Ray running"
+
+
+def test_unit_on_a_node_without_the_heads_disk_comes_back_whole(reference, tmp_path):
+    from neuromotor import sweep_ray
+
+    unit = reference["trials"][0]["run_dir"]
+    node = tmp_path / "node" / "c0-s0"  # the same path on another machine: nothing there yet
+    summary, files = sweep_ray._unit_task(str(node), (Path(unit) / runs.CONFIG).read_text(), head="another-host")
+    assert {runs.CONFIG, runs.CHECKPOINT, runs.METRICS, runs.SUMMARY} <= set(files) and runs.LOCK not in files
+    head = tmp_path / "head" / "c0-s0"
+    got = sweep_ray.receive(head, summary, files)
+    assert got["run_dir"] == str(head) and got["eval_return_mean"] == _numbers(reference)[(16, 0)]
+    assert runs.read_metrics(head) == runs.read_metrics(node)
+    assert runs.load_policy_spec(head).meta["run_dir"] == str(head)  # a whole run: its checkpoint loads
+    with pytest.raises(sweep.UserError, match="outside"):
+        sweep_ray.receive(head, summary, {"../x": b""})
 
 
 # --- Ray: one local two-CPU Ray for the module, shut down at its end ---

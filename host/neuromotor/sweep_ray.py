@@ -49,6 +49,18 @@ def _unit_task(run_dir: str, config_text: str, head: str):
     return summary, files
 
 
+def receive(run_dir: Path, summary: dict, files) -> dict:
+    """A unit's result on the head: the files of a run directory trained on another node (None:
+    the node wrote it in place) written into run_dir; the summary, naming run_dir."""
+    for rel, data in (files or {}).items():
+        target = run_dir / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise UserError(f"{run_dir.name}: a node sent a file outside its run directory ({rel!r})")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+    return {**summary, "run_dir": str(run_dir)} if files else summary
+
+
 def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
     """Run the units as Ray tasks; {unit name: summary}. Joins the cluster at `address`, else
     starts a local Ray on this machine's CPUs and stops it before returning."""
@@ -78,13 +90,7 @@ def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
             except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError):
                 raise UserError(f"{name}: its Ray worker died {MAX_RETRIES + 1} times; `neuromotor sweep "
                                 f"--resume {sweep_dir}` continues from its last checkpoint") from None
-            for rel, data in (files or {}).items():
-                target = sweep_dir / name / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(target, data)
-            if files:
-                summary["run_dir"] = str(sweep_dir / name)
-            out[name] = summary
+            out[name] = receive(sweep_dir / name, summary, files)
         return out
     except BaseException:
         for ref in refs.values():  # on a cluster that stays up, the other units stop too
