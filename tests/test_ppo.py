@@ -227,3 +227,15 @@ def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
     for backend in ("native", "python"):
         got = np.array([[float(v) for v in line.split()[1:]] for line in lines if line.startswith(backend + " ")])
         np.testing.assert_allclose(got, spec.forward(obs), rtol=1e-5, atol=1e-5, err_msg=backend)
+
+
+def test_defaults_follow_the_kind_of_env():
+    """MuJoCo tasks, built in or gymnasium's, get the paper's Ant schedule; every other
+    env (Pendulum-v1, a user's module:attr) the small pendulum one, not 10M steps."""
+    mujoco = PPO.defaults("ant")
+    small = PPO.defaults("pendulum")
+    assert mujoco != small
+    for name in ("halfcheetah", "HalfCheetah-v5", "InvertedPendulum-v5"):
+        assert PPO.defaults(name) == mujoco
+    for name in ("Pendulum-v1", "MountainCarContinuous-v0", "my_envs:Robot"):
+        assert PPO.defaults(name) == small

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from neuromotor.envs import is_mujoco
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
@@ -78,7 +79,6 @@ CONFIGS = {
                         minibatch_size=800, epochs=10, gamma=0.95, init_std=1.0),
                  {"steps": 300_000, "eval_every": 20_000, "checkpoint_every": 20_000}),
 }
-ENV_CONFIG = {"pendulum": "pendulum"}  # env name -> named config; the MuJoCo envs use ant-paper
 
 
 class PPO:
@@ -87,7 +87,7 @@ class PPO:
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
         """(Config, RunConfig settings): the named config `preset`, else this env's."""
-        name = preset or ENV_CONFIG.get(env_name, "ant-paper")
+        name = preset or ("ant-paper" if is_mujoco(env_name) else "pendulum")
         if name not in CONFIGS:
             raise UserError(f"unknown ppo preset {name!r}; known: {', '.join(CONFIGS)}")
         cfg, run = CONFIGS[name]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from neuromotor.algos.td3 import ReplayRow
+from neuromotor.envs import is_mujoco
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam, polyak
@@ -92,10 +93,6 @@ CONFIGS = {
                       learning_starts=10_000, actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4),
                {"steps": 1_000_000, "eval_every": 10_000, "checkpoint_every": 50_000}),
 }
-ENV_CONFIG = {"ant": "mujoco", "ant-full": "mujoco", "halfcheetah": "mujoco", "hopper": "mujoco"}  # else pendulum
-# gymnasium's MuJoCo tasks, any version (HalfCheetah-v5, ...), also get the mujoco preset
-GYM_MUJOCO = {"Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
-              "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d"}
 
 
 class Net:
@@ -155,8 +152,7 @@ class SAC:
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
         """(Config, RunConfig settings): the named config `preset`, else this env's."""
-        mujoco = env_name.partition("-v")[0] in GYM_MUJOCO
-        name = preset or ENV_CONFIG.get(env_name, "mujoco" if mujoco else "pendulum")
+        name = preset or ("mujoco" if is_mujoco(env_name) else "pendulum")
         if name not in CONFIGS:
             raise UserError(f"unknown sac preset {name!r}; known: {', '.join(CONFIGS)}")
         cfg, run = CONFIGS[name]

@@ -41,7 +41,8 @@ def register(sub):
     seeds.add_argument("--seeds", help="a population in one process: 0-15 or 0,3,5")
     p.add_argument("--shards", type=int, help="population shards stepped in parallel processes (default: one per CPU)")
     p.add_argument("--preset", metavar="NAME", help="a named configuration of the algorithm "
-                   "(ppo: ant-paper, pendulum); --config and --set apply on top")
+                   "(ppo: ant-paper, pendulum; sac: pendulum, mujoco; default: the env's); "
+                   "--config and --set apply on top")
     p.add_argument("--config", metavar="FILE.toml", help="settings file (keys of the run or algorithm config)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one setting, repeatable")
     p.add_argument("--run-dir", type=checks.nonempty_path, help="where to write the run (default runs/<env>-<algo>-<seeds>-<time>)")

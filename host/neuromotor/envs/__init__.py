@@ -52,7 +52,17 @@ ENVS = {
     "hopper": "neuromotor.envs.mujoco_vec:HopperVec",
 }
 
+# gymnasium's MuJoCo tasks, any version (HalfCheetah-v5, ...): algorithms give them
+# their MuJoCo defaults, as they do the built-in MuJoCo envs.
+GYM_MUJOCO = {"Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
+              "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d"}
+
 _probed = {}  # a gymnasium env is made once per process to read its spaces
+
+
+def is_mujoco(name: str) -> bool:
+    """A built-in MuJoCo env or one of gymnasium's MuJoCo tasks."""
+    return (name in ENVS and "mujoco" in ENVS[name]) or name.partition("-v")[0] in GYM_MUJOCO
 
 
 def env_class(name: str, kwargs: dict = None, vector: str = "sync"):
