@@ -63,6 +63,9 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/device_inference.py
 	$(VENV)/bin/python benchmarks/board_inference.py
 	$(VENV)/bin/python benchmarks/device_training.py
+	$(VENV)/bin/python benchmarks/sac.py --no-sb3
+	$(VENV)/bin/python benchmarks/gym_adapter.py
+	$(VENV)/bin/python benchmarks/sweep.py
 
 clean:
 	rm -rf $(VENV) build
