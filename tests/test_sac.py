@@ -36,7 +36,7 @@ def _train(seeds, steps, shards=1, cfg=None):
 
 
 def _agent_arrays(algo: SAC, k: int) -> dict:
-    out = {"log_alpha": algo.log_alpha[k].copy(), "replay": algo.replay[k].copy()}
+    out = {"log_alpha": algo.log_alpha[k].copy(), "replay": algo.replay.data[k].copy()}
     for name, views in (("actor", algo.actor.layers), ("critic", algo.critic.layers),
                         ("critic_t", algo.critic.target_layers)):
         for i, layer in enumerate(MLP.member(views, k)):
@@ -63,7 +63,7 @@ def test_seed_alone_equals_seed_inside_a_population():
 def test_update_schedule():
     algo = _train([0], 120).local
     assert algo.critic.opt.t == algo.actor.opt.t == algo.alpha_opt.t == 70  # every step from step 50 on
-    assert algo.replay_size == 120
+    assert algo.replay.size == 120
 
 
 def test_warmup_actions():
@@ -71,8 +71,8 @@ def test_warmup_actions():
     uniform = _train([1], 40).local
     act = policy.row.act
     # uniform in [-1, 1] vs tanh of N(mean ~ 0, std ~ 1) samples: both spread, differently
-    assert not np.array_equal(policy.replay[0, :40, act], uniform.replay[0, :40, act])
-    assert np.abs(policy.replay[0, :40, act]).max() < 1 and np.ptp(policy.replay[0, :40, act]) > 0.5
+    assert not np.array_equal(policy.replay.data[0, :40, act], uniform.replay.data[0, :40, act])
+    assert np.abs(policy.replay.data[0, :40, act]).max() < 1 and np.ptp(policy.replay.data[0, :40, act]) > 0.5
     with pytest.raises(UserError, match="warmup_actions"):
         SAC(Config(warmup_actions="zero"), env_class("pendulum"), [0])
 
@@ -149,7 +149,7 @@ def _check_algo():
     algo.critic.target[...] += 0.05 * rng.standard_normal(algo.critic.target.shape)  # targets != online
     algo.log_alpha[...] = [0.3, -0.7]
     B = algo.cfg.batch_size
-    batch = algo.replay[np.arange(2)[:, None, None], rng.integers(0, algo.replay_size, (2, 3, B))]
+    batch = algo.replay.data[np.arange(2)[:, None, None], rng.integers(0, algo.replay.size, (2, 3, B))]
     return algo, batch, rng
 
 
@@ -313,7 +313,7 @@ def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
 def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
     parts = memory.estimate("sac", Config(), config.RunConfig(), env_class("pendulum"), 3)
     algo = SAC(Config(), env_class("pendulum"), [0, 1, 2])
-    assert parts["replay buffers"] == algo.replay.nbytes
+    assert parts["replay buffers"] == algo.replay.data.nbytes
     nets = [algo.actor.params, algo.actor.grad, algo.actor.opt.m, algo.actor.opt.v, algo.critic.params,
             algo.critic.target, algo.critic.grad, algo.critic.opt.m, algo.critic.opt.v, algo.critic._tmp]
     assert 0.95 * sum(a.nbytes for a in nets) < parts["networks"] <= sum(a.nbytes for a in nets)  # a lower bound

@@ -21,7 +21,7 @@ def _agent_arrays(algo: TD3, k: int) -> dict:
                         ("critic", algo.critic.layers), ("critic_t", algo.critic.target_layers)):
         for i, layer in enumerate(MLP.member(views, k)):
             out[f"{name}{i}"] = layer.copy()
-    out["replay"] = algo.replay[k].copy()
+    out["replay"] = algo.replay.data[k].copy()
     return out
 
 
@@ -60,7 +60,7 @@ def test_update_schedule():
     algo = _train([0], 120).local
     assert algo.critic.opt.t == 70          # one critic update per step from step 50 on
     assert algo.actor.opt.t == 35           # actor (and targets) every second step
-    assert algo.replay_size == 120
+    assert algo.replay.size == 120
 
 
 def test_policy_spec_is_the_deterministic_actor():
@@ -128,14 +128,14 @@ def test_each_critic_learns_from_its_own_minibatch():
     algo = _train([3], 60).local
     start = {k: np.array(v) for k, v in algo.state_dict().items()}
     rng = np.random.default_rng(0)
-    idx = rng.integers(0, algo.replay_size, (1, 2, algo.cfg.batch_size))
+    idx = rng.integers(0, algo.replay.size, (1, 2, algo.cfg.batch_size))
     noise = rng.standard_normal((1, 2, algo.cfg.batch_size, 1)).astype(np.float32)
     other = idx.copy()
-    other[:, 1] = rng.integers(0, algo.replay_size, algo.cfg.batch_size)
+    other[:, 1] = rng.integers(0, algo.replay.size, algo.cfg.batch_size)
     critics = []
     for ix in (idx, other):
         algo.load_state_dict(start)
-        algo._update_critics(algo.replay[0][ix[0]][None], noise)
+        algo._update_critics(algo.replay.data[0][ix[0]][None], noise)
         critics.append([layer.copy() for layer in algo.critic.layers])
     for a, b in zip(*critics):
         np.testing.assert_array_equal(a[:, 0], b[:, 0])  # critic 1: same minibatch 0
@@ -146,6 +146,6 @@ def test_warmup_actions():
     policy = _train([1], 40, cfg=Config(**SMALL, warmup_actions="policy")).local
     uniform = _train([1], 40).local
     act = policy.row.act
-    assert np.ptp(policy.replay[0, :40, act]) < np.ptp(uniform.replay[0, :40, act])  # tanh policy + 0.1 noise
+    assert np.ptp(policy.replay.data[0, :40, act]) < np.ptp(uniform.replay.data[0, :40, act])  # tanh policy + 0.1 noise
     with pytest.raises(UserError, match="warmup_actions"):
         TD3(Config(warmup_actions="zero"), env_class("pendulum"), [0])

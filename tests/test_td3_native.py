@@ -77,7 +77,7 @@ def _agent(algo, k):
         for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
             for i, layer in enumerate(net.mlp.views(flat)):
                 out[f"{name}{part}{i}"] = np.array(layer[k])
-    out["replay"] = algo.replay[k]
+    out["replay"] = algo.replay.data[k]
     return out
 
 
@@ -155,7 +155,7 @@ def _call_args(algo):
     P, B, a = algo.P, algo.cfg.batch_size, algo.act_dim
     rng = np.random.default_rng(0)
     actor, critic, alayout, clayout = algo._native
-    return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, replay=algo.replay,
+    return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, replay=algo.replay.data,
                 size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
                 noise=rng.standard_normal((P, 2, B, a), np.float32), update=True)
 

@@ -149,7 +149,7 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
         "ap": _device_net(a, a.params, 0), "at": _device_net(a, a.target, 0),
         "am": _device_net(a, a.opt.m, 0), "av": _device_net(a, a.opt.v, 0), "ast": actor_st,
         "cst": critic_st,
-        "rows": algo.replay[0][idx[0] % algo.replay_size].astype(np.float32),
+        "rows": algo.replay.data[0][idx[0] % algo.replay.size].astype(np.float32),
         "noise": np.ascontiguousarray(noise[0].transpose(2, 0, 1)),  # feature-major (na, 2, B)
     }
     for k in range(2):
@@ -167,7 +167,7 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
     host_st = [actor_st, critic_st]
     _nm_host.td3_update((a.params, a.target, a.grad, a.opt.m, a.opt.v, host_st[0]),
                         (c.params, c.target, c.grad, c.opt.m, c.opt.v, host_st[1]),
-                        a.layout(), c.layout(), algo.replay, algo.replay_size, idx, noise, True,
+                        a.layout(), c.layout(), algo.replay.data, algo.replay.size, idx, noise, True,
                         cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip)
     host = [_device_net(a, f, 0) for f in (a.params, a.target, a.opt.m, a.opt.v)]
     for key in ("params", "target", "opt.m", "opt.v"):

@@ -29,7 +29,8 @@ def _workspace_row(sizes) -> int:
 
 
 def td3_parts(cfg, obs_dim, act_dim, agents) -> dict:
-    from neuromotor.algos.td3 import RNG_BLOCK, ReplayRow
+    from neuromotor.algos.offpolicy import ReplayRow
+    from neuromotor.algos.td3 import RNG_BLOCK
 
     actor = [obs_dim, *cfg.actor_hidden, act_dim]
     critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
@@ -60,8 +61,8 @@ def ppo_parts(cfg, obs_dim, act_dim, agents) -> dict:
 
 
 def sac_parts(cfg, obs_dim, act_dim, agents) -> dict:
+    from neuromotor.algos.offpolicy import ReplayRow
     from neuromotor.algos.sac import RNG_BLOCK
-    from neuromotor.algos.td3 import ReplayRow
 
     actor = [obs_dim, *cfg.actor_hidden, 2 * act_dim]
     critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]

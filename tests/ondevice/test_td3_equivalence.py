@@ -112,7 +112,7 @@ class Host:
     def last_row(self):
         """The transition stored last, in the board's row layout [s, a, r, not_done, s']."""
         td3, f = self.td3, self.td3.row
-        row = td3.replay[0, (td3.replay_pos - 1) % self.cfg.buffer_size]
+        row = td3.replay.data[0, (td3.replay.pos - 1) % self.cfg.buffer_size]
         return np.concatenate([row[f.obs], row[f.act], row[f.reward], row[f.not_done], row[f.next_obs]])
 
     def env_state(self):

@@ -4,7 +4,7 @@ of agents, in NumPy.
 
 Layout as in td3.py: every array has a leading population axis P (one agent per
 seed, one env per agent); the twin critics are one network family with population
-shape (P, 2); replay rows are ReplayRow's [act, obs, 1, reward, not_done, next_obs, 1].
+shape (P, 2); replay rows are offpolicy.ReplayRow's [act, obs, 1, reward, not_done, next_obs, 1].
 Actions live in [-1, 1] inside the algorithm and are mapped to the env's bounds
 only when stepping the env.
 
@@ -39,17 +39,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from neuromotor.algos.td3 import ReplayRow
+from neuromotor.algos.offpolicy import F32, Net, Replay
 from neuromotor.envs import is_mujoco
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
-from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
 RNG_BLOCK = 1000
-F32 = np.float32
 LOG_PROB_EPS = 1e-6
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -93,27 +92,6 @@ CONFIGS = {
                       learning_starts=10_000, actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4),
                {"steps": 1_000_000, "eval_every": 10_000, "checkpoint_every": 50_000}),
 }
-
-
-class Net:
-    """One network family and everything its training touches: the flat parameters, their
-    target copy (critics only: SAC's actor has none), the gradient, the optimiser and
-    per-layer views of each (see nn.mlp)."""
-
-    def __init__(self, sizes, activations, pop, lr, dtype, target):
-        self.mlp = MLP(sizes, activations, pop=pop, dtype=dtype)
-        self.params, self.grad = self.mlp.zeros(), self.mlp.zeros()
-        self.layers, self.grad_layers = self.mlp.views(self.params), self.mlp.views(self.grad)
-        self.target = self.mlp.zeros() if target else None
-        self.target_layers = self.mlp.views(self.target) if target else None
-        self.opt = Adam(self.mlp.size, lr=lr)
-        self._tmp = self.mlp.zeros() if target else None
-
-    def step(self) -> None:
-        self.opt.step(self.params, self.grad)
-
-    def update_target(self, tau: float) -> None:
-        polyak(self.target, self.params, tau, self._tmp)
 
 
 class TanhGaussian:
@@ -187,13 +165,8 @@ class SAC:
         self.log_alpha = np.full(P, math.log(cfg.init_alpha), dtype)
         self.alpha_opt = Adam(P, lr=cfg.alpha_lr)
 
-        self.row = ReplayRow(o, a)
-        self.replay = np.zeros((P, cfg.buffer_size, self.row.width), dtype)
-        self.replay[..., self.row.ones] = 1
-        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row.width)
-        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None, None]
-        self.replay_pos = 0
-        self.replay_size = 0
+        self.replay = Replay(P, cfg.buffer_size, o, a, dtype)
+        self.row = self.replay.row
 
         B = cfg.batch_size
         actor, critic = self.actor.mlp, self.critic.mlp
@@ -254,19 +227,12 @@ class SAC:
             action = np.tanh(out[:, :self.act_dim] + np.exp(log_std) * explore)  # a sample, as TanhGaussian
         obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
 
-        f, row = self.row, self.replay[:, self.replay_pos]
-        row[:, f.act] = action
-        row[:, f.obs] = self.obs
-        row[:, f.reward] = reward[:, None]
-        row[:, f.not_done] = ~terminated[:, None]
-        row[:, f.next_obs] = next_obs
-        self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
-        self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
+        self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
         if self.steps >= cfg.learning_starts:
             # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-            batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
+            batch = self.replay.sample(raw_idx)
             self._critic_loss(batch[:, :2], next_noise)
             self.critic.step()
             _, log_prob = self._actor_loss(batch[:, 2], actor_noise)
@@ -391,7 +357,7 @@ class SAC:
             "actor_opt_m": self.actor.opt.m, "actor_opt_v": self.actor.opt.v,
             "critic_opt_m": self.critic.opt.m, "critic_opt_v": self.critic.opt.v,
             "alpha_opt_m": self.alpha_opt.m, "alpha_opt_v": self.alpha_opt.v,
-            "replay": self.replay, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
+            "replay": self.replay.data, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
     def state_dict(self) -> dict:
@@ -400,7 +366,7 @@ class SAC:
             "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
             "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
             "alpha_opt_t": np.int64(self.alpha_opt.t),
-            "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
+            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
             "rng": self._rng_states(), "rng_block_start": self._block_rng,
             "env_state": self.env.get_state(), "obs": self.obs,
         }
@@ -412,7 +378,7 @@ class SAC:
         self._last_actor = None  # no update of this state has run yet
         self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
         self.alpha_opt.t = int(d["alpha_opt_t"])
-        self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
+        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
         if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
             for r, st in zip(self.rngs, d["rng_block_start"]):
                 set_rng_state(r, st)

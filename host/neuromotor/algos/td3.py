@@ -37,7 +37,8 @@ import numpy as np
 
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
-from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.algos.offpolicy import F32, Net, Replay
+from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
@@ -50,8 +51,6 @@ except ImportError as exc:  # a source tree without the compiled extension
     _NATIVE_ERROR = exc
 
 RNG_BLOCK = 1000
-F32 = np.float32
-ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
 
 
 @dataclass
@@ -78,64 +77,6 @@ def _clip(x, bound, out):
     """np.clip(x, -bound, bound, out=out) without np.clip's Python-level overhead."""
     np.maximum(x, F32(-bound), out=out)
     return np.minimum(out, F32(bound), out=out)
-
-
-class Net:
-    """One network family and everything its training touches: the flat online
-    parameters, their target copy, the gradient, the optimiser, and per-layer views
-    of each (see nn.mlp: one flat vector per family, layers are views into it)."""
-
-    def __init__(self, sizes, activations, pop, lr):
-        self.mlp = MLP(sizes, activations, pop=pop)
-        self.params, self.target, self.grad = (self.mlp.zeros() for _ in range(3))
-        self.layers, self.target_layers, self.grad_layers = map(self.mlp.views, (self.params, self.target, self.grad))
-        self.opt = Adam(self.mlp.size, lr=lr)
-        self._tmp = np.empty(self.mlp.size, F32)
-
-    def step(self) -> None:
-        """One Adam step along the gradient of the last backward pass."""
-        self.opt.step(self.params, self.grad)
-
-    def update_target(self, tau: float) -> None:
-        """target <- tau * params + (1 - tau) * target"""
-        polyak(self.target, self.params, tau, self._tmp)
-
-    def native_arrays(self) -> tuple:
-        """What the native update reads and writes, with Adam's float32 state
-        [lr, beta1, beta2, eps, beta1^t, beta2^t] as the kernels keep it (nm_adam): the
-        powers are float32 products, t of them, so a resumed run continues them exactly."""
-        opt = self.opt
-        st = np.array([opt.lr, opt.b1, opt.b2, opt.eps, 1, 1], F32)
-        for _ in range(opt.t):
-            st[4] *= st[1]
-            st[5] *= st[2]
-        return self.params, self.target, self.grad, opt.m, opt.v, st
-
-    def layout(self) -> tuple:
-        return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)
-
-
-class ReplayRow:
-    """Where each field of a transition sits in a replay row, as slices of its last axis.
-
-    A row is [act, obs, 1, reward, not_done, next_obs, 1]. The 1s are the networks'
-    bias inputs (see nn.mlp), so the critic's input [act, obs, 1], the actor's input
-    [obs, 1] and the target actor's input [next_obs, 1] are slices of a sampled
-    minibatch rather than copies of it.
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int):
-        o, a = obs_dim, act_dim
-        self.act = slice(0, a)
-        self.obs = slice(a, a + o)
-        self.reward = slice(a + o + 1, a + o + 2)
-        self.not_done = slice(a + o + 2, a + o + 3)
-        self.next_obs = slice(a + o + 3, a + 2 * o + 3)
-        self.width = a + 2 * o + 4
-        self.ones = [a + o, self.width - 1]
-        self.critic_input = slice(0, a + o + 1)
-        self.actor_input = slice(a, a + o + 1)
-        self.next_actor_input = slice(a + o + 3, self.width)
 
 
 class TD3:
@@ -169,14 +110,8 @@ class TD3:
         self.actor.target[...] = self.actor.params
         self.critic.target[...] = self.critic.params
 
-        # Replay: agents stacked (P, capacity, row); the bias inputs are written once here.
-        self.row = ReplayRow(o, a)
-        self.replay = np.zeros((P, cfg.buffer_size, self.row.width), F32)
-        self.replay[..., self.row.ones] = 1
-        self._replay_flat = self.replay.reshape(P * cfg.buffer_size, self.row.width)
-        self._agent_offset = (np.arange(P) * cfg.buffer_size)[:, None, None]
-        self.replay_pos = 0
-        self.replay_size = 0
+        self.replay = Replay(P, cfg.buffer_size, o, a)
+        self.row = self.replay.row
 
         # Preallocated inputs and workspaces of the hot path. The target critics' input is
         # copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
@@ -240,15 +175,7 @@ class TD3:
             _clip(action, 1, out=action)
         obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
 
-        # Store (s, a, r, not_done, s') in the replay ring.
-        f, row = self.row, self.replay[:, self.replay_pos]
-        row[:, f.act] = action
-        row[:, f.obs] = self.obs
-        row[:, f.reward] = reward[:, None]
-        row[:, f.not_done] = ~terminated[:, None]
-        row[:, f.next_obs] = next_obs
-        self.replay_pos = (self.replay_pos + 1) % cfg.buffer_size
-        self.replay_size = min(self.replay_size + 1, cfg.buffer_size)
+        self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
         if self.steps >= cfg.learning_starts:
@@ -257,7 +184,7 @@ class TD3:
                 self._update_native(raw_idx, target_noise, update_actor)
             else:
                 # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-                batch = self._replay_flat.take(raw_idx % self.replay_size + self._agent_offset, axis=0)
+                batch = self.replay.sample(raw_idx)
                 self._update_critics(batch[:, :2], target_noise)
                 if update_actor:
                     self._update_actor(batch[:, 2])
@@ -278,7 +205,7 @@ class TD3:
         cfg = self.cfg
         self.critic.opt.t += 1
         self.actor.opt.t += update_actor
-        _nm_host.td3_update(*self._native, self.replay, self.replay_size, raw_idx, target_noise, update_actor,
+        _nm_host.td3_update(*self._native, self.replay.data, self.replay.size, raw_idx, target_noise, update_actor,
                             cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip)
 
     # ----- the TD3 updates -----
@@ -357,7 +284,7 @@ class TD3:
             "critic": self.critic.params, "critic_target": self.critic.target,
             "actor_opt_m": self.actor.opt.m, "actor_opt_v": self.actor.opt.v,
             "critic_opt_m": self.critic.opt.m, "critic_opt_v": self.critic.opt.v,
-            "replay": self.replay, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
+            "replay": self.replay.data, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
     def state_dict(self) -> dict:
@@ -365,7 +292,7 @@ class TD3:
             **self._arrays(),
             "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
             "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
-            "replay_pos": np.int64(self.replay_pos), "replay_size": np.int64(self.replay_size),
+            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
             "rng": self._rng_states(), "rng_block_start": self._block_rng,
             "env_state": self.env.get_state(), "obs": self.obs,
         }
@@ -376,7 +303,7 @@ class TD3:
         self.steps = int(d["steps"])
         self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
         self._native_setup()
-        self.replay_pos, self.replay_size = int(d["replay_pos"]), int(d["replay_size"])
+        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
         if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
             for r, st in zip(self.rngs, d["rng_block_start"]):
                 set_rng_state(r, st)

@@ -1,0 +1,105 @@
+"""What TD3 and SAC share: a network family with its training state, and the replay ring.
+
+Both keep a population axis P in front of every array (one agent per seed), and
+both sample minibatches from raw 32-bit draws taken modulo the rows stored, so
+agent k's minibatches depend only on its own stream.
+"""
+
+import numpy as np
+
+from neuromotor.nn import MLP, Adam, polyak
+
+F32 = np.float32
+ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
+
+
+class Net:
+    """One network family and everything its training touches: the flat online
+    parameters, their target copy (when the algorithm keeps one), the gradient, the
+    optimiser, and per-layer views of each (see nn.mlp: one flat vector per family,
+    layers are views into it)."""
+
+    def __init__(self, sizes, activations, pop, lr, dtype=F32, target=True):
+        self.mlp = MLP(sizes, activations, pop=pop, dtype=dtype)
+        self.params, self.grad = self.mlp.zeros(), self.mlp.zeros()
+        self.layers, self.grad_layers = self.mlp.views(self.params), self.mlp.views(self.grad)
+        self.target = self.mlp.zeros() if target else None
+        self.target_layers = self.mlp.views(self.target) if target else None
+        self.opt = Adam(self.mlp.size, lr=lr)
+        self._tmp = self.mlp.zeros() if target else None
+
+    def step(self) -> None:
+        """One Adam step along the gradient of the last backward pass."""
+        self.opt.step(self.params, self.grad)
+
+    def update_target(self, tau: float) -> None:
+        """target <- tau * params + (1 - tau) * target"""
+        polyak(self.target, self.params, tau, self._tmp)
+
+    def native_arrays(self) -> tuple:
+        """What the native update reads and writes, with Adam's float32 state
+        [lr, beta1, beta2, eps, beta1^t, beta2^t] as the kernels keep it (nm_adam): the
+        powers are float32 products, t of them, so a resumed run continues them exactly."""
+        opt = self.opt
+        st = np.array([opt.lr, opt.b1, opt.b2, opt.eps, 1, 1], F32)
+        for _ in range(opt.t):
+            st[4] *= st[1]
+            st[5] *= st[2]
+        return self.params, self.target, self.grad, opt.m, opt.v, st
+
+    def layout(self) -> tuple:
+        return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)
+
+
+class ReplayRow:
+    """Where each field of a transition sits in a replay row, as slices of its last axis.
+
+    A row is [act, obs, 1, reward, not_done, next_obs, 1]. The 1s are the networks'
+    bias inputs (see nn.mlp), so the critic's input [act, obs, 1], the actor's input
+    [obs, 1] and the target actor's input [next_obs, 1] are slices of a sampled
+    minibatch rather than copies of it.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int):
+        o, a = obs_dim, act_dim
+        self.act = slice(0, a)
+        self.obs = slice(a, a + o)
+        self.reward = slice(a + o + 1, a + o + 2)
+        self.not_done = slice(a + o + 2, a + o + 3)
+        self.next_obs = slice(a + o + 3, a + 2 * o + 3)
+        self.width = a + 2 * o + 4
+        self.ones = [a + o, self.width - 1]
+        self.critic_input = slice(0, a + o + 1)
+        self.actor_input = slice(a, a + o + 1)
+        self.next_actor_input = slice(a + o + 3, self.width)
+
+
+class Replay:
+    """Every agent's replay ring, stacked: `data` is (P, capacity, row width); the bias
+    inputs are written once here."""
+
+    def __init__(self, pop: int, capacity: int, obs_dim: int, act_dim: int, dtype=F32):
+        self.row = ReplayRow(obs_dim, act_dim)
+        self.capacity = capacity
+        self.data = np.zeros((pop, capacity, self.row.width), dtype)
+        self.data[..., self.row.ones] = 1
+        self._flat = self.data.reshape(pop * capacity, self.row.width)
+        self._agent_offset = (np.arange(pop) * capacity)[:, None, None]
+        self.pos = 0
+        self.size = 0
+
+    def store(self, action, obs, reward, terminated, next_obs) -> None:
+        """(s, a, r, not_done, s') of every agent into the next slot of its ring."""
+        f, row = self.row, self.data[:, self.pos]
+        row[:, f.act] = action
+        row[:, f.obs] = obs
+        row[:, f.reward] = reward[:, None]
+        row[:, f.not_done] = ~terminated[:, None]
+        row[:, f.next_obs] = next_obs
+        self.pos = (self.pos + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, raw_idx: np.ndarray) -> np.ndarray:
+        """The rows that raw 32-bit draws (P, ...) pick, each taken modulo the rows stored
+        in its own agent's ring: (P, ..., row width), one gather for all minibatches."""
+        return self._flat.take(raw_idx % self.size + self._agent_offset, axis=0)
