@@ -51,10 +51,13 @@ def default_name(env: str, algo: str, seeds: list) -> str:
 
 
 def new_run_dir(env: str, algo: str, seeds: list, root=None) -> Path:
-    """A new, empty directory under the runs root, named after the run and the time. Creating
-    it is what claims the name, so runs started in the same second get -2, -3, ..."""
-    root = Path(root or runs_dir())
-    base = default_name(env, algo, seeds)
+    """A new, empty directory under the runs root, named after the run and the time."""
+    return claim_dir(Path(root or runs_dir()), default_name(env, algo, seeds), "run")
+
+
+def claim_dir(root: Path, base: str, what: str) -> Path:
+    """root/base, or root/base-2, -3, ... when taken. Creating the directory is what claims
+    the name, so two commands started in the same second never share one."""
     try:
         root.mkdir(parents=True, exist_ok=True)
         for n in itertools.count(1):
@@ -65,7 +68,7 @@ def new_run_dir(env: str, algo: str, seeds: list, root=None) -> Path:
             except FileExistsError:
                 continue
     except OSError as exc:
-        raise UserError(f"cannot create a run directory in {root}: {exc.strerror}") from None
+        raise UserError(f"cannot create a {what} directory in {root}: {exc.strerror}") from None
 
 
 def make_dir(run_dir: Path) -> None:

@@ -172,20 +172,7 @@ def create(sweep_dir, the_plan: dict, backend: str) -> Path:
 
 
 def _new_sweep_dir() -> Path:
-    root = Path(runs_dir())
-    base = f"sweep-{time.strftime('%Y%m%d-%H%M%S')}"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        for n in range(1, 10_000):
-            path = root / (base if n == 1 else f"{base}-{n}")
-            try:
-                path.mkdir()
-                return path
-            except FileExistsError:
-                continue
-    except OSError as exc:
-        raise UserError(f"cannot create a sweep directory in {root}: {exc.strerror}") from None
-    raise UserError(f"cannot create a sweep directory in {root}: every name for this second is taken")
+    return runs.claim_dir(Path(runs_dir()), f"sweep-{time.strftime('%Y%m%d-%H%M%S')}", "sweep")
 
 
 def write_plan(sweep_dir: Path, doc: dict) -> None:
