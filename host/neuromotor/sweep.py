@@ -21,7 +21,6 @@ import json
 import math
 import os
 import time
-from argparse import Namespace
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +122,7 @@ def plan(args) -> dict:
     """Every unit's config (through `train`'s own config path, so --grid values meet the same
     rules as --set), checked before anything is written."""
     from neuromotor.algos import algo_class
-    from neuromotor.cli.cmd_train import _new_config
+    from neuromotor.training import new_config
 
     if not args.env:
         raise UserError("sweep needs an environment (e.g. `neuromotor sweep pendulum --grid ...`) or --resume DIR")
@@ -142,12 +141,11 @@ def plan(args) -> dict:
     bounds = np.linspace(0, len(seeds), shards + 1).round().astype(int)
     configs, units = [], []
     for i, extra in enumerate(sets):
-        base = Namespace(env=args.env, env_kwargs=None, vector=None, algo=args.algo, steps=args.steps, envs=None,
-                         shards=1, preset=args.preset, config=args.config, set=list(args.set or []) + extra,
-                         seed=None, quiet=True)
         settings = config.parse_set(extra)
         for a, b in zip(bounds[:-1], bounds[1:]):
-            cfg = _new_config(Namespace(**vars(base), seeds=",".join(map(str, seeds[a:b]))))
+            cfg = new_config(args.env, args.algo, preset=args.preset, config_file=args.config,
+                             settings=list(args.set or []) + extra, steps=args.steps, shards=1,
+                             seeds=",".join(map(str, seeds[a:b])), quiet=True)
             units.append({"name": f"c{i}-s{seeds[a]}", "config": i, "seeds": seeds[a:b], "cfg": cfg})
         configs.append(settings)
     return {"env": args.env, "algo": args.algo, "seeds": seeds, "configs": configs, "units": units}
@@ -202,23 +200,22 @@ def read_plan(sweep_dir) -> dict:
 def run_unit(run_dir) -> dict:
     """Train one unit to the end and return its summary: a finished unit is read back, one with
     a checkpoint resumes from it (as `train --resume`), any other starts afresh."""
-    from neuromotor.cli.cmd_train import _resumed_run, _train
+    from neuromotor import training
     from neuromotor.tensorboard import remove_event_files
 
     run_dir = Path(run_dir)
     if (run_dir / runs.SUMMARY).is_file():
         return json.loads((run_dir / runs.SUMMARY).read_text())
-    quiet = Namespace(quiet=True)
     with runs.locked(run_dir):
         if (run_dir / runs.CHECKPOINT).is_file():
-            cfg, algo = _resumed_run(Namespace(resume=run_dir, vector=None, steps=None))
+            cfg, algo = training.resume(run_dir)
         else:
             # records of an attempt killed before its first checkpoint would be repeated
             (run_dir / runs.METRICS).unlink(missing_ok=True)
             remove_event_files(run_dir)
             cfg = runs.read_config(run_dir)
             algo = runs.build(cfg)
-        return _train(quiet, run_dir, cfg, algo)
+        return training.train(run_dir, cfg, algo, progress=False)
 
 
 def run_local(sweep_dir: Path, units: list, workers: int) -> dict:

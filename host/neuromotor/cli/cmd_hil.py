@@ -34,7 +34,7 @@ def run(args):
     if args.env_kwargs is not None:
         if args.env is None:
             raise UserError("--env-kwargs goes with --env (a run's own env already has its env_kwargs)")
-        from neuromotor.cli.cmd_train import parse_table
+        from neuromotor.training import parse_table
         env_kwargs = parse_table("--env-kwargs", args.env_kwargs)
     if args.env is not None:
         checks.env_name("--env", args.env, env_kwargs)

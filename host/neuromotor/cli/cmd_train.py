@@ -1,20 +1,11 @@
 """`neuromotor train ENV`: train one agent or a population, or resume a run."""
 
-import os
-import sys
 from pathlib import Path
 
-from neuromotor import config, runs
-from neuromotor.algos import algo_class
+from neuromotor import runs, training
 from neuromotor.cli import checks, json_line
-from neuromotor.envs import env_class
-from neuromotor.envs.gymnasium_vec import VECTOR_MODES, check_kwargs, check_vector
+from neuromotor.envs.gymnasium_vec import VECTOR_MODES
 from neuromotor.errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def register(sub):
@@ -54,121 +45,6 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def parse_table(option: str, text: str) -> dict:
-    """A JSON object or a TOML inline table -> dict (one-line UserError otherwise)."""
-    import json
-
-    try:
-        value = json.loads(text)
-    except ValueError:
-        try:
-            value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            raise UserError(f"{option} {text!r} is neither a JSON object nor a TOML inline table") from None
-    if not isinstance(value, dict):
-        raise UserError(f"{option} must be a table of keyword arguments, got {text!r}")
-    return check_kwargs(value)
-
-
-def _env_settings(settings: dict, env_kwargs: dict, where: str):
-    """Take env_kwargs (a table), env_kwargs.NAME and vector out of `settings`; the rest are
-    run and algorithm settings. Returns (env_kwargs, vector or None)."""
-    vector = None
-    for key in list(settings):
-        if key == "env_kwargs":
-            env_kwargs.update(check_kwargs(settings.pop(key)))
-        elif key.startswith("env_kwargs."):
-            name = key.partition(".")[2]
-            if not name.isidentifier():
-                raise UserError(f"{where}: {key!r} does not name a keyword argument")
-            env_kwargs[name] = settings.pop(key)
-        elif key == "vector":
-            vector = check_vector(settings.pop(key))
-    return env_kwargs, vector
-
-
-def _new_config(args) -> dict:
-    if args.preset == "":
-        raise UserError("--preset needs a name")
-    if not args.env:
-        raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
-    file_settings = config.load_toml(args.config) if args.config is not None else {}
-    set_settings = config.parse_set(args.set)
-    env_kwargs, vector = _env_settings(file_settings, {}, args.config)
-    env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
-    if args.env_kwargs is not None:
-        env_kwargs.update(parse_table("--env-kwargs", args.env_kwargs))
-    vector = args.vector or set_vector or vector or "sync"
-    env_class(args.env, env_kwargs, vector)
-    algo_cls = algo_class(args.algo)
-    # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
-    if hasattr(algo_cls, "defaults"):
-        algo_cfg, run_defaults = algo_cls.defaults(args.env, args.preset)
-    elif args.preset is not None:
-        raise UserError(f"{args.algo} has no named presets; its defaults are the paper's")
-    else:
-        algo_cfg, run_defaults = algo_cls.Config(), {}
-    run_cfg = config.RunConfig(**run_defaults)
-    config.apply(file_settings, run_cfg, algo_cfg)
-    config.apply(set_settings, run_cfg, algo_cfg)
-    if args.envs is not None:
-        config.apply({"num_envs": args.envs}, run_cfg, algo_cfg)
-    if args.steps is not None:
-        run_cfg.steps = args.steps
-    if args.shards is not None:
-        run_cfg.shards = args.shards
-    config.validate(run_cfg, algo_cfg)
-    whole = config.round_steps(run_cfg.steps, algo_cfg)
-    if whole != run_cfg.steps:  # the config says what will be trained
-        if not args.quiet:
-            print(f"neuromotor: {args.algo} trains whole rollouts of {config.steps_per_iteration(algo_cfg)} "
-                  f"env steps: {run_cfg.steps} steps become {whole}", file=sys.stderr)
-        run_cfg.steps = whole
-    if args.seeds is not None:
-        seeds = config.parse_seeds(args.seeds)
-    else:
-        seeds = [config.check_seed(0 if args.seed is None else args.seed)]
-    if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
-        run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
-    return {"env": args.env, "env_kwargs": env_kwargs, "vector": vector, "algo": args.algo, "seeds": seeds,
-            "run": run_cfg, "algo_config": algo_cfg}
-
-
-def _resumed_run(args):
-    """(config, algorithm) of the run in args.resume, whose lock the caller holds."""
-    run_dir = args.resume
-    from neuromotor.ondevice.rundir import refuse_resume
-    refuse_resume(run_dir)  # its critics and replay stayed on the board
-    cfg, algo = runs.load(run_dir, vector=args.vector)
-    try:
-        if args.vector is not None:  # how a gymnasium env's copies step, not what they compute
-            runs.save_config(run_dir, cfg)
-        if args.steps is not None:
-            if args.steps < algo.steps:
-                raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {args.steps} would "
-                                "go back (give at least that many, or train a new run)")
-            cfg["run"].steps = config.round_steps(args.steps, cfg["algo_config"])
-            config.validate(cfg["run"])
-            runs.save_config(run_dir, cfg)
-        elif cfg["run"].steps < algo.steps:
-            raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {cfg['run'].steps} steps "
-                            f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
-        runs.truncate_metrics(run_dir, algo.steps)
-    except BaseException:
-        algo.close()
-        raise
-    return cfg, algo
-
-
-def _train(args, run_dir, cfg, algo) -> dict:
-    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
-
-    try:
-        return trainer.train(run_dir, cfg, algo, progress=not args.quiet)
-    finally:
-        algo.close()
-
-
 def run(args) -> int:
     if args.threads is not None:  # a property of this machine, not of the run: not saved
         from neuromotor.envs.mujoco_vec import set_default_threads
@@ -183,10 +59,13 @@ def run(args) -> int:
         if not (args.resume / runs.CONFIG).is_file():
             raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
         with runs.locked(args.resume):
-            cfg, algo = _resumed_run(args)
-            summary = _train(args, args.resume, cfg, algo)
+            cfg, algo = training.resume(args.resume, vector=args.vector, steps=args.steps)
+            summary = training.train(args.resume, cfg, algo, progress=not args.quiet)
     else:
-        cfg = _new_config(args)
+        cfg = training.new_config(
+            args.env, args.algo, preset=args.preset, config_file=args.config, settings=args.set,
+            env_kwargs=args.env_kwargs, vector=args.vector, envs=args.envs, steps=args.steps, shards=args.shards,
+            seeds=args.seeds, seed=args.seed, quiet=args.quiet)
         algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
         try:
             if args.run_dir is None:
@@ -198,7 +77,7 @@ def run(args) -> int:
             with runs.locked(run_dir):
                 runs.prepare(run_dir, args.force)
                 runs.save_config(run_dir, cfg)
-                summary = _train(args, run_dir, cfg, algo)
+                summary = training.train(run_dir, cfg, algo, progress=not args.quiet)
         finally:
             algo.close()
     if not args.quiet:

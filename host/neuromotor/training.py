@@ -1,0 +1,137 @@
+"""How a run is configured, resumed and trained: the one path `neuromotor train` and
+`neuromotor sweep` share (the CLI turns its options into these calls)."""
+
+import os
+import sys
+
+from neuromotor import config, runs
+from neuromotor.algos import algo_class
+from neuromotor.envs import env_class
+from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
+from neuromotor.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def parse_table(option: str, text: str) -> dict:
+    """A JSON object or a TOML inline table -> dict (one-line UserError otherwise)."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            raise UserError(f"{option} {text!r} is neither a JSON object nor a TOML inline table") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{option} must be a table of keyword arguments, got {text!r}")
+    return check_kwargs(value)
+
+
+def _env_settings(settings: dict, env_kwargs: dict, where: str):
+    """Take env_kwargs (a table), env_kwargs.NAME and vector out of `settings`; the rest are
+    run and algorithm settings. Returns (env_kwargs, vector or None)."""
+    vector = None
+    for key in list(settings):
+        if key == "env_kwargs":
+            env_kwargs.update(check_kwargs(settings.pop(key)))
+        elif key.startswith("env_kwargs."):
+            name = key.partition(".")[2]
+            if not name.isidentifier():
+                raise UserError(f"{where}: {key!r} does not name a keyword argument")
+            env_kwargs[name] = settings.pop(key)
+        elif key == "vector":
+            vector = check_vector(settings.pop(key))
+    return env_kwargs, vector
+
+
+def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwargs=None, vector=None,
+               envs=None, steps=None, shards=None, seeds=None, seed=None, quiet=False) -> dict:
+    """A new run's whole config, every setting checked: the algorithm's defaults for `env`
+    (or `preset`), then the TOML file, then `settings` (KEY=VALUE texts), then the options
+    (`env_kwargs` is --env-kwargs' text)."""
+    if preset == "":
+        raise UserError("--preset needs a name")
+    if not env:
+        raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
+    env_kwargs_text, vector_option = env_kwargs, vector
+    file_settings = config.load_toml(config_file) if config_file is not None else {}
+    set_settings = config.parse_set(settings)
+    env_kwargs, vector = _env_settings(file_settings, {}, config_file)
+    env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
+    if env_kwargs_text is not None:
+        env_kwargs.update(parse_table("--env-kwargs", env_kwargs_text))
+    vector = vector_option or set_vector or vector or "sync"
+    env_class(env, env_kwargs, vector)
+    algo_cls = algo_class(algo)
+    # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
+    if hasattr(algo_cls, "defaults"):
+        algo_cfg, run_defaults = algo_cls.defaults(env, preset)
+    elif preset is not None:
+        raise UserError(f"{algo} has no named presets; its defaults are the paper's")
+    else:
+        algo_cfg, run_defaults = algo_cls.Config(), {}
+    run_cfg = config.RunConfig(**run_defaults)
+    config.apply(file_settings, run_cfg, algo_cfg)
+    config.apply(set_settings, run_cfg, algo_cfg)
+    if envs is not None:
+        config.apply({"num_envs": envs}, run_cfg, algo_cfg)
+    if steps is not None:
+        run_cfg.steps = steps
+    if shards is not None:
+        run_cfg.shards = shards
+    config.validate(run_cfg, algo_cfg)
+    whole = config.round_steps(run_cfg.steps, algo_cfg)
+    if whole != run_cfg.steps:  # the config says what will be trained
+        if not quiet:
+            print(f"neuromotor: {algo} trains whole rollouts of {config.steps_per_iteration(algo_cfg)} "
+                  f"env steps: {run_cfg.steps} steps become {whole}", file=sys.stderr)
+        run_cfg.steps = whole
+    if seeds is not None:
+        seeds = config.parse_seeds(seeds)
+    else:
+        seeds = [config.check_seed(0 if seed is None else seed)]
+    if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
+        run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
+    return {"env": env, "env_kwargs": env_kwargs, "vector": vector, "algo": algo, "seeds": seeds,
+            "run": run_cfg, "algo_config": algo_cfg}
+
+
+def resume(run_dir, vector=None, steps=None):
+    """(config, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
+    extend it, `vector` changes how a gymnasium env's copies step."""
+    from neuromotor.ondevice.rundir import refuse_resume
+    refuse_resume(run_dir)  # its critics and replay stayed on the board
+    cfg, algo = runs.load(run_dir, vector=vector)
+    try:
+        if vector is not None:  # how a gymnasium env's copies step, not what they compute
+            runs.save_config(run_dir, cfg)
+        if steps is not None:
+            if steps < algo.steps:
+                raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {steps} would "
+                                "go back (give at least that many, or train a new run)")
+            cfg["run"].steps = config.round_steps(steps, cfg["algo_config"])
+            config.validate(cfg["run"])
+            runs.save_config(run_dir, cfg)
+        elif cfg["run"].steps < algo.steps:
+            raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {cfg['run'].steps} steps "
+                            f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
+        runs.truncate_metrics(run_dir, algo.steps)
+    except BaseException:
+        algo.close()
+        raise
+    return cfg, algo
+
+
+def train(run_dir, cfg, algo, progress=True) -> dict:
+    """Train `algo` to the end of cfg's steps in run_dir, then release its workers."""
+    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
+
+    try:
+        return trainer.train(run_dir, cfg, algo, progress=progress)
+    finally:
+        algo.close()
