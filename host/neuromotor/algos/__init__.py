@@ -26,6 +26,9 @@ neuromotor.parallel.Sharded, which splits a population into shards stepped in
 parallel worker processes and presents the same interface.
 """
 
+from dataclasses import replace
+
+from neuromotor.errors import UserError
 from neuromotor.registry import lookup
 
 ALGOS = {
@@ -37,3 +40,15 @@ ALGOS = {
 
 def algo_class(name: str):
     return lookup(ALGOS, "algorithm", name)
+
+
+def named_config(configs: dict, algo: str, env_name: str, preset: str | None, mujoco: str):
+    """(Config, RunConfig settings), copies of configs[preset]; without a preset, `mujoco` for
+    MuJoCo tasks and "pendulum" for every other env."""
+    from neuromotor.envs import is_mujoco
+
+    name = preset or (mujoco if is_mujoco(env_name) else "pendulum")
+    if name not in configs:
+        raise UserError(f"unknown {algo} preset {name!r}; known: {', '.join(configs)}")
+    cfg, run = configs[name]
+    return replace(cfg), dict(run)

@@ -25,12 +25,12 @@ value_bootstrap).
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from neuromotor.envs import is_mujoco
+from neuromotor.algos import named_config
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
@@ -87,11 +87,7 @@ class PPO:
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
         """(Config, RunConfig settings): the named config `preset`, else this env's."""
-        name = preset or ("ant-paper" if is_mujoco(env_name) else "pendulum")
-        if name not in CONFIGS:
-            raise UserError(f"unknown ppo preset {name!r}; known: {', '.join(CONFIGS)}")
-        cfg, run = CONFIGS[name]
-        return replace(cfg), dict(run)
+        return named_config(CONFIGS, "ppo", env_name, preset, mujoco="ant-paper")
 
     def __init__(self, cfg: Config, env_factory, seeds):
         self.cfg = cfg

@@ -35,12 +35,12 @@ Generator. So agent k's numbers do not depend on which other agents train beside
 """
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net, Replay
-from neuromotor.envs import is_mujoco
+from neuromotor.algos import named_config
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
@@ -130,11 +130,7 @@ class SAC:
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
         """(Config, RunConfig settings): the named config `preset`, else this env's."""
-        name = preset or ("mujoco" if is_mujoco(env_name) else "pendulum")
-        if name not in CONFIGS:
-            raise UserError(f"unknown sac preset {name!r}; known: {', '.join(CONFIGS)}")
-        cfg, run = CONFIGS[name]
-        return replace(cfg), dict(run)
+        return named_config(CONFIGS, "sac", env_name, preset, mujoco="mujoco")
 
     def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
         if cfg.warmup_actions not in ("uniform", "policy"):
