@@ -48,19 +48,29 @@ class Evaluator:
     def _run_chunk(self, algo, rngs, n: int, record_env):
         P, env = len(self.seeds), self._env(n)
         obs = env.reset([rng for rng in rngs for _ in range(n)])
-        returns = np.zeros(P * n)
-        alive = np.ones(P * n, bool)
         states = []
-        for _ in range(env.max_episode_steps):
+
+        def act(obs, t):
             if record_env is not None:
                 states.append(env.get_state()[record_env])
-            action = algo.act(obs.reshape(P, n, -1)).reshape(P * n, -1)
-            obs, reward, terminated = env.step(action)
-            returns += np.where(alive, reward, 0)
-            alive &= ~terminated
-            own_limit = getattr(env, "truncated", None)  # a gymnasium env's own time limit
-            if own_limit is not None:
-                alive &= ~own_limit
-            if not alive.any():
-                break
+            return algo.act(obs.reshape(P, n, -1)).reshape(P * n, -1)
+
+        returns = episode_returns(env, obs, act, env.max_episode_steps)
         return returns.reshape(P, n), (np.array(states) if record_env is not None else None)
+
+
+def episode_returns(env, obs, act, steps: int) -> np.ndarray:
+    """Each env's summed reward from `obs` on, acting `act(obs, t)`, until it terminates, the
+    env's own time limit truncates it (a gymnasium env's `truncated`), or `steps` pass."""
+    returns = np.zeros(len(obs))
+    alive = np.ones(len(obs), bool)
+    for t in range(steps):
+        obs, reward, terminated = env.step(act(obs, t))
+        returns += np.where(alive, reward, 0)
+        alive &= ~terminated
+        own_limit = getattr(env, "truncated", None)
+        if own_limit is not None:
+            alive &= ~own_limit
+        if not alive.any():
+            break
+    return returns

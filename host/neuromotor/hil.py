@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from neuromotor.errors import UserError
+from neuromotor.evaluation import episode_returns
 from neuromotor.runs import load_spec
 from neuromotor.link import BenchClient
 
@@ -78,23 +79,11 @@ def rollout(factory, episodes, seed, act_fn, steps=None):
     try:
         rngs = [np.random.default_rng(seed + i) for i in range(episodes)]
         obs = env.reset(rngs)
-        steps = steps or env.max_episode_steps
-        returns = np.zeros(episodes)
-        alive = np.ones(episodes, bool)
-        for t in range(steps):
-            actions = act_fn(obs, t).astype(np.float32)
-            obs, reward, term = env.step(actions)
-            returns += np.where(alive, reward, 0.0)
-            alive &= ~term
-            own_limit = getattr(env, "truncated", None)  # a gymnasium env's own time limit
-            if own_limit is not None:
-                alive &= ~own_limit
-            if not alive.any():
-                break
+        return episode_returns(env, obs, lambda o, t: act_fn(o, t).astype(np.float32),
+                               steps or env.max_episode_steps)
     finally:
         if hasattr(env, "close"):
             env.close()
-    return returns
 
 
 def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout=10.0, log=print,
