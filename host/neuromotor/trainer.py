@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
 from neuromotor import checkpoint, plotting, runs
 from neuromotor.tensorboard import RunBoard

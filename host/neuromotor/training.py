@@ -52,7 +52,7 @@ def _env_settings(settings: dict, env_kwargs: dict, where: str):
 def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwargs=None, vector=None,
                envs=None, steps=None, shards=None, seeds=None, seed=None, quiet=False) -> dict:
     """A new run's whole config, every setting checked: the algorithm's defaults for `env`
-    (or `preset`), then the TOML file, then `settings` (KEY=VALUE texts), then the options
+    (or `preset`), then the TOML file, then `settings` (KEY=VALUE texts, or a dict of values), then the options
     (`env_kwargs` is --env-kwargs' text)."""
     if preset == "":
         raise UserError("--preset needs a name")
@@ -60,7 +60,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_kwargs_text, vector_option = env_kwargs, vector
     file_settings = config.load_toml(config_file) if config_file is not None else {}
-    set_settings = config.parse_set(settings)
+    set_settings = dict(settings) if isinstance(settings, dict) else config.parse_set(settings)
     env_kwargs, vector = _env_settings(file_settings, {}, config_file)
     env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
     if env_kwargs_text is not None:

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from neuromotor import runs, training
+from neuromotor.api import _train as api_train
 from neuromotor.cli import checks, json_line
 from neuromotor.envs.gymnasium_vec import VECTOR_MODES
 from neuromotor.errors import UserError
@@ -58,28 +59,14 @@ def run(args) -> int:
             raise UserError("--resume continues a run with its own config; only --steps and --vector may change")
         if not (args.resume / runs.CONFIG).is_file():
             raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
-        with runs.locked(args.resume):
-            cfg, algo = training.resume(args.resume, vector=args.vector, steps=args.steps)
-            summary = training.train(args.resume, cfg, algo, progress=not args.quiet)
+        summary = api_train.resume(args.resume, steps=args.steps, vector=args.vector,
+                                   progress=not args.quiet).summary
     else:
         cfg = training.new_config(
             args.env, args.algo, preset=args.preset, config_file=args.config, settings=args.set,
             env_kwargs=args.env_kwargs, vector=args.vector, envs=args.envs, steps=args.steps, shards=args.shards,
             seeds=args.seeds, seed=args.seed, quiet=args.quiet)
-        algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
-        try:
-            if args.run_dir is None:
-                run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
-            else:
-                run_dir = args.run_dir
-                runs.check_replaceable(run_dir, args.force)  # before the lock file is made
-                runs.make_dir(run_dir)
-            with runs.locked(run_dir):
-                runs.prepare(run_dir, args.force)
-                runs.save_config(run_dir, cfg)
-                summary = training.train(run_dir, cfg, algo, progress=not args.quiet)
-        finally:
-            algo.close()
+        summary = api_train.start(cfg, run_dir=args.run_dir, force=args.force, progress=not args.quiet).summary
     if not args.quiet:
         print_table(summary)
     if args.json:

@@ -1,0 +1,217 @@
+"""Boards from Python: deploy a policy, run it in the loop, time it; start and stop emulated boards."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuromotor.errors import UserError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+def _source(source) -> str:
+    """A run directory or policy file path from a Run, a path or a string."""
+    from neuromotor.api._run import Run
+
+    path = source.path if isinstance(source, Run) else source
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise UserError(f"expected a Run, a run directory or a policy file, got {source!r}")
+    p = Path(path)
+    if not (p.is_file() or (p / "config.json").is_file()):
+        raise UserError(f"{os.fspath(path)!r}: no such run directory or policy file")
+    if p.is_file():
+        from neuromotor.export.policy_file import read_policy
+
+        read_policy(p)  # not a policy file, or corrupted: said before any board is involved
+    return os.fspath(path)
+
+
+def _quiet(*_args, **_kwargs) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class HilResult:
+    """Hardware-in-the-loop episodes: the board's returns beside the host's NumPy returns of
+    the same policy from the same initial states, and the serial round-trip latency.
+    `data` holds every figure (what `neuromotor hil --json` prints)."""
+
+    data: dict
+
+    @property
+    def returns(self) -> list:
+        """Episode returns with the board computing the actions."""
+        return list(self.data["returns"])
+
+    @property
+    def host_returns(self) -> list:
+        """Episode returns of the same episodes with the host's NumPy forward pass."""
+        return list(self.data["host_returns"])
+
+    @property
+    def returns_match(self) -> bool:
+        """Whether the two agree within float32 tolerance."""
+        return bool(self.data["returns_match"])
+
+    @property
+    def rtt_median_us(self) -> float:
+        """Median round trip of one observation and its action over the serial line, in µs."""
+        return float(self.data["rtt_median_us"])
+
+    def __str__(self) -> str:
+        from neuromotor.hil import report
+
+        return report(self.data)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Inference latency of the deployed policy on each backend of a board.
+
+    `results` is the full per-board record (also in `json_path`), `png_path` the bar chart."""
+
+    results: list
+    json_path: Path
+    png_path: Path
+
+    @property
+    def table(self) -> str:
+        """The latency table `neuromotor bench` prints."""
+        from neuromotor.bench import table
+
+        return table(self.results)
+
+    def rows(self) -> list:
+        """One dict per board and backend: board, backend, emulated, median_us, p99_us and,
+        on emulated boards, predicted_us (at the clock given to bench) and instructions."""
+        out = []
+        for res in self.results:
+            for backend, s in res["backends"].items():
+                row = {"board": res["board"], "backend": backend, "emulated": res["emulated"],
+                       "median_us": s["median_us"], "p99_us": s["p99_us"]}
+                if res["emulated"]:
+                    row.update(predicted_us=s["predicted_us"], instructions=s["instructions"])
+                out.append(row)
+        return out
+
+    def __str__(self) -> str:
+        return self.table
+
+
+class Board:
+    """A board on a serial port: a USB board, or an emulated one (see start_board).
+
+    `Board("auto")` is the single board connected or running, as `--port auto` on the CLI."""
+
+    def __init__(self, port: str = "auto"):
+        from neuromotor.link.ports import resolve_port
+
+        if not isinstance(port, str) or not port:
+            raise UserError(f"port must be a serial port path or 'auto', got {port!r}")
+        self.port = resolve_port(port)
+
+    def __repr__(self) -> str:
+        return f"Board({self.port!r})"
+
+    def deploy(self, source, *, dest: str = "/policy.nmp", natmod: str = "auto", full: bool = False,
+               dry_run: bool = False, verbose: bool = False) -> dict:
+        """Put the policy of `source` (a Run, run directory or .nmp file) and the runtime on the
+        board with mpremote: every file uploaded under a temporary name, checked by hash, then
+        renamed into place. Returns what was done (board, files, backend, policy_sha256).
+
+        natmod: "auto" copies the native kernels the firmware lacks, "always", or "never"."""
+        from neuromotor.deploy import deploy
+
+        if natmod not in ("auto", "always", "never"):
+            raise UserError(f"natmod must be 'auto', 'always' or 'never', got {natmod!r}")
+        if not isinstance(dest, str) or not dest.startswith("/") or ".." in dest.split("/") or dest.endswith("/"):
+            raise UserError(f"dest {dest!r} must be an absolute file path on the board, e.g. /policy.nmp")
+        return deploy(self.port, _source(source), dry_run=dry_run, policy_dest=dest, natmod=natmod, full=full,
+                      log=print if verbose else _quiet)
+
+    def hil(self, source, *, episodes: int = 3, seed: int = 0, steps: "int | None" = None,
+            env: "str | None" = None, env_kwargs: "dict | None" = None, verbose: bool = False) -> HilResult:
+        """Hardware in the loop: the host steps the run's environment and the board computes every
+        action of the policy `source` (which must be the one deployed). Each action is checked
+        against the host's; see HilResult."""
+        from neuromotor.hil import run_hil
+
+        for name, value, lo in (("episodes", episodes, 1), ("seed", seed, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+                raise UserError(f"{name} must be an integer of at least {lo}, got {value!r}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise UserError(f"steps must be a positive integer, got {steps!r}")
+        if env_kwargs is not None and env is None:
+            raise UserError("env_kwargs goes with env (a run's own env already has its env_kwargs)")
+        return HilResult(run_hil(self.port, _source(source), episodes=episodes, seed=seed, env_name=env,
+                                 steps=steps, env_kwargs=env_kwargs, log=print if verbose else _quiet))
+
+    def bench(self, *, n: int = 1000, backends: "list | None" = None, out="runs/bench",
+              predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
+        """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
+        backend runs n/20) and write bench.json and bench.png into `out`."""
+        from neuromotor.bench import prepare_out_dir, run_bench
+
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
+            raise UserError(f"n must be from 1 to 10000000, got {n!r}")
+        if not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
+            raise UserError(f"predict_mhz must be a positive number, got {predict_mhz!r}")
+        prepare_out_dir(out)
+        results, out_dir = run_bench([self.port], n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
+                                     log=print if verbose else _quiet)
+        return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
+
+
+class EmulatedBoard(Board):
+    """An emulated board this process started (QEMU on a pty). It ends with `stop()`, at the end
+    of a `with` block, or when this process ends, whichever comes first."""
+
+    def __init__(self, record):
+        self.record, self.port, self.name = record, record.port, record.name
+
+    def __repr__(self) -> str:
+        return f"EmulatedBoard({self.name!r}, port={self.port!r}, pid={self.record.pid})"
+
+    def __enter__(self) -> "EmulatedBoard":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """Whether its QEMU is still running."""
+        return self.record.alive()
+
+    def stop(self) -> None:
+        """Stop exactly this board's QEMU (by PID); stopping a stopped board does nothing."""
+        from neuromotor import boards
+
+        boards.stop(self.record.instance)
+
+
+def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles: bool = False,
+                build: bool = True) -> EmulatedBoard:
+    """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32) and wait for its REPL.
+
+    The board belongs to this Python process: it is stopped by `stop()`, by leaving a `with`
+    block, or when the process (or notebook kernel) ends. `instance` names it for
+    `neuromotor boards` (default: ``<name>-py<pid>``); `cycles` runs it under the cycle model;
+    `build` builds a missing firmware first."""
+    from neuromotor import boards
+
+    if instance is not None and not (isinstance(instance, str) and _NAME.match(instance)):
+        raise UserError(f"instance {instance!r} is not a name (letters, digits, _ . - ; not starting with . or -)")
+    if not isinstance(name, str) or name not in boards.board_names():
+        raise UserError(f"unknown board {name!r}; known: {', '.join(sorted(boards.board_names()))}")
+    record = boards.start(name, instance=instance or f"{name}-py{os.getpid()}", build=build,
+                          die_with_parent=True, cycles=cycles)
+    return EmulatedBoard(record)
+
+
+def as_board(port) -> Board:
+    """A Board from a Board or a port string."""
+    return port if isinstance(port, Board) else Board(port)

@@ -1,0 +1,53 @@
+"""Writing a run's policy (or converting a policy file) for a board: .nmp, C header, PlatformIO."""
+
+import os
+from pathlib import Path
+
+from neuromotor.errors import UserError
+from neuromotor.safe_write import check_target
+
+FORMATS = ("nmp", "c-header", "platformio")
+
+
+def protected_paths(source, output) -> list:
+    """What an export must never replace: its source, and the files of any run directory
+    (the source's, and the one the output would land in)."""
+    from neuromotor.runs import ADDED_FILES, CONFIG, LOCK, OWN_FILES
+
+    names = OWN_FILES + ADDED_FILES + (LOCK,)  # ADDED_FILES: the board's own policy file of a run
+    src = Path(source)
+    paths = [src] if src.is_file() else [src / name for name in names]
+    out_dir = Path(os.path.realpath(output)).parent if output else None
+    if out_dir is not None and (out_dir / CONFIG).is_file():
+        paths += [out_dir / name for name in names]
+    return paths
+
+
+def export_policy(source, path, format: "str | None" = None, agent: int = 0):
+    """Write the policy of `source` (a run directory or a .nmp file) to `path`.
+
+    Returns (the written path, the PolicySpec). `format` is "nmp", "c-header" or "platformio"
+    (default: c-header for *.h, else nmp); platformio makes `path` a PlatformIO project directory.
+    The file is written atomically and only over a regular file that is neither the source
+    nor a run's own file."""
+    from neuromotor.export import write_c_header, write_policy
+    from neuromotor.runs import load_spec
+
+    path = os.fspath(path)
+    if not path:
+        raise UserError("export needs an output path")
+    if format is not None and format not in FORMATS:
+        raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if not isinstance(agent, int) or agent < 0:
+        raise UserError(f"agent must be a non-negative integer, got {agent!r}")
+    if format == "platformio":
+        from neuromotor.export.platformio import check_project_dir, write_platformio_project
+
+        check_project_dir(path)
+        spec = load_spec(source, agent)
+        return Path(write_platformio_project(spec, path)), spec
+    target = check_target(path, protected=protected_paths(source, path))
+    spec = load_spec(source, agent)
+    fmt = format or ("c-header" if path.endswith(".h") else "nmp")
+    (write_c_header if fmt == "c-header" else write_policy)(spec, target)
+    return Path(path), spec

@@ -1,0 +1,231 @@
+"""A trained run, from Python: its config, metrics and policy; evaluate, render, export, train on."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor import runs
+from neuromotor.errors import UserError
+from neuromotor.policy import PolicySpec
+
+
+def _count(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise UserError(f"{name} must be an integer of at least {lo}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Deterministic returns of every agent of a run (no exploration noise).
+
+    `returns[k, e]` is agent k's return in episode e. `frames` is the number of rendered
+    frames when a GIF was written (`render`), else None."""
+
+    returns: np.ndarray
+    seeds: list
+    steps: int
+    episodes: int
+    wall_s: float
+    run_dir: str
+    render: "str | None" = None
+    frames: "int | None" = None
+
+    @property
+    def mean(self) -> float:
+        """The mean return over all agents and episodes."""
+        return float(self.returns.mean(axis=1).mean())
+
+    @property
+    def std(self) -> float:
+        """Over episodes for one agent, over the agents' mean returns for a population."""
+        means = self.returns.mean(axis=1)
+        return float(means.std() if len(self.seeds) > 1 else self.returns.std())
+
+    def as_dict(self) -> dict:
+        """What `neuromotor eval --json` prints: steps, wall_s, episodes, eval_return_mean/std,
+        run_dir and one row per agent."""
+        return {
+            "steps": self.steps, "wall_s": round(self.wall_s, 3), "episodes": self.episodes,
+            "eval_return_mean": self.mean, "eval_return_std": self.std, "run_dir": self.run_dir,
+            "agents": [{"seed": s, "eval_return_mean": float(self.returns[k].mean()),
+                        "eval_return_std": float(self.returns[k].std())} for k, s in enumerate(self.seeds)],
+        }
+
+
+def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
+                 render=None, agent: int = 0) -> Evaluation:
+    """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
+    from neuromotor.config import check_seed
+    from neuromotor.evaluation import Evaluator
+    from neuromotor.safe_write import check_target
+
+    episodes = _count("episodes", episodes, 1)
+    agent = _count("agent", agent, 0)
+    check_seed(seed)
+    if render is not None:
+        render = os.fspath(render)
+        if not render.endswith(".gif"):
+            raise UserError(f"render writes a GIF; give a file name ending in .gif, not {render!r}")
+        check_target(render, protected=[Path(run_dir) / name for name in runs.OWN_FILES])
+    cfg, algo = runs.load(run_dir)
+    try:
+        seeds = cfg["seeds"]
+        if not 0 <= agent < len(seeds):
+            raise UserError(f"agent {agent} out of range: the run has {len(seeds)} agent(s)")
+        env_cls = runs.env_factory(cfg)
+        if render and not hasattr(env_cls, "draw"):
+            raise UserError(f"environment {cfg['env']!r} cannot be rendered")
+        t0 = time.perf_counter()
+        if gymnasium:
+            if render:
+                raise UserError("render draws neuromotor's env; it does not combine with gymnasium evaluation")
+            from neuromotor.envs.mujoco_vec import gymnasium_returns
+
+            returns, states = gymnasium_returns(env_cls, algo.act, len(seeds), episodes, seed), None
+        else:
+            evaluator = Evaluator(env_cls, seeds, episodes)
+            out = evaluator.run(algo, seed, record_env=agent * episodes if render else None)
+            returns, states = out if render else (out, None)
+        wall = time.perf_counter() - t0
+        steps = algo.steps
+    finally:
+        algo.close()
+    if render:
+        from neuromotor.plotting import episode_gif
+
+        episode_gif(env_cls.draw, states, render, title=f"{cfg['env']} seed {seeds[agent]}")
+    return Evaluation(np.asarray(returns), list(seeds), steps, episodes, wall, str(run_dir), render,
+                      len(states) if render else None)
+
+
+@dataclass
+class Run:
+    """A run directory: what `neuromotor.train` returns and `neuromotor.load_run` opens.
+
+    Everything is read from the directory (config.json, metrics.jsonl, summary.json,
+    checkpoint.npz), so a Run made in another process or by the CLI is the same object."""
+
+    path: Path
+    _policies: dict = field(default_factory=dict, repr=False, compare=False)
+    _summary: "dict | None" = field(default=None, repr=False, compare=False)  # what training just returned
+
+    def __post_init__(self):
+        self.path = Path(self.path)
+
+    @property
+    def config(self) -> dict:
+        """config.json as a dict: env, env_kwargs, vector, algo, seeds, run and algo_config."""
+        try:
+            return json.loads((self.path / runs.CONFIG).read_text())
+        except (OSError, ValueError):
+            runs.read_config(self.path)  # the one-line reason
+            raise
+
+    @property
+    def env(self) -> str:
+        """The environment's name as recorded (built-in name, gymnasium id or module:attr)."""
+        return self.config["env"]
+
+    @property
+    def algo(self) -> str:
+        """The algorithm's name (td3, sac, ppo)."""
+        return self.config["algo"]
+
+    @property
+    def seeds(self) -> list:
+        """One seed per agent."""
+        return list(self.config["seeds"])
+
+    @property
+    def summary(self) -> "dict | None":
+        """summary.json (final returns, steps, wall time), or None before training finished."""
+        if self._summary is not None:
+            return self._summary
+        try:
+            return json.loads((self.path / runs.SUMMARY).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{self.path / runs.SUMMARY} cannot be read: {exc}") from None
+
+    @property
+    def metrics(self) -> list:
+        """metrics.jsonl: one dict per agent per evaluation (step, agent, seed, eval_return_mean,
+        eval_return_std, train_return, wall_s)."""
+        return runs.read_metrics(self.path)
+
+    def learning_curve(self, agent: int = 0) -> "tuple[np.ndarray, np.ndarray]":
+        """(steps, mean evaluation return) of one agent, in training order."""
+        agent = _count("agent", agent, 0)
+        rows = [r for r in self.metrics if r.get("agent") == agent]
+        if not rows and agent >= len(self.seeds):
+            raise UserError(f"agent {agent} out of range: the run has {len(self.seeds)} agent(s)")
+        return (np.array([r["step"] for r in rows], dtype=np.int64),
+                np.array([r["eval_return_mean"] for r in rows], dtype=np.float64))
+
+    @property
+    def policy(self) -> PolicySpec:
+        """Agent 0's deterministic policy: call it on observations to get actions (NumPy, float32,
+        clamped to the action limits), or export it."""
+        return self.policy_of(0)
+
+    def policy_of(self, agent: int) -> PolicySpec:
+        """The deterministic policy of agent `agent` (index into `seeds`)."""
+        agent = _count("agent", agent, 0)
+        if agent not in self._policies:
+            self._policies[agent] = runs.load_spec(self.path, agent)
+        return self._policies[agent]
+
+    def evaluate(self, episodes: int = 10, *, seed: int = 12345, gymnasium: bool = False,
+                 render=None, agent: int = 0) -> Evaluation:
+        """Run `episodes` deterministic episodes per agent from initial states seeded by `seed`.
+
+        gymnasium: evaluate in gymnasium's own environment (MuJoCo tasks) instead of
+        neuromotor's. render: also write the first episode of `agent` as a GIF to this path."""
+        return evaluate_run(self.path, episodes, seed, gymnasium, render, agent)
+
+    def render(self, path, *, agent: int = 0, seed: int = 12345) -> Path:
+        """Render one deterministic episode of `agent` to a GIF at `path`; returns the path."""
+        self.evaluate(1, seed=seed, render=path, agent=agent)
+        return Path(path)
+
+    def export(self, path, format: "str | None" = None, *, agent: int = 0) -> Path:
+        """Write agent `agent`'s policy to `path`: format "nmp" (the policy file boards load,
+        docs/policy-format.md), "c-header" (bare-metal C) or "platformio" (a project directory);
+        default: c-header for *.h, else nmp. Returns the path written."""
+        from neuromotor.api._export import export_policy
+
+        return export_policy(self.path, path, format, agent)[0]
+
+    def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
+        """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""
+        from neuromotor.api._train import resume
+
+        return resume(self.path, steps=steps, progress=progress)
+
+    def deploy(self, port="auto", **options) -> dict:
+        """Deploy agent 0's policy to a board (a port or a Board); see Board.deploy."""
+        from neuromotor.api._board import as_board
+
+        return as_board(port).deploy(self, **options)
+
+    def hil(self, port="auto", **options):
+        """Hardware in the loop on a board holding this run's policy; see Board.hil."""
+        from neuromotor.api._board import as_board
+
+        return as_board(port).hil(self, **options)
+
+
+def load_run(path) -> Run:
+    """Open an existing run directory (from `neuromotor.train` or `neuromotor train`); its config
+    is checked now, so a missing or corrupted run fails here with a UserError."""
+    path = Path(path)
+    runs.read_config(path)
+    return Run(path)

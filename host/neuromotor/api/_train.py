@@ -1,0 +1,109 @@
+"""Training from Python: `train` makes a run directory and trains it; `resume` continues one.
+`neuromotor train` calls `start` and `resume` too, so both faces train the same way."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from neuromotor import runs, training
+from neuromotor.api._env import env_name
+from neuromotor.api._progress import show_progress
+from neuromotor.api._run import Run
+from neuromotor.errors import UserError
+
+
+def _seeds(seeds):
+    """(seed, seeds text) for training.new_config from an int, "0-15"/"0,3,5" or a list of ints."""
+    if isinstance(seeds, bool):
+        raise UserError(f"seeds must be an integer, a list of integers or a range such as '0-15', got {seeds!r}")
+    if isinstance(seeds, int):
+        return seeds, None
+    if isinstance(seeds, str):
+        return None, seeds
+    if isinstance(seeds, Iterable):
+        seeds = list(seeds)
+        if seeds and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+            return None, ",".join(map(str, seeds))
+    raise UserError(f"seeds must be an integer, a list of integers or a range such as '0-15', got {seeds!r}")
+
+
+def train(env, algo: str = "td3", *, steps: "int | None" = None, seeds=0, config=None,
+          preset: "str | None" = None, env_kwargs: "Mapping | None" = None, vector: "str | None" = None,
+          num_envs: "int | None" = None, shards: "int | None" = None, run_dir=None, force: bool = False,
+          progress: "bool | None" = None) -> Run:
+    """Train `algo` on `env` and return the finished Run.
+
+    Args:
+        env: a built-in environment (``"pendulum"``, ``"ant"``, ...), a registered gymnasium id
+            (``"Pendulum-v1"``), ``"module:attr"``, or a gymnasium.Env subclass / factory
+            function importable from a module.
+        algo: ``"td3"``, ``"sac"`` or ``"ppo"``.
+        steps: environment steps per agent (default: the algorithm's, 10000 for the pendulum).
+        seeds: one seed (an agent), a list of seeds or a range text such as ``"0-15"`` (a
+            population trained in stacked arrays).
+        config: settings over the algorithm's defaults, as a dict (``{"batch_size": 64}``) or
+            the path of a TOML file.
+        preset: a named configuration of the algorithm (ppo: ant-paper, pendulum; sac:
+            pendulum, mujoco).
+        env_kwargs: keyword arguments for gymnasium.make or your env's factory.
+        vector: ``"sync"`` or ``"async"``: how a gymnasium env's copies are stepped.
+        num_envs: parallel envs per agent (PPO).
+        shards: worker processes a population is cut into (default: one per core).
+        run_dir: where the run is written (default ``runs/<env>-<algo>-<seeds>-<time>``).
+        force: replace an existing run in `run_dir`.
+        progress: show a progress bar; default: in a terminal or a notebook.
+
+    Every setting is checked before anything is written; bad input raises
+    neuromotor.UserError with one line saying what is wrong."""
+    show = show_progress(progress)
+    if run_dir is not None and os.fspath(run_dir) == "":
+        raise UserError("run_dir is empty (it would mean the current directory)")
+    seed, seeds_text = _seeds(seeds)
+    config_file, settings = None, {}
+    if isinstance(config, Mapping):
+        settings = dict(config)
+    elif isinstance(config, (str, os.PathLike)):
+        config_file = config
+    elif config is not None:
+        raise UserError(f"config must be a dict of settings or the path of a TOML file, got {type(config).__name__}")
+    if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+        raise UserError(f"env_kwargs must be a dict, got {type(env_kwargs).__name__}")
+    if env_kwargs:
+        settings["env_kwargs"] = dict(env_kwargs)
+    cfg = training.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
+                              vector=vector, envs=num_envs, steps=steps, shards=shards, seeds=seeds_text,
+                              seed=seed, quiet=not show)
+    return start(cfg, run_dir=run_dir, force=force, progress=show)
+
+
+def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -> Run:
+    """Train a new run from a whole config (training.new_config) into run_dir."""
+    algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
+    try:
+        if run_dir is None:
+            run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
+        else:
+            run_dir = Path(run_dir)
+            runs.check_replaceable(run_dir, force)  # before the lock file is made
+            runs.make_dir(run_dir)
+        with runs.locked(run_dir):
+            runs.prepare(run_dir, force)
+            runs.save_config(run_dir, cfg)
+            summary = training.train(run_dir, cfg, algo, progress=progress)
+    finally:
+        algo.close()
+    return Run(run_dir, _summary=summary)
+
+
+def resume(run_dir, steps: "int | None" = None, vector: "str | None" = None,
+           progress: "bool | None" = None) -> Run:
+    """Continue the run in `run_dir` from its checkpoint, to `steps` in total if given."""
+    run_dir = Path(run_dir)
+    if not (run_dir / runs.CONFIG).is_file():
+        raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
+    with runs.locked(run_dir):
+        cfg, algo = training.resume(run_dir, vector=vector, steps=steps)
+        summary = training.train(run_dir, cfg, algo, progress=show_progress(progress))
+    return Run(run_dir, _summary=summary)
