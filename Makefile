@@ -6,7 +6,7 @@ NM := $(VENV)/bin/neuromotor
 BOARD ?= unix
 export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
-.PHONY: demo test venv compare system micropython firmware natmods emulated bench clean
+.PHONY: demo test venv compare system micropython firmware natmods emulated browser bench clean
 
 # Train on the host, export, then on an emulated Cortex-M7: deploy, HIL, bench.
 # The trap stops exactly the QEMU this recipe started, whatever fails.
@@ -21,7 +21,7 @@ demo: venv system
 
 EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
 
-test: venv system firmware natmods emulated
+test: venv system firmware natmods emulated browser
 	$(VENV)/bin/python -m pytest -q -rs
 
 venv: $(VENV)/.installed
@@ -51,6 +51,10 @@ firmware: venv system
 
 natmods: venv system
 	$(MAKE) -C device/port natmods
+
+# MicroPython's webassembly port with the kernels, for the web page (neuromotor serve-web).
+browser: venv system
+	$(MAKE) --no-print-directory -C device/port firmware BOARD=browser
 
 # The boards' firmware and the cycle model QEMU runs them with (docs/timing-model.md).
 emulated: venv system

@@ -4,11 +4,16 @@
 # configuration so the system's /etc/apt is never touched; the tarball's sha256 is
 # pinned.
 #
-# Patches (device/port/patches/, applied with -p1 in this order); each one only adds
-# code behind a MICROPY_ option that defaults to off:
+# Patches (device/port/patches/, applied with -p1 in this order); none changes what
+# another port builds:
 #   gc-peak-tracking.patch   py/gc.c counts blocks in use and keeps their high-water
-#                            mark (MICROPY_GC_PEAK_TRACKING; module nm_heap reads it)
-PATCHES="gc-peak-tracking.patch"
+#                            mark (MICROPY_GC_PEAK_TRACKING, default off; module nm_heap
+#                            reads it)
+#   webassembly-library-functions.patch
+#                            ports/webassembly/library.js: the arrow functions as
+#                            function expressions (Debian's emscripten 3.1.6 emits its
+#                            library's arrow functions unparseable)
+PATCHES="gc-peak-tracking.patch webassembly-library-functions.patch"
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/micropython.env"

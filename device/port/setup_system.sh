@@ -3,13 +3,15 @@
 # Debian (bookworm or later) that has only python3 and make: the host compiler
 # and Python's venv for the virtual environment, the cross compilers and QEMU for
 # the boards, cmake for the CMake home of the user C modules, valgrind for the
-# kernel fuzz test, patch for the MicroPython source's GC peak tracking. Skips
+# kernel fuzz test, patch for the MicroPython source's patches; emscripten, Node and
+# Chromium for the browser board (its build, its tests under Node and in a page). Skips
 # the install when everything is already present.
 set -eu
 pkgs="gcc libc6-dev make cmake patch pkg-config libffi-dev xz-utils ca-certificates
 gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
 gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
-qemu-system-arm qemu-system-misc valgrind"
+qemu-system-arm qemu-system-misc valgrind
+emscripten nodejs chromium"
 # Debian's python3 ships venv and ensurepip in separate packages; a python3 that
 # already has both (pyenv, a distribution build) needs neither.
 python=${PYTHON:-python3}

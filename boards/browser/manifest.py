@@ -1,0 +1,2 @@
+# Frozen into the browser build: the device library (trainer, runtime, pendulum).
+freeze("../../device/lib")
