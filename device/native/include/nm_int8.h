@@ -1,0 +1,405 @@
+/*
+ * nm_int8.h - integer (int8) policy inference: the arithmetic of dtype-int8
+ * policy files (docs/policy-format.md, version 3) for cores without an FPU.
+ *
+ * Plain C99 for any 32-bit core, no MicroPython, no libm, no allocation; every
+ * buffer belongs to the caller. On ARMv7E-M (Cortex-M4/M7) the multiply-adds
+ * use the dual 16-bit SMLAD with SXTB16, selected at compile time as the float
+ * ISA paths of nm_kernels.h are. No float operation happens inside a layer:
+ * floats appear only where the observation is quantised and where the last
+ * layer's int32 accumulators are turned back into an action.
+ *
+ * Entry points:
+ *   nm_q8_dense(y, x, w, bias, mult, shift, n_in, n_out, act)
+ *       one quantised dense layer: int32 accumulation of int8 weights times
+ *       int8 activations, requantised to the next layer's int8 scale;
+ *   nm_q8_dense_acc(acc, x, w, bias, n_in, n_out)
+ *       the same layer's raw int32 accumulators (the last layer);
+ *   nm_q8_quantize_input(q, x, mean, std, in_scale, n)
+ *       normalise and quantise an observation;
+ *   nm_q8_mlp(out, x, qnet, sizes, acts, n_layers, scratch)
+ *       the whole int8 policy forward on caller-provided buffers;
+ *   nm_q8_check(qnet, sizes, acts, n_layers, &fault)
+ *       the values a reader must refuse (0 when the net is deployable);
+ *   nm_q8_layer_bytes, nm_q8_net_bytes, nm_q8_scratch_bytes (overflow-checked).
+ *
+ * Layer layout. Rows are padded to R = 4 * ceil(n_out / 4), inputs to
+ * P = 4 * ceil(n_in / 4); padding weights are zero (so padding rows, whatever
+ * their bias and multiplier, never reach a real output).
+ * Weights are int8 in blocks of 4 rows and groups of 4 inputs: block k,
+ * group g is 16 bytes, row 4k+0's weights for inputs 4g..4g+3, then row
+ * 4k+1's, 4k+2's, 4k+3's. A word of one row is what SXTB16 splits into the
+ * pairs (w0, w2) and (w1, w3).
+ *
+ * Activation vectors between layers are int16 holding values in -128..127,
+ * P entries in "pair order": group g holds x[4g], x[4g+2], x[4g+1], x[4g+3],
+ * so each 32-bit word is one SMLAD operand. Every path reads this order.
+ *
+ * Requantisation of row c (hidden layers), with the layer's multipliers
+ * mult[c] (0 <= mult < 2^31) and one right shift r (0..31):
+ *     acc = bias[c] + sum_j w[c][j] * x[j]                  (int32)
+ *     t   = (acc * mult[c] + 2^31) >> 32                     (64-bit product, arithmetic shift)
+ *     v   = (t + (2^r >> 1)) >> r                            (rounds half up)
+ *     y   = clamp(v, 0, 127) after relu, else clamp(v, -128, 127)
+ *
+ * qnet (the int8 policy file's payload), every section 4-byte aligned:
+ *     f32 obs_mean[s0], f32 obs_std[s0], f32 in_scale,
+ *     per hidden layer: i8 w[R*P], i32 bias[R], i32 mult[R], i32 shift,
+ *     last layer:       i8 w[R*P], i32 bias[R], f32 deq[R],
+ *     f32 action_scale[sL], f32 action_offset[sL]
+ *
+ * Forward:
+ *     q0[i]  = round(clamp(((x[i] - obs_mean[i]) / obs_std[i]) * (1 / in_scale), -127, 127))
+ *              in float32, rounding half away from zero
+ *     hidden layers as above; the last layer's acc[c] then gives
+ *     out[c] = act((float)acc[c] * deq[c]) * action_scale[c] + action_offset[c]
+ *
+ * Arithmetic wraps rather than overflows for any bytes (a corrupt file gives
+ * wrong numbers, never undefined behaviour); nm_q8_check is what refuses it.
+ */
+#ifndef NM_INT8_H
+#define NM_INT8_H
+
+#include "nm_kernels.h"
+
+#define NM_Q8_GROUP 4
+#define NM_Q8_BIAS_MAX (1L << 30)   // |bias| bound: acc cannot leave int32 for n_in <= 65535
+#define NM_Q8_SHIFT_MAX 31
+
+#if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && defined(__ARM_ARCH_7EM__)
+#define NM_Q8_DSP 1
+#else
+#define NM_Q8_DSP 0
+#endif
+
+#if defined(__GNUC__)
+typedef int32_t nm_i32a __attribute__((may_alias));
+typedef uint32_t nm_u32a __attribute__((may_alias));
+typedef float nm_f32a __attribute__((may_alias));
+#else
+typedef int32_t nm_i32a;
+typedef uint32_t nm_u32a;
+typedef float nm_f32a;
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Sizes, in bytes. 0 when the result does not fit in size_t, else 1.
+ */
+NM_INLINE size_t nm_q8_pad(size_t n) {
+    return nm_blocks(n) * NM_BLOCK;
+}
+
+// One layer's section of qnet; last != 0 for the output layer.
+NM_INLINE int nm_q8_layer_bytes(size_t n_in, size_t n_out, int last, size_t *out) {
+    size_t w, rows = nm_q8_pad(n_out);
+    if (!nm_mul_size(rows, nm_q8_pad(n_in), &w)) {
+        return 0;
+    }
+    return nm_add_size(w, 8 * rows + (last ? 0 : 4), out);
+}
+
+static inline int nm_q8_net_bytes(const uint16_t *sizes, size_t n_layers, size_t *out) {
+    size_t total = 8 * (size_t)sizes[0] + 4 + 8 * (size_t)sizes[n_layers];
+    size_t s;
+    for (size_t i = 0; i < n_layers; i++) {
+        if (!nm_q8_layer_bytes(sizes[i], sizes[i + 1], i + 1 == n_layers, &s)
+            || !nm_add_size(total, s, &total)) {
+            return 0;
+        }
+    }
+    *out = total;
+    return 1;
+}
+
+// Two int16 activation vectors as wide as the widest padded input, then the
+// last layer's int32 accumulators.
+static inline size_t nm_q8_scratch_bytes(const uint16_t *sizes, size_t n_layers) {
+    size_t widest = 0;
+    for (size_t i = 0; i < n_layers; i++) {
+        if (nm_q8_pad(sizes[i]) > widest) {
+            widest = nm_q8_pad(sizes[i]);
+        }
+    }
+    return 4 * widest + 4 * nm_q8_pad(sizes[n_layers]);
+}
+
+/* ---------------------------------------------------------------------------
+ * Pair order: where value i of a vector sits in an int16 activation vector.
+ */
+NM_INLINE size_t nm_q8_slot(size_t i) {
+    return (i & ~(size_t)3) | ((i & 1) << 1) | ((i >> 1) & 1);
+}
+
+/* ---------------------------------------------------------------------------
+ * Accumulation: acc[0..3] = bias[0..3] + the block's 4 rows times x, for
+ * groups of 4 inputs (ng of them). w points at the block's first group.
+ */
+#if NM_Q8_DSP
+// Two rows' words for one group: a += (w0,w2)·(x0,x2) + (w1,w3)·(x1,x3) per row.
+#define NM_Q8_ROWS2(a0, a1) \
+    "ldrd %[w0], %[w1], [%[p]], #8\n\t" \
+    "sxtb16 %[t], %[w0]\n\t" \
+    "sxtb16 %[w0], %[w0], ror #8\n\t" \
+    "smlad %[" a0 "], %[t], %[x02], %[" a0 "]\n\t" \
+    "smlad %[" a0 "], %[w0], %[x13], %[" a0 "]\n\t" \
+    "sxtb16 %[t], %[w1]\n\t" \
+    "sxtb16 %[w1], %[w1], ror #8\n\t" \
+    "smlad %[" a1 "], %[t], %[x02], %[" a1 "]\n\t" \
+    "smlad %[" a1 "], %[w1], %[x13], %[" a1 "]\n\t"
+
+NM_INLINE void nm_q8_group_dsp(int32_t *a, const int8_t **p, uint32_t x02, uint32_t x13) {
+    uint32_t w0, w1, t;
+    __asm__ (
+        NM_Q8_ROWS2("a0", "a1")
+        NM_Q8_ROWS2("a2", "a3")
+        : [p] "+r" (*p), [a0] "+r" (a[0]), [a1] "+r" (a[1]), [a2] "+r" (a[2]), [a3] "+r" (a[3]),
+          [w0] "=&r" (w0), [w1] "=&r" (w1), [t] "=&r" (t)
+        : [x02] "r" (x02), [x13] "r" (x13), "m" (*(const int8_t (*)[16]) * p));
+}
+
+NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
+    const nm_u32a *xp = (const nm_u32a *)x;
+    for (size_t g = 0; g + 2 <= ng; g += 2, xp += 4) {
+        nm_q8_group_dsp(a, &w, xp[0], xp[1]);
+        nm_q8_group_dsp(a, &w, xp[2], xp[3]);
+    }
+    if (ng & 1) {
+        nm_q8_group_dsp(a, &w, xp[0], xp[1]);
+    }
+}
+#else
+// Portable: unsigned sums wrap (no undefined overflow for any weights).
+NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
+    uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
+    for (size_t g = 0; g < ng; g++, x += NM_Q8_GROUP, w += 16) {
+        const int32_t x0 = x[0], x2 = x[1], x1 = x[2], x3 = x[3];
+        a0 += (uint32_t)(w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3);
+        a1 += (uint32_t)(w[4] * x0 + w[5] * x1 + w[6] * x2 + w[7] * x3);
+        a2 += (uint32_t)(w[8] * x0 + w[9] * x1 + w[10] * x2 + w[11] * x3);
+        a3 += (uint32_t)(w[12] * x0 + w[13] * x1 + w[14] * x2 + w[15] * x3);
+    }
+    a[0] = (int32_t)a0;
+    a[1] = (int32_t)a1;
+    a[2] = (int32_t)a2;
+    a[3] = (int32_t)a3;
+}
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Requantisation of one accumulator (see the top of this file).
+ */
+NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu) {
+    #if NM_Q8_DSP
+    int32_t t;
+    __asm__ ("smmulr %0, %1, %2" : "=r" (t) : "r" (acc), "r" (mult));
+    int32_t v = (int32_t)((uint32_t)t + (uint32_t)round) >> r; // |t| <= 2^30 for valid files
+    return relu ? (int32_t)__builtin_arm_usat(v, 7) : (int32_t)__builtin_arm_ssat(v, 8);
+    #else
+    int32_t t = (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
+    int32_t v = (int32_t)(((int64_t)t + round) >> r);
+    return v < (relu ? 0 : -128) ? (relu ? 0 : -128) : v > 127 ? 127 : v;
+    #endif
+}
+
+// relu is a constant where this is inlined, so each activation gets its own loop.
+NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
+    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, const int relu) {
+    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP, nb = nm_blocks(n_out);
+    const int32_t r = shift & NM_Q8_SHIFT_MAX, round = (int32_t)(((uint32_t)1 << r) >> 1);
+    for (size_t k = 0; k < nb; k++, w += 16 * ng, bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
+        int32_t a[4] = { bias[0], bias[1], bias[2], bias[3] };
+        nm_q8_block_acc(a, x, w, ng);
+        // Rows 4k..4k+3 in pair order: 4k, 4k+2, 4k+1, 4k+3.
+        y[0] = (int16_t)nm_q8_requant(a[0], mult[0], round, r, relu);
+        y[1] = (int16_t)nm_q8_requant(a[2], mult[2], round, r, relu);
+        y[2] = (int16_t)nm_q8_requant(a[1], mult[1], round, r, relu);
+        y[3] = (int16_t)nm_q8_requant(a[3], mult[3], round, r, relu);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * One hidden layer: y (nm_q8_pad(n_out) int16, pair order) from x
+ * (nm_q8_pad(n_in) int16, pair order). w, bias, mult as in qnet; shift is
+ * the layer's right shift (only its low 5 bits are used). y must not overlap
+ * x or the weights. act: NM_ACT_RELU clamps at 0, anything else is identity.
+ */
+static inline void nm_q8_dense(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
+    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, int act) {
+    if (act == NM_ACT_RELU) {
+        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1);
+    } else {
+        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0);
+    }
+}
+
+// The layer's int32 accumulators, natural row order, nm_q8_pad(n_out) of them.
+static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t *w, const int32_t *bias,
+    size_t n_in, size_t n_out) {
+    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP, nb = nm_blocks(n_out);
+    for (size_t k = 0; k < nb; k++, w += 16 * ng, bias += NM_BLOCK, acc += NM_BLOCK) {
+        for (int i = 0; i < 4; i++) {
+            acc[i] = bias[i];
+        }
+        nm_q8_block_acc(acc, x, w, ng);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Observation to int8 (pair order, nm_q8_pad(n) entries, padding 0). x is
+ * finite (the caller checked); a NaN from a corrupt mean/std becomes -127.
+ */
+static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float *mean, const float *std,
+    float in_scale, size_t n) {
+    const float inv = nm_divf(1.0f, in_scale);
+    for (size_t i = n; i < nm_q8_pad(n); i++) {
+        q[nm_q8_slot(i)] = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        float t = nm_divf(x[i] - mean[i], std[i]) * inv;
+        int32_t v;
+        if (t >= 0.0f) {
+            v = t > 127.0f ? 127 : (int32_t)(t + 0.5f);
+        } else {
+            v = t >= -127.0f ? -(int32_t)(0.5f - t) : -127;
+        }
+        q[nm_q8_slot(i)] = (int16_t)v;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Whole int8 policy forward: out[sL] from x[s0] (finite), qnet as at the top
+ * (4-byte aligned, nm_q8_net_bytes long), scratch of nm_q8_scratch_bytes
+ * (4-byte aligned). out, x, qnet and scratch are disjoint; the caller checked
+ * every size. The action is not clamped here (nm_clamp does that).
+ */
+static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const uint16_t *sizes,
+    const uint16_t *acts, size_t n_layers, void *scratch) {
+    size_t widest = (nm_q8_scratch_bytes(sizes, n_layers) - 4 * nm_q8_pad(sizes[n_layers])) / 4;
+    int16_t *cur = scratch, *nxt = cur + widest;
+    int32_t *acc = (int32_t *)(nxt + widest);
+    const size_t s0 = sizes[0], sl = sizes[n_layers];
+    const nm_f32a *f = qnet;
+    nm_q8_quantize_input(cur, x, (const float *)f, (const float *)f + s0, f[2 * s0], s0);
+    const uint8_t *p = (const uint8_t *)qnet + 4 * (2 * s0 + 1);
+    const float *deq = NULL;
+    for (size_t l = 0; l < n_layers; l++) {
+        const size_t n_in = sizes[l], n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
+        const int8_t *w = (const int8_t *)p;
+        const int32_t *bias = (const int32_t *)(const nm_i32a *)(p + rows * nm_q8_pad(n_in));
+        if (l + 1 < n_layers) {
+            const int32_t *mult = bias + rows;
+            nm_q8_dense(nxt, cur, w, bias, mult, mult[rows], n_in, n_out, acts[l]);
+            p = (const uint8_t *)(mult + rows + 1);
+            int16_t *t = cur;
+            cur = nxt;
+            nxt = t;
+        } else {
+            nm_q8_dense_acc(acc, cur, w, bias, n_in, n_out);
+            deq = (const float *)(const nm_f32a *)(bias + rows);
+            p = (const uint8_t *)(deq + rows);
+        }
+    }
+    const float *scale = (const float *)(const nm_f32a *)p, *offset = scale + sl;
+    for (size_t i = 0; i < sl; i++) {
+        float y = (float)acc[i] * deq[i];
+        if (acts[n_layers - 1] == NM_ACT_RELU) {
+            y = y > 0.0f ? y : 0.0f;
+        } else if (acts[n_layers - 1] == NM_ACT_TANH) {
+            y = nm_tanhf(y);
+        }
+        out[i] = NM_MADD(y, scale[i], offset[i]);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Validation: what a reader refuses. Returns NM_Q8_OK or the first fault, with
+ * its layer (or -1 outside the layers) and index in fault.
+ */
+enum {
+    NM_Q8_OK = 0,
+    NM_Q8_BAD_ACT,        // a hidden layer with an activation other than identity/relu
+    NM_Q8_NONFINITE,      // NaN or inf in obs_mean, obs_std, in_scale, deq, action_scale/offset
+    NM_Q8_BAD_STD,        // obs_std <= 0
+    NM_Q8_BAD_IN_SCALE,   // in_scale <= 0
+    NM_Q8_BAD_DEQ,        // deq <= 0 for a real row
+    NM_Q8_BAD_MULT,       // mult outside 1..2^31-1
+    NM_Q8_BAD_SHIFT,      // shift outside 0..31
+    NM_Q8_BAD_BIAS,       // |bias| > 2^30
+};
+
+typedef struct {
+    int layer;
+    size_t index;
+} nm_q8_fault_t;
+
+static inline int nm_q8_fail(nm_q8_fault_t *f, int code, int layer, size_t index) {
+    f->layer = layer;
+    f->index = index;
+    return code;
+}
+
+static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uint16_t *acts, size_t n_layers,
+    nm_q8_fault_t *f) {
+    const size_t s0 = sizes[0], sl = sizes[n_layers];
+    const nm_f32a *v = qnet;
+    for (size_t l = 0; l + 1 < n_layers; l++) {
+        if (acts[l] != NM_ACT_IDENTITY && acts[l] != NM_ACT_RELU) {
+            return nm_q8_fail(f, NM_Q8_BAD_ACT, (int)l, 0);
+        }
+    }
+    for (size_t i = 0; i < 2 * s0 + 1; i++) {
+        if (!nm_finite(v[i])) {
+            return nm_q8_fail(f, NM_Q8_NONFINITE, -1, i);
+        }
+    }
+    for (size_t i = 0; i < s0; i++) {
+        if (!(v[s0 + i] > 0.0f)) {
+            return nm_q8_fail(f, NM_Q8_BAD_STD, -1, i);
+        }
+    }
+    if (!(v[2 * s0] > 0.0f)) {
+        return nm_q8_fail(f, NM_Q8_BAD_IN_SCALE, -1, 0);
+    }
+    const uint8_t *p = (const uint8_t *)qnet + 4 * (2 * s0 + 1);
+    for (size_t l = 0; l < n_layers; l++) {
+        const size_t n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
+        const nm_i32a *bias = (const nm_i32a *)(p + rows * nm_q8_pad(sizes[l]));
+        for (size_t c = 0; c < n_out; c++) {
+            if (bias[c] > NM_Q8_BIAS_MAX || bias[c] < -NM_Q8_BIAS_MAX) {
+                return nm_q8_fail(f, NM_Q8_BAD_BIAS, (int)l, c);
+            }
+        }
+        if (l + 1 < n_layers) {
+            const nm_i32a *mult = bias + rows;
+            for (size_t c = 0; c < n_out; c++) {
+                if (mult[c] < 1) {
+                    return nm_q8_fail(f, NM_Q8_BAD_MULT, (int)l, c);
+                }
+            }
+            if (mult[rows] < 0 || mult[rows] > NM_Q8_SHIFT_MAX) {
+                return nm_q8_fail(f, NM_Q8_BAD_SHIFT, (int)l, 0);
+            }
+            p = (const uint8_t *)(mult + rows + 1);
+        } else {
+            const nm_f32a *deq = (const nm_f32a *)(bias + rows);
+            for (size_t c = 0; c < n_out; c++) {
+                if (!nm_finite(deq[c])) {
+                    return nm_q8_fail(f, NM_Q8_NONFINITE, (int)l, c);
+                }
+                if (!(deq[c] > 0.0f)) {
+                    return nm_q8_fail(f, NM_Q8_BAD_DEQ, (int)l, c);
+                }
+            }
+            p = (const uint8_t *)(deq + rows);
+        }
+    }
+    const nm_f32a *tail = (const nm_f32a *)p;
+    for (size_t i = 0; i < 2 * sl; i++) {
+        if (!nm_finite(tail[i])) {
+            return nm_q8_fail(f, NM_Q8_NONFINITE, -1, i);
+        }
+    }
+    return NM_Q8_OK;
+}
+
+#endif // NM_INT8_H
