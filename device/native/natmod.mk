@@ -15,6 +15,13 @@ ifeq ($(ARCH),armv6m)
 # libgcc's Cortex-M0 float divide has absolute relocations mpy_ld rejects.
 CFLAGS_EXTRA += -DNM_NO_FDIV
 endif
+ifeq ($(ARCH),xtensa)
+# ESP8266 (lx106, no FPU): Debian's libgcc lacks the soft-float routines the chip keeps
+# in ROM; NM_SOFTFP_LIB is the archive device/baremetal/xtensa/softfp.mk builds.
+MICROPY_FLOAT_IMPL = float
+LINK_RUNTIME = 1
+MPY_LD_FLAGS += $(addprefix -l,$(NM_SOFTFP_LIB))
+endif
 ifeq ($(ARCH),rv32imc)
 # Debian's riscv64-unknown-elf gcc 12.2 with picolibc.
 CFLAGS_EXTRA += -march=rv32imac -mabi=ilp32

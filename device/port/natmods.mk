@@ -1,5 +1,5 @@
 # Dynamic native modules (.mpy) of neuromotor's kernels, one per architecture:
-#   make -C device/port natmods                       (x64 armv6m armv7m armv7emsp armv7emdp rv32imc)
+#   make -C device/port natmods                       (x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa)
 #   make -C device/port natmods CROSS=xtensa-esp32-elf-   (+ xtensawin, needs an ESP32 toolchain)
 #   make -C device/port -f natmods.mk ARCHS="x64 armv7emsp"
 # Output: $(NEUROMOTOR_CACHE)/natmods/<arch>/<module>_natmod.mpy for each module folder in
@@ -20,7 +20,7 @@ ifeq ($(MPY_SRC),)
 $(error fetching MicroPython failed (device/port/fetch_micropython.sh))
 endif
 
-ARCHS ?= x64 armv6m armv7m armv7emsp armv7emdp rv32imc
+ARCHS ?= x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa
 ifneq ($(CROSS),)
 ARCHS += xtensawin
 endif
@@ -32,6 +32,7 @@ cross_armv7m := arm-none-eabi-
 cross_armv7emsp := arm-none-eabi-
 cross_armv7emdp := arm-none-eabi-
 cross_rv32imc := riscv64-unknown-elf-
+cross_xtensa := xtensa-lx106-elf-
 cross_xtensawin := $(CROSS)
 
 # What every module shares; each module adds its own folder.
@@ -57,8 +58,15 @@ $$(OUT)/%/$(1)_natmod.mpy: $$(SHARED) $$(wildcard $$(NATIVE_DIR)/$(1)/*)
 	    exit 1; fi
 	@rm -rf $$(OUT)/build/$(1)/$$* && mkdir -p $$(OUT)/build/$(1)/$$* $$(OUT)/$$*
 	@ln -sfn $$(NATIVE_DIR)/$(1)/Makefile $$(OUT)/build/$(1)/$$*/Makefile
-	$$(MAKE) -s -C $$(OUT)/build/$(1)/$$* MPY_DIR=$$(MPY_SRC) ARCH=$$* CROSS=$$(cross_$$*) PYTHON=$$(PYTHON) MAKEFLAGS=
+	$$(MAKE) -s -C $$(OUT)/build/$(1)/$$* MPY_DIR=$$(MPY_SRC) ARCH=$$* CROSS=$$(cross_$$*) PYTHON=$$(PYTHON) $$(extra_$$*) MAKEFLAGS=
 	@cp $$(OUT)/build/$(1)/$$*/$(1)_natmod.mpy $$@.tmp && mv $$@.tmp $$@
 	@echo "natmods: $$@"
 endef
 $(foreach m,$(MODULES),$(eval $(call natmod_rule,$(m))))
+
+# ESP8266 natmods link the lx106 soft-float routines built from GCC's source.
+include $(REPO)/device/baremetal/xtensa/softfp.mk
+# mpy_ld through a wrapper that links GCC 12's qstr-table offsets (see the wrapper).
+extra_xtensa := NM_SOFTFP_LIB=$(NM_SOFTFP_LIB) \
+	MPY_LD="$(PYTHON) $(REPO)/device/baremetal/xtensa/mpy_ld_xtensa.py $(MPY_SRC)/tools"
+$(foreach m,$(MODULES),$(OUT)/xtensa/$(m)_natmod.mpy): $(NM_SOFTFP_LIB)

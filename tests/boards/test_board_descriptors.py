@@ -16,6 +16,7 @@ from neuromotor.paths import BOARDS_DIR, REPO_ROOT, cache_dir
 REAL = {  # name: (core, natmod arch, MHz, port, stock board)
     "esp32": ("xtensa-lx6", "xtensawin", 240, "esp32", "ESP32_GENERIC"),
     "esp32c3": ("rv32imc", "rv32imc", 160, "esp32", "ESP32_GENERIC_C3"),
+    "esp8266": ("xtensa-lx106", "xtensa", 80, "esp8266", "ESP8266_GENERIC"),
     "teensy41": ("cortex-m7", "armv7emdp", 600, "mimxrt", "TEENSY41"),
     "stm32f405": ("cortex-m4f", "armv7emsp", 168, "stm32", "PYBV11"),
     "stm32h743": ("cortex-m7", "armv7emdp", 480, "stm32", "NUCLEO_H743ZI2"),
@@ -70,7 +71,7 @@ def test_manifests_freeze_device_lib():
 def test_usb_ids_map_to_boards():
     table = boards.usb_table()
     assert table[(0x303A, 0x1001)] == ["esp32c3"]
-    assert sorted(table[(0x10C4, 0xEA60)]) == ["esp32", "esp32c3"]  # one bridge, two candidates
+    assert sorted(table[(0x10C4, 0xEA60)]) == ["esp32", "esp32c3", "esp8266"]  # one bridge, three candidates
     assert table[(0x16C0, 0x0483)] == ["teensy41"]
     # detection over the real serial ports of this machine only reports known boards
     for d in boards.serial_ports():

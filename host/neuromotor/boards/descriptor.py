@@ -35,6 +35,7 @@ CORE_ARCHS = {
     "cortex-m4f": ("armv7emsp",),
     "cortex-m7": ("armv7emdp", "armv7emsp"),
     "cortex-m33": ("armv7emsp",),
+    "xtensa-lx106": ("xtensa",),
     "xtensa-lx6": ("xtensawin",),
     "xtensa-lx7": ("xtensawin",),
     "rv32imc": ("rv32imc",),

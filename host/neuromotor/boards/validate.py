@@ -16,7 +16,7 @@ from .descriptor import CORE_ARCHS, NATMOD_ARCHS, USB_ID_RE, Board, arch_ok_for_
 
 # MicroPython ports and how their boards are built.
 PORT_BUILD = {"esp32": "cmake", "rp2": "cmake", "stm32": "make", "mimxrt": "make", "samd": "make",
-              "nrf": "make", "renesas-ra": "make", "qemu": "make", "unix": "make"}
+              "esp8266": "make", "nrf": "make", "renesas-ra": "make", "qemu": "make", "unix": "make"}
 
 KINDS = ("serial", "emulated")
 STANDARD_BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1000000, 2000000)
