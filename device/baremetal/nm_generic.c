@@ -1,9 +1,17 @@
 /*
- * The forward pass the way a generic C/C++ library writes it: one dense layer at a
- * time with runtime sizes, a plain row-major matrix-vector product (nested loops,
- * one accumulator), then a separate pass that adds the bias and another that applies
- * the activation. Built with -O3 and the compiler's default floating-point
- * contraction, as a library would be; no blocking, no packing, no intrinsics.
+ * The forward pass the way RLtools' generic implementation computes it (the RLtools
+ * paper's "generic" column, Table 2), written in C:
+ * - the sizes and activations are compile-time constants (template parameters there;
+ *   NM_SIZES/NM_ACTS here, the layer loop unrolled so every layer is inlined with
+ *   constant sizes, leaving the compiler free to unroll and schedule as it likes);
+ * - each output element starts as its bias in the output buffer, every product is
+ *   added to that element in memory, and the activation is applied to it once its
+ *   sum is complete (set, increment, activation: no separate passes, no blocking);
+ * - the output buffer is a float pointer like the weights, so the compiler must assume
+ *   they may alias and stores the running sum after every multiply-add - which is what
+ *   that library's matrix-access code compiles to.
+ * Built with -O3 and the compiler's default floating-point contraction (GCC emits
+ * VFMA), as a library is. ReLU hidden layers and an identity output need no libm.
  * It is the reference point for the cycle model's validation (docs/timing-model.md).
  */
 #include <stddef.h>
@@ -11,41 +19,46 @@
 
 #include "nm_generic.h"
 
-static void matvec(float *y, const float *w, const float *x, size_t n_in, size_t n_out) {
-    for (size_t r = 0; r < n_out; r++) {
-        float acc = 0.0f;
-        for (size_t c = 0; c < n_in; c++) {
-            acc += w[r * n_in + c] * x[c];
+#ifndef NM_SIZES
+#define NM_SIZES 13, 64, 64, 4
+#endif
+#ifndef NM_ACTS
+#define NM_ACTS 1, 1, 0
+#endif
+
+static const uint16_t sizes[] = { NM_SIZES };
+static const uint16_t acts[] = { NM_ACTS };
+#define N_LAYERS (sizeof(sizes) / sizeof(sizes[0]) - 1)
+
+static inline __attribute__((always_inline)) void dense(float *y, const float *w, const float *b,
+                                                        const float *x, size_t n_in, size_t n_out, int relu) {
+    for (size_t o = 0; o < n_out; o++) {
+        y[o] = b[o];
+        for (size_t i = 0; i < n_in; i++) {
+            y[o] += w[o * n_in + i] * x[i];
         }
-        y[r] = acc;
+        if (relu) {
+            y[o] = y[o] > 0.0f ? y[o] : 0.0f;
+        }
     }
 }
 
-static void add_bias(float *y, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        y[i] += b[i];
+int nm_generic_supported(void) {
+    for (size_t l = 0; l < N_LAYERS; l++) {
+        if (acts[l] > 1) { // identity and ReLU only
+            return 0;
+        }
     }
-}
-
-static void relu(float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-    }
+    return 1;
 }
 
 void nm_generic_forward(float *out, const float *x, const float *const *w, const float *const *b,
-                        const uint16_t *sizes, const uint16_t *relu_after, size_t n_layers,
                         float *buf_a, float *buf_b) {
     const float *in = x;
-    float *y = buf_a;
-    for (size_t l = 0; l < n_layers; l++) {
-        float *dst = l + 1 == n_layers ? out : y;
-        matvec(dst, w[l], in, sizes[l], sizes[l + 1]);
-        add_bias(dst, b[l], sizes[l + 1]);
-        if (relu_after[l]) {
-            relu(dst, sizes[l + 1]);
-        }
+    #pragma GCC unroll 16
+    for (size_t l = 0; l < N_LAYERS; l++) {
+        float *dst = l + 1 == N_LAYERS ? out : (l & 1) ? buf_b : buf_a;
+        dense(dst, w[l], b[l], in, sizes[l], sizes[l + 1], acts[l] == 1);
         in = dst;
-        y = y == buf_a ? buf_b : buf_a;
     }
 }

@@ -55,6 +55,37 @@ def test_predict_adds_wait_states_per_beat(monkeypatch):
     assert p["fast"]["cycles_per_mac"] == 10.0
 
 
+def test_flash_parameters_are_the_documented_ones():
+    # RM0090: 5 wait states at 168 MHz, 128-bit reads, ART data cache 8 x 128 bits;
+    # RM0433/DS12110: 4 wait states at ACLK = CPU/2 up to 240 MHz, 32-byte L1 lines, 16 KB D-cache;
+    # Teensy 4.1: constant data in DTCM, no flash term.
+    assert cyc.flash_of("stm32f405") == {"wait_states": 5, "clock_divider": 1, "line_bytes": 16, "cache_bytes": 128}
+    assert cyc.flash_of("stm32h743") == {"wait_states": 4, "clock_divider": 2, "line_bytes": 32,
+                                         "cache_bytes": 16384}
+    assert cyc.flash_of("teensy41") is None
+
+
+def test_flash_stream_adds_a_line_fill_per_missed_line():
+    weights = 4 * (13 * 64 + 64 + 64 * 64 + 64 + 64 * 4 + 4)  # 21 264 bytes
+    f405, h743 = cyc.flash_of("stm32f405"), cyc.flash_of("stm32h743")
+    assert cyc.flash_stream_cycles(f405, weights) == 1329 * 5          # 16-byte lines, +5 cycles each
+    assert cyc.flash_stream_cycles(h743, weights) == 665 * (5 * 2 - 1)  # 32-byte lines, 5 AXI cycles
+    assert cyc.flash_stream_cycles(f405, 128) == 0 and cyc.flash_stream_cycles(h743, 16384) == 0  # cached
+    assert cyc.flash_stream_cycles(None, weights) == 0
+    p = cyc.predict("qemu-m7", 1000.0, macs=100, flash_bytes=weights)
+    assert p["teensy41"]["cycles"] == 1000.0 and p["stm32h743"]["cycles"] == 1000.0 + 665 * 9
+    assert p["stm32h743"]["us"] == pytest.approx((1000 + 665 * 9) / 480)
+    p = cyc.predict("qemu-m4f", 1000.0, flash_bytes=weights)
+    assert p["stm32f405"]["cycles"] == 1000.0 + 1329 * 5 and p["stm32f405"]["flash_cycles"] == 1329 * 5
+    assert cyc.predict("qemu-m4f", 1000.0)["stm32f405"]["cycles"] == 1000.0  # weights in RAM
+
+
+def test_bad_flash_table_is_one_clear_error(monkeypatch):
+    monkeypatch.setattr(cyc, "timing_of", lambda name: {"core": "cortex-m4", "flash": {"wait_states": 5}})
+    with pytest.raises(UserError, match=r"\[timing.flash\] needs non-negative integers"):
+        cyc.flash_of("stm32f405")
+
+
 def test_counter_file_is_checked(tmp_path):
     bad = tmp_path / "x.cycles"
     bad.write_bytes(b"not counters" * 10)
@@ -75,8 +106,9 @@ def test_plugin_refuses_unknown_arguments_and_wrong_target(tmp_path):
         assert res.returncode != 0 and msg in res.stderr, (arg, res.stderr)
 
 
-@pytest.mark.parametrize("board,real,mhz", [("qemu-m4f", "stm32f405", 168), ("qemu-m7", "teensy41", 600)])
-def test_baremetal_cycles_and_generic(board, real, mhz):
+@pytest.mark.parametrize("board,real,mhz,flash", [("qemu-m4f", "stm32f405", 168, 1329 * 5),
+                                                  ("qemu-m7", "teensy41", 600, 0)])
+def test_baremetal_cycles_and_generic(board, real, mhz, flash):
     _need("arm-none-eabi-gcc", "qemu-system-arm", "cc")
     from neuromotor.boards.baremetal import run_baremetal
     r = run_baremetal(board, sizes=(13, 64, 64, 4), repeat=50)
@@ -90,7 +122,11 @@ def test_baremetal_cycles_and_generic(board, real, mhz):
     assert g["max_abs_err"] <= 1e-5
     # the generic nested loops are slower than the fused kernel in cycles, on both cores
     assert g["cycles"] > 1.5 * r["cycles_per_inference"]
-    assert g["predicted"][real]["us"] == pytest.approx(g["cycles"] / mhz)
+    # its const weights are read from flash on the STM32F405 (in DTCM on the Teensy)
+    assert g["const_bytes"] == 21264
+    assert g["predicted"][real]["us"] == pytest.approx((g["cycles"] + flash) / mhz)
+    # the sum lives in the output buffer: a load of each operand and a store per multiply-add
+    assert g["instructions_per_mac"] > 4
 
 
 def test_bench_reports_modelled_cycles(tmp_path):

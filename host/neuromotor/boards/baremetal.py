@@ -97,10 +97,15 @@ def run_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repe
     r["predicted"] = cyc.predict(board, r["cycles_per_inference"], region(1, "beats"), macs)
     r["core"] = core
     if r.get("generic"):
+        # A generic library's weights and biases are const arrays compiled into the
+        # program, which a microcontroller's linker puts in flash ([timing.flash]).
+        n_params = sum(a * b + b for a, b in zip(r["sizes"], r["sizes"][1:]))
         r["generic"] = {"instructions": region(2, "insns"), "cycles": region(2, "cycles"),
                         "instructions_per_mac": region(2, "insns") / macs,
                         "cycles_per_mac": region(2, "cycles") / macs,
-                        "predicted": cyc.predict(board, region(2, "cycles"), region(2, "beats"), macs),
+                        "const_bytes": 4 * n_params,
+                        "predicted": cyc.predict(board, region(2, "cycles"), region(2, "beats"), macs,
+                                                 flash_bytes=4 * n_params),
                         "max_abs_err": r["generic_max_abs_err_e9"] * 1e-9}
     else:
         r["generic"] = None

@@ -12,11 +12,13 @@ plugin maps into memory, so they can be read while the guest runs:
 
 The emulated board's [timing] table names its core model and the real boards it stands
 for (qemu-m7: teensy41 and stm32h743); each real board's [timing] table gives its data
-wait states, and [mcu] clock_hz its clock.
+wait states, its flash behind a cache ([timing.flash], for constant data read from
+flash), and [mcu] clock_hz its clock.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import subprocess
@@ -144,12 +146,48 @@ def real_boards(board_name: str) -> list:
     return out
 
 
-def predict(board_name: str, cycles: float, beats: float = 0.0, macs: int | None = None) -> dict:
-    """Per real board: cycles with its wait states, cycles per multiply-add, µs at its clock."""
+FLASH_KEYS = ("wait_states", "clock_divider", "line_bytes", "cache_bytes")
+
+
+def flash_of(name: str) -> dict | None:
+    """A real board's [timing.flash] table (all of FLASH_KEYS, non-negative integers), or None."""
+    f = timing_of(name).get("flash")
+    if f is None:
+        return None
+    bad = [k for k in FLASH_KEYS if not isinstance(f.get(k), int) or f[k] < 0]
+    if bad or f["line_bytes"] == 0 or f["clock_divider"] == 0:
+        raise UserError(f"boards/{name}/board.toml: [timing.flash] needs non-negative integers "
+                        f"{', '.join(FLASH_KEYS)} (line_bytes and clock_divider above 0)")
+    return f
+
+
+def flash_stream_cycles(flash: dict | None, nbytes: int) -> int:
+    """Cycles a call adds by reading nbytes of constant data once, in order, from flash.
+
+    A flash read takes wait_states + 1 cycles of the flash's clock (clock_divider CPU
+    cycles each) and fills one line; the core model already counts one cycle for the
+    load. Data that fits the cache stays there from one call to the next (no misses);
+    a stream larger than it misses on every line, every call.
+    """
+    if not flash or nbytes <= flash["cache_bytes"]:
+        return 0
+    lines = math.ceil(nbytes / flash["line_bytes"])
+    return lines * ((flash["wait_states"] + 1) * flash["clock_divider"] - 1)
+
+
+def predict(board_name: str, cycles: float, beats: float = 0.0, macs: int | None = None,
+            flash_bytes: int = 0) -> dict:
+    """Per real board: cycles with its wait states, cycles per multiply-add, µs at its clock.
+
+    flash_bytes: constant data (e.g. weights compiled into the program) the call reads
+    once from flash; 0 when its data is in RAM (MicroPython's heap, the fused kernel's
+    packed network).
+    """
     out = {}
     for name, hz, ws in real_boards(board_name):
-        c = cycles + ws * beats
-        out[name] = {"cycles": c, "clock_mhz": hz / 1e6, "us": c / hz * 1e6,
+        mem = flash_stream_cycles(flash_of(name), flash_bytes) if flash_bytes else 0
+        c = cycles + ws * beats + mem
+        out[name] = {"cycles": c, "clock_mhz": hz / 1e6, "us": c / hz * 1e6, "flash_cycles": mem,
                      "cycles_per_mac": c / macs if macs else None}
     return out
 

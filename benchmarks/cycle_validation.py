@@ -1,0 +1,96 @@
+"""The cycle model against the RLtools paper's measured "generic" inference times (Table 2).
+
+The generic forward pass (device/baremetal/nm_generic.c: compile-time sizes, each sum
+accumulated in the output buffer, -O3) runs as a bare-metal program on the emulated
+Cortex-M4F and Cortex-M7 under the cycle model (device/timing, docs/timing-model.md).
+Its core cycles (zero-wait memory) plus the board's flash term ([timing.flash] in
+board.toml: the const weights read from flash through its cache) give the prediction,
+at the clock the paper's board ran at (Appendix H: Crazyflie 168 MHz, PixRacer Pro
+460 MHz, Teensy 4.1 600 MHz), beside the paper's measured figure. The fused kernel's
+bare-metal figure is shown too (its packed weights are in RAM: no flash term).
+
+    .venv/bin/python benchmarks/cycle_validation.py [--json]
+
+Writes benchmarks/results/cycle_validation.json. The model is deterministic: the
+figures do not depend on the machine's load.
+"""
+
+import argparse
+import json
+import sys
+
+from benchutil import RESULTS, write_json
+
+SIZES = (13, 64, 64, 4)
+ACTS = ("relu", "relu", "identity")
+# RLtools paper, Table 2 (generic and optimised columns, µs) and the clock each board ran at (Appendix H).
+PAPER = {
+    "stm32f405": {"board": "Crazyflie 2.x", "generic_us": 743.0, "optimised_us": 293.0, "clock_hz": 168_000_000},
+    "stm32h743": {"board": "PixRacer Pro (Pixhawk 6C)", "generic_us": 133.0, "optimised_us": 53.0,
+                  "clock_hz": 460_000_000},
+    "teensy41": {"board": "Teensy 4.1", "generic_us": 64.0, "optimised_us": 41.0, "clock_hz": 600_000_000},
+}
+EMULATED = ("qemu-m4f", "qemu-m7")
+TARGET = 0.25
+
+
+def rows_from(bare):
+    """One row per paper board from {emulated: run_baremetal(...)}."""
+    from neuromotor.boards import cycles as cyc
+    rows = []
+    for emu, r in bare.items():
+        g = r["generic"]
+        for real in (name for name, _, _ in cyc.real_boards(emu)):
+            if real not in PAPER:
+                continue
+            paper = PAPER[real]
+            flash = cyc.flash_stream_cycles(cyc.flash_of(real), g["const_bytes"])
+            total = g["cycles"] + flash
+            us = total / paper["clock_hz"] * 1e6
+            rows.append({"board": real, "paper_board": paper["board"], "emulated": emu,
+                         "core_cycles": g["cycles"], "flash_cycles": flash, "cycles": total,
+                         "cycles_per_mac": total / r["macs"], "clock_mhz": paper["clock_hz"] / 1e6,
+                         "predicted_us": us, "measured_us": paper["generic_us"],
+                         "error": us / paper["generic_us"] - 1.0,
+                         "within_target": abs(us / paper["generic_us"] - 1.0) <= TARGET,
+                         "fused_cycles": r["cycles_per_inference"],
+                         "fused_us": r["cycles_per_inference"] / paper["clock_hz"] * 1e6,
+                         "half_optimised_us": paper["optimised_us"] / 2})
+    return sorted(rows, key=lambda x: list(PAPER).index(x["board"]))
+
+
+def table(rows):
+    lines = ["generic 13->64->64->4 (device/baremetal/nm_generic.c, -O3) through the cycle model vs the RLtools "
+             "paper's measured generic column (Table 2), at the paper's clocks",
+             f"{'board':10s} {'model':9s} {'core cyc':>9s} {'flash cyc':>9s} {'cyc/MAC':>8s} {'MHz':>4s} "
+             f"{'pred µs':>8s} {'paper µs':>8s} {'error':>7s}  {'fused µs':>8s} {'paper opt/2':>11s}"]
+    for r in rows:
+        lines.append(f"{r['board']:10s} {r['emulated']:9s} {r['core_cycles']:9.0f} {r['flash_cycles']:9d} "
+                     f"{r['cycles_per_mac']:8.2f} {r['clock_mhz']:4.0f} {r['predicted_us']:8.1f} "
+                     f"{r['measured_us']:8.0f} {100 * r['error']:+6.1f}%  {r['fused_us']:8.1f} "
+                     f"{r['half_optimised_us']:11.1f}")
+    met = sum(r["within_target"] for r in rows)
+    lines.append(f"within {100 * TARGET:.0f}% of the measured figure: {met} of {len(rows)} boards")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    args = ap.parse_args(argv)
+    from neuromotor.boards.baremetal import run_baremetal
+    bare = {emu: run_baremetal(emu, sizes=SIZES, acts=list(ACTS), repeat=200) for emu in EMULATED}
+    rows = rows_from(bare)
+    print("\n".join(table(rows)), file=sys.stderr if args.json else sys.stdout)
+    doc = {"network": list(SIZES), "activations": list(ACTS), "rows": rows,
+           "note": "cycle model (device/timing, docs/timing-model.md), deterministic; "
+                   "paper: RLtools (arXiv 2306.03530) Table 2 and Appendix H"}
+    path = write_json(f"{args.out}/cycle_validation.json", doc)
+    print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc))
+
+
+if __name__ == "__main__":
+    main()
