@@ -2,6 +2,7 @@
 
 import ast
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +168,19 @@ def test_new_user_trains_evaluates_exports_and_deploys_to_a_board(tmp_path):
         bench = board.bench(n=50, backends=["native"], out=tmp_path / "bench")
         assert bench.json_path.is_file() and bench.png_path.is_file()
         assert [r["backend"] for r in bench.rows()] == ["native"] and "native" in bench.table
+
+
+def test_training_leaves_the_callers_matplotlib_backend_alone(tmp_path):
+    """A notebook's plots keep showing after training, rendering and bench plots."""
+    import subprocess
+    code = ("import matplotlib; matplotlib.use('svg')\n"
+            "import neuromotor\n"
+            f"run = neuromotor.train('pendulum', steps=100, config={{'eval_every': 100}}, run_dir={str(tmp_path / 'r')!r})\n"
+            f"run.render({str(tmp_path / 'a.gif')!r})\n"
+            "from neuromotor.bench import plot\n"
+            "s = {'mean_us': 1.0, 'median_us': 1.0, 'p99_us': 1.0, 'khz': 1.0}\n"
+            f"plot([{{'board': 'b', 'port': 'p', 'emulated': False, 'backends': {{'native': s}}}}], {str(tmp_path / 'b.png')!r})\n"
+            "print(matplotlib.get_backend())\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[-1] == "svg" and (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"

@@ -292,15 +292,13 @@ def table(results) -> str:
 
 
 def plot(results, path: Path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from neuromotor.plotting import subplots
     backends = []
     for res in results:
         for b in res["backends"]:
             if b not in backends:
                 backends.append(b)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 + 1.6 * len(backends) * max(1, len(results)) / 2), 4.5))
+    fig, ax = subplots(figsize=(max(6.0, 1.8 + 1.6 * len(backends) * max(1, len(results)) / 2), 4.5))
     width = 0.8 / max(1, len(results))
     for k, res in enumerate(results):
         xs, ys = [], []
@@ -320,11 +318,8 @@ def plot(results, path: Path):
     # Below the axes: long labels would hide the bars.
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     fig.tight_layout()
-    try:
-        with atomic_open(path) as f:
-            fig.savefig(f, format="png", dpi=120)
-    finally:
-        plt.close(fig)
+    with atomic_open(path) as f:
+        fig.savefig(f, format="png", dpi=120)
 
 
 def json_summary(results) -> dict:

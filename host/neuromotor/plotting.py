@@ -1,17 +1,26 @@
-"""Pictures: the learning curve of a run and GIFs of evaluation episodes (matplotlib, Agg)."""
+"""Pictures: the learning curve of a run and GIFs of evaluation episodes (matplotlib, Agg).
 
-import matplotlib
+Figures are made without pyplot, on an Agg canvas of their own, so drawing one never
+changes the backend of the program around it (a notebook keeps showing its plots)."""
+
+import matplotlib.pyplot as plt  # for the benchmarks' own figures (benchutil)
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from neuromotor.safe_write import atomic_open
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def subplots(**figure_kw):
+    """(figure, axes) on an Agg canvas, outside pyplot."""
+    fig = Figure(**figure_kw)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
 
 
 def learning_curve(metrics: list, path, title: str) -> None:
     agents = sorted({r["agent"] for r in metrics})
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = subplots(figsize=(7, 4.5))
     by_step = {}
     for k in agents:
         rows = sorted((r for r in metrics if r["agent"] == k), key=lambda r: r["step"])
@@ -49,7 +58,7 @@ def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
     """
     from PIL import Image
 
-    fig, ax = plt.subplots(figsize=(2.5, 2.5), dpi=72)
+    fig, ax = subplots(figsize=(2.5, 2.5), dpi=72)
     label = ax.set_title("", fontsize=8)
     frames = []
     for i, state in enumerate(states):
@@ -57,14 +66,13 @@ def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
         label.set_text(f"{title} t={i}")
         fig.canvas.draw()
         frames.append(Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3]).quantize(16))
-    plt.close(fig)
     with atomic_open(path) as f:
         frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)
 
 
 def sweep_returns(groups: list, path, title: str) -> None:
     """[(configuration label, [final return per seed])]: each seed a dot, the mean a bar."""
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(groups) + 2), 4.5))
+    fig, ax = subplots(figsize=(max(5.0, 0.6 * len(groups) + 2), 4.5))
     for i, (_, values) in enumerate(groups):
         jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else [0.0]
         ax.scatter(i + np.asarray(jitter), values, s=14, alpha=0.6, color="tab:blue")
