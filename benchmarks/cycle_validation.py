@@ -7,9 +7,12 @@ Its core cycles (zero-wait memory) plus the board's flash term ([timing.flash] i
 board.toml: the const weights read from flash through its cache) give the prediction,
 at the clock the paper's board ran at (Appendix H: Crazyflie 168 MHz, PixRacer Pro
 460 MHz, Teensy 4.1 600 MHz), beside the paper's measured figure. The fused kernel's
-bare-metal figure is shown too (its packed weights are in RAM: no flash term).
+bare-metal figure is shown too (its packed weights are in RAM: no flash term); with
+--micropython, also the fused kernel called from MicroPython on the emulated boards,
+plus the board's heap term ([timing.heap]: the policy's arrays in MicroPython's heap),
+at each real board's own clock, beside half of the paper's measured optimised time.
 
-    .venv/bin/python benchmarks/cycle_validation.py [--json]
+    .venv/bin/python benchmarks/cycle_validation.py [--micropython] [--json]
 
 Writes benchmarks/results/cycle_validation.json. The model is deterministic: the
 figures do not depend on the machine's load.
@@ -44,7 +47,7 @@ def rows_from(bare):
             if real not in PAPER:
                 continue
             paper = PAPER[real]
-            flash = cyc.flash_stream_cycles(cyc.flash_of(real), g["const_bytes"])
+            flash = cyc.stream_cycles(cyc.flash_of(real), g["const_bytes"])
             total = g["cycles"] + flash
             us = total / paper["clock_hz"] * 1e6
             rows.append({"board": real, "paper_board": paper["board"], "emulated": emu,
@@ -57,6 +60,44 @@ def rows_from(bare):
                          "fused_us": r["cycles_per_inference"] / paper["clock_hz"] * 1e6,
                          "half_optimised_us": paper["optimised_us"] / 2})
     return sorted(rows, key=lambda x: list(PAPER).index(x["board"]))
+
+
+def micropython_rows(n, log):
+    """The fused kernel called from MicroPython (neuromotor bench on boards started with the
+    cycle model), with each real board's heap term."""
+    import tempfile
+    from pathlib import Path
+
+    from board_inference import bench_board, make_policy
+    from neuromotor.boards import cycles as cyc
+    n_params = sum(a * b + b for a, b in zip(SIZES, SIZES[1:]))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = Path(tmp) / "policy.nmp"
+        make_policy(policy)
+        for emu in EMULATED:
+            s = bench_board(emu, policy, n, 600.0, log)["backends"]["native"]
+            pred = cyc.predict(emu, s["cycles"], macs=s.get("macs"), heap_bytes=4 * n_params)
+            for real, p in pred.items():
+                if real in PAPER:
+                    goal = PAPER[real]["optimised_us"] / 2
+                    rows.append({"board": real, "emulated": emu, "core_cycles": s["cycles"],
+                                 "heap_cycles": p["heap_cycles"], "cycles": p["cycles"],
+                                 "clock_mhz": p["clock_mhz"], "predicted_us": p["us"], "goal_us": goal,
+                                 "met": p["us"] <= goal})
+    return sorted(rows, key=lambda x: list(PAPER).index(x["board"]))
+
+
+def micropython_table(rows):
+    lines = ["fused kernel called from MicroPython (policy arrays in the heap) at each board's clock "
+             "vs half of the paper's measured optimised time",
+             f"{'board':10s} {'model':9s} {'core cyc':>9s} {'heap cyc':>8s} {'MHz':>4s} {'pred µs':>8s} "
+             f"{'goal µs':>8s}"]
+    for r in rows:
+        lines.append(f"{r['board']:10s} {r['emulated']:9s} {r['core_cycles']:9.0f} {r['heap_cycles']:8d} "
+                     f"{r['clock_mhz']:4.0f} {r['predicted_us']:8.1f} {r['goal_us']:8.1f}  "
+                     f"{'met' if r['met'] else 'not met'}")
+    return lines
 
 
 def table(rows):
@@ -78,12 +119,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    ap.add_argument("--micropython", action="store_true",
+                    help="also bench the fused kernel from MicroPython on the emulated boards (minutes)")
+    ap.add_argument("-n", type=int, default=200, help="timed inferences per board with --micropython")
     args = ap.parse_args(argv)
     from neuromotor.boards.baremetal import run_baremetal
+    out = sys.stderr if args.json else sys.stdout
     bare = {emu: run_baremetal(emu, sizes=SIZES, acts=list(ACTS), repeat=200) for emu in EMULATED}
     rows = rows_from(bare)
-    print("\n".join(table(rows)), file=sys.stderr if args.json else sys.stdout)
-    doc = {"network": list(SIZES), "activations": list(ACTS), "rows": rows,
+    print("\n".join(table(rows)), file=out)
+    mp_rows = None
+    if args.micropython:
+        mp_rows = micropython_rows(args.n, lambda msg: print(msg, file=sys.stderr))
+        print("\n" + "\n".join(micropython_table(mp_rows)), file=out)
+    doc = {"network": list(SIZES), "activations": list(ACTS), "rows": rows, "micropython": mp_rows,
            "note": "cycle model (device/timing, docs/timing-model.md), deterministic; "
                    "paper: RLtools (arXiv 2306.03530) Table 2 and Appendix H"}
     path = write_json(f"{args.out}/cycle_validation.json", doc)

@@ -68,10 +68,10 @@ def test_flash_parameters_are_the_documented_ones():
 def test_flash_stream_adds_a_line_fill_per_missed_line():
     weights = 4 * (13 * 64 + 64 + 64 * 64 + 64 + 64 * 4 + 4)  # 21 264 bytes
     f405, h743 = cyc.flash_of("stm32f405"), cyc.flash_of("stm32h743")
-    assert cyc.flash_stream_cycles(f405, weights) == 1329 * 5          # 16-byte lines, +5 cycles each
-    assert cyc.flash_stream_cycles(h743, weights) == 665 * (5 * 2 - 1)  # 32-byte lines, 5 AXI cycles
-    assert cyc.flash_stream_cycles(f405, 128) == 0 and cyc.flash_stream_cycles(h743, 16384) == 0  # cached
-    assert cyc.flash_stream_cycles(None, weights) == 0
+    assert cyc.stream_cycles(f405, weights) == 1329 * 5          # 16-byte lines, +5 cycles each
+    assert cyc.stream_cycles(h743, weights) == 665 * (5 * 2 - 1)  # 32-byte lines, 5 AXI cycles
+    assert cyc.stream_cycles(f405, 128) == 0 and cyc.stream_cycles(h743, 16384) == 0  # cached
+    assert cyc.stream_cycles(None, weights) == 0
     p = cyc.predict("qemu-m7", 1000.0, macs=100, flash_bytes=weights)
     assert p["teensy41"]["cycles"] == 1000.0 and p["stm32h743"]["cycles"] == 1000.0 + 665 * 9
     assert p["stm32h743"]["us"] == pytest.approx((1000 + 665 * 9) / 480)
@@ -80,10 +80,27 @@ def test_flash_stream_adds_a_line_fill_per_missed_line():
     assert cyc.predict("qemu-m4f", 1000.0)["stm32f405"]["cycles"] == 1000.0  # weights in RAM
 
 
+def test_heap_behind_a_cache_adds_line_fills_on_the_stm32h743():
+    # MicroPython's heap: AXI SRAM (0 wait states at CPU/2) behind the 16 KB D-cache on the
+    # STM32H743; zero-wait SRAM on the STM32F405; cached OCRAM on the Teensy 4.1
+    assert cyc.cached_memory("stm32h743", "heap") == {"wait_states": 0, "clock_divider": 2, "line_bytes": 32,
+                                                      "cache_bytes": 16384}
+    assert cyc.cached_memory("stm32f405", "heap") is None and cyc.cached_memory("teensy41", "heap") is None
+    p = cyc.predict("qemu-m7", 1000.0, heap_bytes=21264)
+    assert p["stm32h743"]["cycles"] == 1000.0 + 665 and p["stm32h743"]["heap_cycles"] == 665
+    assert p["teensy41"]["cycles"] == 1000.0
+    assert cyc.predict("qemu-m7", 1000.0, heap_bytes=16384)["stm32h743"]["cycles"] == 1000.0
+    assert cyc.predict("qemu-m4f", 1000.0, heap_bytes=21264)["stm32f405"]["cycles"] == 1000.0
+
+
 def test_bad_flash_table_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(cyc, "timing_of", lambda name: {"core": "cortex-m4", "flash": {"wait_states": 5}})
     with pytest.raises(UserError, match=r"\[timing.flash\] needs non-negative integers"):
         cyc.flash_of("stm32f405")
+    monkeypatch.setattr(cyc, "timing_of", lambda name: {"core": "cortex-m7", "heap": {
+        "wait_states": 0, "clock_divider": 0, "line_bytes": 32, "cache_bytes": 16384}})
+    with pytest.raises(UserError, match=r"\[timing.heap\] needs"):
+        cyc.cached_memory("stm32h743", "heap")
 
 
 def test_counter_file_is_checked(tmp_path):

@@ -12,8 +12,8 @@ plugin maps into memory, so they can be read while the guest runs:
 
 The emulated board's [timing] table names its core model and the real boards it stands
 for (qemu-m7: teensy41 and stm32h743); each real board's [timing] table gives its data
-wait states, its flash behind a cache ([timing.flash], for constant data read from
-flash), and [mcu] clock_hz its clock.
+wait states, its flash and MicroPython's heap when they sit behind a cache
+([timing.flash], [timing.heap]), and [mcu] clock_hz its clock.
 """
 
 from __future__ import annotations
@@ -146,49 +146,58 @@ def real_boards(board_name: str) -> list:
     return out
 
 
-FLASH_KEYS = ("wait_states", "clock_divider", "line_bytes", "cache_bytes")
+CACHED_KEYS = ("wait_states", "clock_divider", "line_bytes", "cache_bytes")
 
 
-def flash_of(name: str) -> dict | None:
-    """A real board's [timing.flash] table (all of FLASH_KEYS, non-negative integers), or None."""
-    f = timing_of(name).get("flash")
+def cached_memory(name: str, where: str) -> dict | None:
+    """A real board's [timing.flash] or [timing.heap] table, or None (zero-wait memory).
+
+    flash: where a C program's const data lives; heap: where MicroPython's heap (a
+    deployed policy's arrays) lives. Each has all of CACHED_KEYS as non-negative integers.
+    """
+    f = timing_of(name).get(where)
     if f is None:
         return None
-    bad = [k for k in FLASH_KEYS if not isinstance(f.get(k), int) or f[k] < 0]
+    bad = [k for k in CACHED_KEYS if not isinstance(f.get(k), int) or isinstance(f.get(k), bool) or f[k] < 0]
     if bad or f["line_bytes"] == 0 or f["clock_divider"] == 0:
-        raise UserError(f"boards/{name}/board.toml: [timing.flash] needs non-negative integers "
-                        f"{', '.join(FLASH_KEYS)} (line_bytes and clock_divider above 0)")
+        raise UserError(f"boards/{name}/board.toml: [timing.{where}] needs non-negative integers "
+                        f"{', '.join(CACHED_KEYS)} (line_bytes and clock_divider above 0)")
     return f
 
 
-def flash_stream_cycles(flash: dict | None, nbytes: int) -> int:
-    """Cycles a call adds by reading nbytes of constant data once, in order, from flash.
+def flash_of(name: str) -> dict | None:
+    return cached_memory(name, "flash")
 
-    A flash read takes wait_states + 1 cycles of the flash's clock (clock_divider CPU
-    cycles each) and fills one line; the core model already counts one cycle for the
-    load. Data that fits the cache stays there from one call to the next (no misses);
-    a stream larger than it misses on every line, every call.
+
+def stream_cycles(mem: dict | None, nbytes: int) -> int:
+    """Cycles a call adds by reading nbytes once, in order, from memory behind a cache.
+
+    A read takes wait_states + 1 cycles of the memory's clock (clock_divider CPU cycles
+    each) until its first word arrives and fills one line; the core model already counts
+    one cycle for the load. Data that fits the cache stays there from one call to the
+    next (no misses); a larger stream misses on every line, every call.
     """
-    if not flash or nbytes <= flash["cache_bytes"]:
+    if not mem or nbytes <= mem["cache_bytes"]:
         return 0
-    lines = math.ceil(nbytes / flash["line_bytes"])
-    return lines * ((flash["wait_states"] + 1) * flash["clock_divider"] - 1)
+    lines = math.ceil(nbytes / mem["line_bytes"])
+    return lines * ((mem["wait_states"] + 1) * mem["clock_divider"] - 1)
 
 
 def predict(board_name: str, cycles: float, beats: float = 0.0, macs: int | None = None,
-            flash_bytes: int = 0) -> dict:
-    """Per real board: cycles with its wait states, cycles per multiply-add, µs at its clock.
+            flash_bytes: int = 0, heap_bytes: int = 0) -> dict:
+    """Per real board: cycles with its memory system, cycles per multiply-add, µs at its clock.
 
-    flash_bytes: constant data (e.g. weights compiled into the program) the call reads
-    once from flash; 0 when its data is in RAM (MicroPython's heap, the fused kernel's
-    packed network).
+    flash_bytes: constant data compiled into the program (a generic library's weights)
+    that one call reads from flash; heap_bytes: a policy's arrays in MicroPython's heap
+    that one call reads. 0 for data in zero-wait RAM (the bare-metal program's arrays).
     """
     out = {}
     for name, hz, ws in real_boards(board_name):
-        mem = flash_stream_cycles(flash_of(name), flash_bytes) if flash_bytes else 0
-        c = cycles + ws * beats + mem
-        out[name] = {"cycles": c, "clock_mhz": hz / 1e6, "us": c / hz * 1e6, "flash_cycles": mem,
-                     "cycles_per_mac": c / macs if macs else None}
+        flash = stream_cycles(flash_of(name), flash_bytes) if flash_bytes else 0
+        heap = stream_cycles(cached_memory(name, "heap"), heap_bytes) if heap_bytes else 0
+        c = cycles + ws * beats + flash + heap
+        out[name] = {"cycles": c, "clock_mhz": hz / 1e6, "us": c / hz * 1e6, "flash_cycles": flash,
+                     "heap_cycles": heap, "cycles_per_mac": c / macs if macs else None}
     return out
 
 
