@@ -30,14 +30,6 @@ env.Append(CCFLAGS=common + ["-O3", "-ffp-contract=off", "-Wall", "-Werror", "-W
            LIBS=["gcc"])
 
 
-def generic_as_a_library(env, node):
-    # nm_generic.c is built as a generic library would be: the compiler's default contraction
-    if node.name == "nm_generic.c":
-        return env.Object(node, CCFLAGS=[f for f in env["CCFLAGS"] if f != "-ffp-contract=off"])
-    return node
-
-
-env.AddBuildMiddleware(generic_as_a_library)
 program = env.BuildProgram()
 run = env.Alias("exec", program, " ".join([
     "qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "none", "-serial", "none",
