@@ -182,6 +182,8 @@ def test_baremetal_project_emulated_env_runs_offline_and_bench_reads_it():
     # the same program as the Makefile build: the same instruction count per inference
     ref = run_baremetal("qemu-m4f", sizes=(13, 64, 64, 4), repeat=200)
     assert abs(r["backends"]["native"] - ref["instructions_per_inference"]) <= 2
+    # and the generic loops built the same way (the compiler's default contraction) in both
+    assert abs(r["backends"]["generic"] - ref["generic"]["instructions"]) <= 2
     port, close = _pty_board(line)
     try:
         res = bench_port(port, n=10, timeout=2.0, log=lambda s: None)
