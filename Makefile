@@ -32,7 +32,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml setup.py device/native/nm_host/nm_host.c $(wildcard device/native/include/*.h) | system
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,platformio,ray]'
+	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,platformio,ray,docs]'
 	touch $@
 
 # torch first, from its CPU wheel, so stable-baselines3 does not pull CUDA packages.
