@@ -61,6 +61,11 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
                 err = np.abs(a - b) / max(1.0, float(np.max(np.abs(a))))
                 worst[key] = max(worst.get(key, 0.0), float(err.max()))
                 spread[key] = max(spread.get(key, 0.0), float(np.mean(err > 1e-6)))
+            # the losses TensorBoard shows, from the same numbers
+            want, got = ref.scalars(), nat.scalars()
+            assert want.keys() == got.keys()
+            for tag in {"loss/critic", "loss/actor"} & want.keys():
+                np.testing.assert_allclose(got[tag], want[tag], rtol=1e-3, atol=1e-5, err_msg=tag)
         assert ref.critic.opt.t == nat.critic.opt.t == updates
         assert ref.actor.opt.t == nat.actor.opt.t == updates // 2
     finally:
@@ -72,6 +77,7 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
 
 
 def _agent(algo, k):
+    algo._arrays()  # the host arrays are brought up to date when read
     out = {}
     for name, net, members in (("actor", algo.actor, 1), ("critic", algo.critic, 2)):
         for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
@@ -154,15 +160,15 @@ def _call_args(algo):
     """The arguments of one update, as TD3._update_native passes them."""
     P, B, a = algo.P, algo.cfg.batch_size, algo.act_dim
     rng = np.random.default_rng(0)
-    actor, critic, alayout, clayout = algo._native
-    return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, replay=algo.replay.data,
-                size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
+    actor, critic, alayout, clayout, losses = algo._native_nets
+    return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, losses=losses,
+                replay=algo.replay.data, size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
                 noise=rng.standard_normal((P, 2, B, a), np.float32), update=True)
 
 
 def _call(d):
-    return _nm_host.td3_update(tuple(d["actor"]), tuple(d["critic"]), d["alayout"], d["clayout"], d["replay"],
-                               d["size"], d["idx"], d["noise"], d["update"], 0.99, 0.005, 0.2, 0.5)
+    nets = (tuple(d["actor"]), tuple(d["critic"]), d["alayout"], d["clayout"], d["losses"])
+    return _nm_host.td3_update(nets, d["replay"], d["size"], d["idx"], d["noise"], d["update"], (0.99, 0.005, 0.2, 0.5))
 
 
 def _bad_cases(d):
@@ -191,6 +197,8 @@ def _bad_cases(d):
     yield "activation 3", "alayout", None, ((3, 64, 64, 1), (1, 1, 3)), "activations"
     yield "size 0", "clayout", None, ((4, 0, 64, 1), (1, 1, 0)), "layer sizes"
     yield "layers and activations disagree", "clayout", None, ((4, 64, 1), (1, 1, 0)), "one size more"
+    yield "losses of one agent", "losses", None, np.zeros((1, 2), np.float32), "axis 0"
+    yield "losses in the params", "losses", None, actor[0][:4].reshape(2, 2), "overlap"
 
 
 def test_bad_arrays_are_value_errors_and_nothing_changes():
@@ -211,10 +219,9 @@ def test_bad_arrays_are_value_errors_and_nothing_changes():
         for x, y in zip(before, (*good["actor"], *good["critic"])):
             np.testing.assert_array_equal(x, y, err_msg=label)
         checked += 1
-    assert checked == 21
+    assert checked == 23
     with pytest.raises(ValueError, match="tuple"):
-        _nm_host.td3_update(tuple(good["actor"][:5]), tuple(good["critic"]), good["alayout"], good["clayout"],
-                            good["replay"], 2000, good["idx"], good["noise"], True, 0.99, 0.005, 0.2, 0.5)
+        _call({**good, "actor": good["actor"][:5]})
     _call(good)  # and the good arguments do run
     assert not np.array_equal(before[0], good["actor"][0])
 
@@ -260,17 +267,87 @@ def test_native_act_equals_numpy_and_checks_its_arrays():
     noise = np.array([[0.1], [5.0], [-5.0]], np.float32)  # the last two clip at +-1
     out = np.empty((3, 1), np.float32)
     layout = algo.actor.layout()
-    _nm_host.act(algo.actor.params, layout, obs, noise, 0.5, out)
+    params = algo._native[0].params  # the training layout
+    algo._arrays()
+    _nm_host.act(params, layout, obs, noise, 0.5, out)
     from neuromotor.nn.mlp import with_ones
     ref = algo.actor.mlp.forward(algo.actor.layers, with_ones(obs)[:, None])[:, 0] + noise * np.float32(0.5)
     np.testing.assert_allclose(out, np.clip(ref, -1, 1), atol=1e-6)
     assert np.any(np.abs(out) == 1) and np.any(np.abs(out) < 1)
-    bad = [(algo.actor.params[:-1], obs, noise, out, "axis 0"), (algo.actor.params, obs.astype(np.float64), noise, out,
-           "float32"), (algo.actor.params, obs[:, :2].copy(), noise, out, "axis 1"),
-           (algo.actor.params, obs, noise[:2], out, "axis 0"), (algo.actor.params, obs, noise, np.empty((3, 2), np.float32)[:, ::2], "C-contiguous"),
-           (algo.actor.params, obs, noise, noise, "overlap"), (algo.actor.params, obs, noise, np.empty((3, 1)), "float32")]
+    bad = [(params[:-1], obs, noise, out, "axis 0"), (params, obs.astype(np.float64), noise, out,
+           "float32"), (params, obs[:, :2].copy(), noise, out, "axis 1"),
+           (params, obs, noise[:2], out, "axis 0"), (params, obs, noise, np.empty((3, 2), np.float32)[:, ::2], "C-contiguous"),
+           (params, obs, noise, noise, "overlap"), (params, obs, noise, np.empty((3, 1)), "float32")]
     for params, o, n, a, message in bad:
         before = np.array(out)
         with pytest.raises(ValueError, match=message):
             _nm_host.act(params, layout, o, n, 0.1, a)
         np.testing.assert_array_equal(out, before)
+
+
+# ----- the whole step in one call on the built-in pendulum -----
+class _OtherPendulum(PendulumVec):
+    """PendulumVec stepped in NumPy: TD3 steps only the built-in class natively."""
+
+
+def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
+    """td3_step (act, nm_pendulum.h, episode counting, replay store, update) against the same
+    native update around PendulumVec, AutoReset and Replay.store in NumPy: 1,300 steps, warm-up,
+    episode ends (200) and an RNG block boundary (1,000); every state array equal."""
+    native = _td3([3, 7], "native", learning_starts=50)
+    numpy_env = TD3(Config(backend="native", learning_starts=50), lambda n: _OtherPendulum(n), [3, 7])
+    assert native._native_env and not numpy_env._native_env
+    for _ in range(1300):
+        native.advance()
+        numpy_env.advance()
+    a, b = native.state_dict(), numpy_env.state_dict()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert native.pop_episode_returns() == numpy_env.pop_episode_returns() != [[], []]
+    for tag, v in native.scalars().items():
+        np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
+
+
+def _step_args(algo):
+    nets, env = algo._native_nets, algo._native_envs
+    return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, pos=0, size=0,
+                hyper=algo._native_hyper)
+
+
+def _step(d):
+    return _nm_host.td3_step(d["nets"], d["replay"], d["env"], d["block"], d["i"], d["pos"], d["size"], False, True,
+                             True, d["hyper"])
+
+
+def test_native_step_refuses_bad_arrays_and_changes_nothing():
+    algo = _td3([0, 1], "native", learning_starts=10)
+    for _ in range(20):
+        algo.advance()
+    good = _step_args(algo)
+    good.update(pos=algo.replay.pos, size=algo.replay.size, i=algo.steps)
+    state, obs, ep_return, ep_len, max_steps = good["env"]
+    ro = algo.replay.data.copy()
+    ro.flags.writeable = False
+    cases = [
+        ("read-only replay", {"replay": ro}, "writable"),
+        ("pos past the ring", {"pos": algo.replay.capacity}, "pos"),
+        ("negative size", {"size": -1}, "replay_size"),
+        ("float32 state", {"env": (state.astype(np.float32), obs, ep_return, ep_len, max_steps)}, "float64"),
+        ("int32 episode lengths", {"env": (state, obs, ep_return, ep_len.astype(np.int32), max_steps)}, "int64"),
+        ("obs of 2 agents", {"env": (state, obs[:1].copy(), ep_return, ep_len, max_steps)}, "axis 0"),
+        ("obs inside the replay", {"env": (state, algo.replay.data[0, :2, :3], ep_return, ep_len, max_steps)},
+         "C-contiguous|overlap"),
+        ("step past the block", {"i": len(good["block"][0])}, "block"),
+        ("block of 3", {"block": good["block"][:3]}, "block"),
+        ("hyper of strings", {"hyper": ("a",) * 7}, "float|must be real"),
+    ]
+    before = {k: np.array(v) for k, v in algo.state_dict().items()}
+    train_before = [np.array(x) for x in algo._native[1].arrays()]
+    for label, change, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            _step({**good, **change})
+        for x, y in zip(train_before, algo._native[1].arrays()):
+            np.testing.assert_array_equal(x, y, err_msg=label)
+        assert np.array_equal(algo.replay.data, before["replay"]) and np.array_equal(algo.env.state, before["env_state"]), label
+    assert _step(good) == 0  # the good arguments do run
+    assert not np.array_equal(train_before[0], algo._native[1].params)

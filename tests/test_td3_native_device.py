@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from neuromotor.algos.td3 import TD3, Config
+from neuromotor.algos.td3_native import TrainFamily
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.nn import MLP
 from neuromotor.paths import cache_dir
@@ -137,6 +138,7 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
     algo = TD3(cfg, lambda n: PendulumVec(n), [11])
     for _ in range(180):  # trained networks, Adam moments and targets that differ from the online nets
         algo.advance()
+    algo._arrays()  # the host arrays, up to date
     rng = np.random.default_rng(1)
     B, o, na, W = cfg.batch_size, algo.obs_dim, algo.act_dim, algo.row.width
     idx = rng.integers(0, 1 << 32, (1, 3, B), np.uint32)
@@ -164,11 +166,16 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
                           timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout[-2000:] + proc.stderr[-2000:]
 
-    host_st = [actor_st, critic_st]
-    _nm_host.td3_update((a.params, a.target, a.grad, a.opt.m, a.opt.v, host_st[0]),
-                        (c.params, c.target, c.grad, c.opt.m, c.opt.v, host_st[1]),
-                        a.layout(), c.layout(), algo.replay.data, algo.replay.size, idx, noise, True,
-                        cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip)
+    fams = [TrainFamily(a), TrainFamily(c)]
+    for fam in fams:
+        fam.load()
+    host_st = [fams[0].adam_state, fams[1].adam_state]
+    np.testing.assert_array_equal(host_st[0], actor_st)
+    nets = (fams[0].arrays(), fams[1].arrays(), a.layout(), c.layout(), np.zeros((1, 2), np.float32))
+    _nm_host.td3_update(nets, algo.replay.data, algo.replay.size, idx, noise, True,
+                        (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip))
+    for fam in fams:
+        fam.store()
     host = [_device_net(a, f, 0) for f in (a.params, a.target, a.opt.m, a.opt.v)]
     for key in ("params", "target", "opt.m", "opt.v"):
         for k in range(2):

@@ -83,3 +83,27 @@ def test_force_removes_the_old_event_files(cli, tmp_path):
     assert not (run / "agent0_seed0").exists() and not (run / "agent1_seed1").exists()
     assert len(list(run.glob("events.out.tfevents.*"))) == 1
     assert [s for s, _ in _scalars(run)["eval/return_mean"]] == [0, 100]
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_td3_writes_its_losses_per_agent(cli, tmp_path, backend):
+    """loss/critic and loss/actor of TD3 (either backend) at every evaluation after learning
+    starts: the last update's values, as the same training in this process gives them."""
+    from neuromotor.algos.td3 import TD3, Config, _nm_host
+    from neuromotor.envs import env_class
+    if backend == "native" and _nm_host is None:
+        pytest.fail("the compiled extension is missing: pip install -e .")
+    run = tmp_path / "run"
+    _train(cli, run, "pendulum", "--seeds", "3,8", "--steps", 300, "--set", "learning_starts=150",
+           "--set", f"backend={backend}")
+    algo = TD3(Config(learning_starts=150, backend=backend), env_class("pendulum"), [3, 8])
+    for _ in range(300):
+        algo.advance()
+    want = algo.scalars()
+    for k, seed in enumerate((3, 8)):
+        tags = _scalars(run / f"agent{k}_seed{seed}")
+        for tag in ("loss/critic", "loss/actor"):
+            assert [s for s, _ in tags[tag]] == [200, 300], tag  # none before the first update
+            assert tags[tag][-1][1] == pytest.approx(float(want[tag][k]), rel=1e-6), tag
+        assert tags["loss/critic"][-1][1] > 0
+        assert tags["lr/critic"][-1][1] == pytest.approx(1e-3)

@@ -10,11 +10,11 @@
  * Anything else is a ValueError before any memory is touched. The arithmetic
  * runs with the GIL released.
  *
- * Parameters stay in the host's layout (neuromotor.nn.mlp: one flat vector per
- * network family, layer after layer, each layer an augmented (in + 1) x
- * (out (+ 1)) matrix per member). Each agent's networks are copied into the
- * training layout of nm_mlp_train.h for the passes, and their gradients copied
- * back (zero on the constant column, which Adam and Polyak then leave as it is).
+ * Networks are in the training layout of nm_mlp_train.h between updates: a
+ * family of `members` networks is one flat float32 vector, member after member,
+ * each nm_train_net_size floats (per layer W rows, then b). neuromotor.algos.td3_native
+ * converts to and from the host's layout (neuromotor.nn.mlp) when a checkpoint,
+ * an evaluation or the NumPy reference needs it, never per step.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,11 +22,12 @@
 #include <string.h>
 
 #include "nm_train.h"
+#include "nm_pendulum.h"
 
 /* ---------------------------------------------------------------------------
  * Buffers.
  */
-#define NMH_MAX_BUFS 16
+#define NMH_MAX_BUFS 32
 
 typedef struct {
     Py_buffer view[NMH_MAX_BUFS];
@@ -42,8 +43,27 @@ static void nmh_release(nmh_bufs *bs) {
     bs->n = 0;
 }
 
-// The buffer of obj as a C-contiguous array of `type` ('f' float32, 'I' uint32) with
-// `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL (ValueError) if not.
+// What each buffer type letter stands for: its name and item size.
+static const char *nmh_type_name(char type) {
+    return type == 'f' ? "float32" : type == 'd' ? "float64" : type == 'q' ? "int64" : "uint32";
+}
+
+static int nmh_type_ok(char type, const char *fmt, Py_ssize_t itemsize) {
+    switch (type) {
+        case 'f':
+            return strcmp(fmt, "f") == 0 && itemsize == 4;
+        case 'd':
+            return strcmp(fmt, "d") == 0 && itemsize == 8;
+        case 'q':
+            return (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0) && itemsize == 8;
+        default:
+            return (strcmp(fmt, "I") == 0 || strcmp(fmt, "L") == 0) && itemsize == 4;
+    }
+}
+
+// The buffer of obj as a C-contiguous array of `type` ('f' float32, 'd' float64, 'q' int64,
+// 'I' uint32) with `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL
+// (ValueError) if not.
 static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, int writable,
     int ndim, Py_ssize_t *shape) {
     if (bs->n == NMH_MAX_BUFS) {
@@ -55,7 +75,7 @@ static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, i
     if (PyObject_GetBuffer(obj, v, flags) != 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous%s %s array", name, writable ? ", writable" : "",
-            type == 'f' ? "float32" : "uint32");
+            nmh_type_name(type));
         return NULL;
     }
     bs->name[bs->n] = name;
@@ -65,9 +85,8 @@ static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, i
     if (*fmt == '@' || *fmt == '=' || *fmt == '<') {
         fmt++;
     }
-    const int ok_type = type == 'f' ? strcmp(fmt, "f") == 0 : (strcmp(fmt, "I") == 0 || strcmp(fmt, "L") == 0);
-    if (!ok_type || v->itemsize != 4) {
-        PyErr_Format(PyExc_ValueError, "%s must be %s, got format '%s'", name, type == 'f' ? "float32" : "uint32", fmt);
+    if (!nmh_type_ok(type, fmt, v->itemsize)) {
+        PyErr_Format(PyExc_ValueError, "%s must be %s, got format '%s'", name, nmh_type_name(type), fmt);
         return NULL;
     }
     if (v->ndim != ndim) {
@@ -102,33 +121,32 @@ static int nmh_check_disjoint(const nmh_bufs *bs) {
 }
 
 /* ---------------------------------------------------------------------------
- * Networks: sizes and activations, and the host layout's offsets.
+ * Networks: sizes and activations of a family in the training layout.
  */
 typedef struct {
     uint16_t sizes[NM_MAX_LAYERS + 1], acts[NM_MAX_LAYERS];
     size_t n_layers, members;
-    size_t off[NM_MAX_LAYERS + 1];   // host layout: start of each layer's block of members
-    size_t host_len, train_len, tape_per_sample;
+    size_t net_len, len, tape_per_sample; // one member's floats, the family's, tape rows per sample
 } nmh_net;
 
-// The host layout's offsets for a family of `members` networks. Sizes <= 4096, at most
-// 32 layers and members <= 2^21: no overflow.
+// Sizes <= 4096, at most 32 layers and members <= 2^21: no overflow.
 static void nmh_set_members(nmh_net *net, size_t members) {
     net->members = members;
-    net->off[0] = 0;
     net->tape_per_sample = 0;
     for (size_t l = 0; l < net->n_layers; l++) {
-        const size_t ow = net->sizes[l + 1] + (l + 1 < net->n_layers);
-        net->off[l + 1] = net->off[l] + members * ((size_t)net->sizes[l] + 1) * ow;
         net->tape_per_sample += net->sizes[l + 1];
     }
-    net->host_len = net->off[net->n_layers];
-    nm_train_net_size(net->sizes, net->n_layers, &net->train_len);
+    nm_train_net_size(net->sizes, net->n_layers, &net->net_len);
+    net->len = members * net->net_len;
 }
 
 // layout = (sizes, activations) as tuples of ints; members: networks in the family.
 static int nmh_parse_net(PyObject *layout, const char *name, size_t members, nmh_net *net) {
     PyObject *sizes, *acts;
+    if (!PyTuple_Check(layout)) {
+        PyErr_Format(PyExc_ValueError, "%s must be a tuple (sizes, activations)", name);
+        return 0;
+    }
     if (!PyArg_ParseTuple(layout, "OO;layout must be (sizes, activations)", &sizes, &acts)) {
         return 0;
     }
@@ -176,31 +194,6 @@ done:
     return ok;
 }
 
-// Member j of a host-layout family into the training layout (W rows, then b).
-static void nmh_to_train(float *dst, const float *flat, const nmh_net *net, size_t j) {
-    for (size_t l = 0; l < net->n_layers; l++) {
-        const size_t n_in = net->sizes[l], n_out = net->sizes[l + 1], ow = n_out + (l + 1 < net->n_layers);
-        const float *A = flat + net->off[l] + j * (n_in + 1) * ow;
-        for (size_t i = 0; i <= n_in; i++, dst += n_out) {
-            memcpy(dst, A + i * ow, n_out * sizeof(float));
-        }
-    }
-}
-
-// A training-layout gradient into member j of a host-layout family (0 on the constant column).
-static void nmh_to_host(float *flat, const float *g, const nmh_net *net, size_t j) {
-    for (size_t l = 0; l < net->n_layers; l++) {
-        const size_t n_in = net->sizes[l], n_out = net->sizes[l + 1], ow = n_out + (l + 1 < net->n_layers);
-        float *A = flat + net->off[l] + j * (n_in + 1) * ow;
-        for (size_t i = 0; i <= n_in; i++, g += n_out) {
-            memcpy(A + i * ow, g, n_out * sizeof(float));
-            if (ow > n_out) {
-                A[i * ow + n_out] = 0.0f;
-            }
-        }
-    }
-}
-
 // One family's arrays: (params, target, grad, adam_m, adam_v, adam_state).
 typedef struct {
     float *p, *t, *g, *m, *v, *st;
@@ -218,7 +211,7 @@ static int nmh_get_family(nmh_bufs *bs, PyObject *tuple, const char *name, const
     }
     float **dst[6] = {&f->p, &f->t, &f->g, &f->m, &f->v, &f->st};
     for (int i = 0; i < 6; i++) {
-        Py_ssize_t shape[1] = {i == 5 ? NM_ADAM_STATE : (Py_ssize_t)net->host_len};
+        Py_ssize_t shape[1] = {i == 5 ? NM_ADAM_STATE : (Py_ssize_t)net->len};
         *dst[i] = nmh_get(bs, PyTuple_GET_ITEM(tuple, i), parts[i], 'f', 1, 1, shape);
         if (!*dst[i]) {
             return 0;
@@ -228,22 +221,22 @@ static int nmh_get_family(nmh_bufs *bs, PyObject *tuple, const char *name, const
 }
 
 /* ---------------------------------------------------------------------------
- * td3_update: one TD3 update of every agent.
+ * The TD3 update of every agent.
  */
 typedef struct {
-    const nmh_net *actor, *critic;
+    nmh_net actor, critic;
     nmh_fam a, c;
     const float *replay, *noise;
     const uint32_t *idx;
+    float *losses;    // (P, 2): critic loss (both critics' mean squared errors), actor loss
     size_t P, cap, width, B, o, na, size;
     int update_actor;
     float gamma, tau, policy_noise, noise_clip;
 } nmh_td3;
 
-// Workspace of one agent's passes (floats): see nmh_td3_run for the uses.
+// Workspace of one agent's passes (floats): see nmh_critics and nmh_actor for the uses.
 typedef struct {
-    float *aw, *atw, *cw[2], *ctw[2], *grad, *scratch;
-    float *x_next, *noise_t, *tape_ta, *tape_tc, *q_next[2];
+    float *scratch, *x_next, *noise_t, *tape_ta, *tape_tc, *q_next[2];
     float *xc, *r, *nd, *y, *dq, *tape_c;
     float *xa, *tape_a, *tape_q, *dx;
 } nmh_ws;
@@ -253,21 +246,18 @@ static size_t nmh_max(size_t a, size_t b) {
 }
 
 static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
-    const nmh_net *an = t->actor, *cn = t->critic;
+    const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, B2 = 2 * B, in = t->o + t->na;
     size_t sa = 0, sc = 0;
     nm_train_scratch_size(an->sizes, an->n_layers, B, &sa);
     nm_train_scratch_size(cn->sizes, cn->n_layers, B, &sc);
     const size_t lens[] = {
-        an->train_len, an->train_len, cn->train_len, cn->train_len, cn->train_len, cn->train_len,
-        nmh_max(an->train_len, cn->train_len), nmh_max(sa, sc),
-        in * B2, t->na * B2, an->tape_per_sample * B2, cn->tape_per_sample * B2, B2, B2,
+        nmh_max(sa, sc), in * B2, t->na * B2, an->tape_per_sample * B2, cn->tape_per_sample * B2, B2, B2,
         in * B, B, B, B, B, cn->tape_per_sample * B,
         in * B, an->tape_per_sample * B, cn->tape_per_sample * B, in * B,
     };
     float **ptrs[] = {
-        &w->aw, &w->atw, &w->cw[0], &w->cw[1], &w->ctw[0], &w->ctw[1], &w->grad, &w->scratch,
-        &w->x_next, &w->noise_t, &w->tape_ta, &w->tape_tc, &w->q_next[0], &w->q_next[1],
+        &w->scratch, &w->x_next, &w->noise_t, &w->tape_ta, &w->tape_tc, &w->q_next[0], &w->q_next[1],
         &w->xc, &w->r, &w->nd, &w->y, &w->dq, &w->tape_c,
         &w->xa, &w->tape_a, &w->tape_q, &w->dx,
     };
@@ -294,13 +284,9 @@ static const float *nmh_row(const nmh_td3 *t, size_t k, size_t which, size_t b) 
 
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
 static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
-    const nmh_net *an = t->actor, *cn = t->critic;
+    const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, B2 = 2 * B, o = t->o, na = t->na, in = o + na;
-    nmh_to_train(w->atw, t->a.t, an, k);
-    for (size_t c = 0; c < 2; c++) {
-        nmh_to_train(w->cw[c], t->c.p, cn, 2 * k + c);
-        nmh_to_train(w->ctw[c], t->c.t, cn, 2 * k + c);
-    }
+    const float *atw = t->a.t + k * an->net_len;
     // the target networks see both minibatches at once: samples [minibatch 0 | minibatch 1]
     for (size_t c = 0; c < 2; c++) {
         for (size_t b = 0; b < B; b++) {
@@ -314,15 +300,19 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
         }
     }
     // target policy smoothing: a' = clip(pi'(s') + clip(noise * sigma, -c, c), -1, 1)
-    nm_train_forward(w->atw, an->sizes, an->acts, an->n_layers, w->x_next + na * B2, w->tape_ta, B2);
+    nm_train_forward(atw, an->sizes, an->acts, an->n_layers, w->x_next + na * B2, w->tape_ta, B2);
     memcpy(w->x_next, w->tape_ta + (an->tape_per_sample - na) * B2, na * B2 * sizeof(float));
     nm_td3_smooth(w->x_next, w->noise_t, na * B2, t->policy_noise, t->noise_clip);
     for (size_t c = 0; c < 2; c++) {
-        nm_train_forward(w->ctw[c], cn->sizes, cn->acts, cn->n_layers, w->x_next, w->tape_tc, B2);
+        const float *ctw = t->c.t + (2 * k + c) * cn->net_len;
+        nm_train_forward(ctw, cn->sizes, cn->acts, cn->n_layers, w->x_next, w->tape_tc, B2);
         memcpy(w->q_next[c], w->tape_tc + (cn->tape_per_sample - 1) * B2, B2 * sizeof(float));
     }
     // critic c regresses on y = r + gamma * not_done * min(Q1', Q2') of its own minibatch
+    float loss = 0.0f;
     for (size_t c = 0; c < 2; c++) {
+        const size_t member = 2 * k + c;
+        const float *cw = t->c.p + member * cn->net_len;
         for (size_t b = 0; b < B; b++) {
             const float *row = nmh_row(t, k, c, b);
             for (size_t i = 0; i < in; i++) {
@@ -332,134 +322,188 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
             w->nd[b] = row[in + 2];
         }
         nm_td3_bellman(w->y, w->q_next[0] + c * B, w->q_next[1] + c * B, w->r, w->nd, B, t->gamma);
-        nm_train_forward(w->cw[c], cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, B);
-        nm_td3_critic_grad(w->dq, w->tape_c + (cn->tape_per_sample - 1) * B, w->y, B, (float)(2.0 / (double)B));
-        nm_train_backward(w->cw[c], cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, w->dq, w->grad, NULL,
-            w->scratch, B);
-        nmh_to_host(t->c.g, w->grad, cn, 2 * k + c);
+        nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, B);
+        loss += nm_td3_critic_grad(w->dq, w->tape_c + (cn->tape_per_sample - 1) * B, w->y, B, (float)(2.0 / (double)B));
+        nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, w->dq,
+            t->c.g + member * cn->net_len, NULL, w->scratch, B);
     }
+    t->losses[2 * k] = loss;
 }
 
 // Deterministic policy gradient through critic 1: minimise -mean Q1(s, pi(s)).
 static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
-    const nmh_net *an = t->actor, *cn = t->critic;
+    const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, o = t->o, na = t->na;
-    nmh_to_train(w->aw, t->a.p, an, k);
-    nmh_to_train(w->cw[0], t->c.p, cn, 2 * k);
+    const float *aw = t->a.p + k * an->net_len, *cw = t->c.p + 2 * k * cn->net_len;
     for (size_t b = 0; b < B; b++) {
         const float *row = nmh_row(t, k, 2, b);
         for (size_t i = 0; i < o; i++) {
             w->xa[(na + i) * B + b] = row[na + i];
         }
     }
-    nm_train_forward(w->aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, B);
+    nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, B);
     memcpy(w->xa, w->tape_a + (an->tape_per_sample - na) * B, na * B * sizeof(float));
-    nm_train_forward(w->cw[0], cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, B);
+    nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, B);
+    const float *q = w->tape_q + (cn->tape_per_sample - 1) * B;
+    float q_sum = 0.0f;
+    for (size_t b = 0; b < B; b++) {
+        q_sum += q[b];
+    }
+    t->losses[2 * k + 1] = -nm_divf(q_sum, (float)B);
     const float d = (float)(-1.0 / (double)B);
     for (size_t b = 0; b < B; b++) {
         w->dq[b] = d;
     }
-    nm_train_backward(w->cw[0], cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, w->dq, NULL, w->dx,
+    nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, w->dq, NULL, w->dx,
         w->scratch, B);
-    nm_train_backward(w->aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, w->dx, w->grad, NULL,
-        w->scratch, B);
-    nmh_to_host(t->a.g, w->grad, an, k);
+    nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, w->dx,
+        t->a.g + k * an->net_len, NULL, w->scratch, B);
 }
 
 static void nmh_td3_run(const nmh_td3 *t, nmh_ws *w) {
     for (size_t k = 0; k < t->P; k++) {
         nmh_critics(t, w, k);
     }
-    nm_adam(t->c.p, t->c.g, t->c.m, t->c.v, t->critic->host_len, t->c.st);
+    nm_adam(t->c.p, t->c.g, t->c.m, t->c.v, t->critic.len, t->c.st);
     if (t->update_actor) {
         for (size_t k = 0; k < t->P; k++) {
             nmh_actor(t, w, k);
         }
-        nm_adam(t->a.p, t->a.g, t->a.m, t->a.v, t->actor->host_len, t->a.st);
-        nm_polyak(t->a.t, t->a.p, t->actor->host_len, t->tau);
-        nm_polyak(t->c.t, t->c.p, t->critic->host_len, t->tau);
+        nm_adam(t->a.p, t->a.g, t->a.m, t->a.v, t->actor.len, t->a.st);
+        nm_polyak(t->a.t, t->a.p, t->actor.len, t->tau);
+        nm_polyak(t->c.t, t->c.p, t->critic.len, t->tau);
     }
 }
 
+// nets = (actor, critic, actor_layout, critic_layout, losses): the layouts, then the families of
+// P agents (P from the replay) and the losses (P, 2). With `store`, the replay is written (one
+// more row) and size counts the rows before it.
+static int nmh_parse_nets(nmh_bufs *bs, PyObject *nets, PyObject *replay, Py_ssize_t size, int store, nmh_td3 *t) {
+    PyObject *actor, *critic, *alayout, *clayout, *losses;
+    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
+        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
+        return 0;
+    }
+    actor = PyTuple_GET_ITEM(nets, 0);
+    critic = PyTuple_GET_ITEM(nets, 1);
+    alayout = PyTuple_GET_ITEM(nets, 2);
+    clayout = PyTuple_GET_ITEM(nets, 3);
+    losses = PyTuple_GET_ITEM(nets, 4);
+    if (!nmh_parse_net(alayout, "actor_layout", 1, &t->actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t->critic)) {
+        return 0;
+    }
+    t->o = t->actor.sizes[0];
+    t->na = t->actor.sizes[t->actor.n_layers];
+    if (t->critic.sizes[0] != t->o + t->na || t->critic.sizes[t->critic.n_layers] != 1) {
+        PyErr_SetString(PyExc_ValueError, "critic_layout must take obs + act inputs to one output");
+        return 0;
+    }
+    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t->o + t->na + 4)};
+    t->replay = nmh_get(bs, replay, "replay", 'f', store, 3, rshape);
+    if (!t->replay) {
+        return 0;
+    }
+    t->P = (size_t)rshape[0];
+    t->cap = (size_t)rshape[1];
+    t->width = (size_t)rshape[2];
+    if (t->P < 1 || t->P > (1 << 20) || t->cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
+        return 0;
+    }
+    if (size < !store || (size_t)size > t->cap) {
+        PyErr_Format(PyExc_ValueError, "replay_size must be from %d to the capacity %zu, got %zd", !store, t->cap, size);
+        return 0;
+    }
+    // an update after a store samples from the rows stored so far, the new one included
+    t->size = store && (size_t)size < t->cap ? (size_t)size + 1 : (size_t)size;
+    nmh_set_members(&t->actor, t->P);
+    nmh_set_members(&t->critic, 2 * t->P);
+    Py_ssize_t lshape[2] = {(Py_ssize_t)t->P, 2};
+    if (!nmh_get_family(bs, actor, "actor", &t->actor, &t->a) || !nmh_get_family(bs, critic, "critic", &t->critic, &t->c)
+        || !(t->losses = nmh_get(bs, losses, "losses", 'f', 1, 2, lshape))) {
+        return 0;
+    }
+    return 1;
+}
+
+// idx (P, 3, B) and noise (P, 2, B, na) at `at` (from axis `skip` on: one step of a block).
+static int nmh_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *noise, int skip, Py_ssize_t *at, nmh_td3 *t) {
+    Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1}, nshape[5] = {-1, (Py_ssize_t)t->P, 2, -1, (Py_ssize_t)t->na};
+    const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + skip, ishape + 1 - skip);
+    if (!ip) {
+        return 0;
+    }
+    t->B = (size_t)ishape[3];
+    if (t->B < 1 || t->B > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
+        return 0;
+    }
+    nshape[3] = (Py_ssize_t)t->B;
+    if (skip) {
+        nshape[0] = ishape[0];
+    }
+    const float *np_ = nmh_get(bs, noise, "noise", 'f', 0, 4 + skip, nshape + 1 - skip);
+    if (!np_) {
+        return 0;
+    }
+    if (skip && (*at < 0 || *at >= ishape[0])) {
+        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", *at, ishape[0]);
+        return 0;
+    }
+    const size_t i = skip ? (size_t)*at : 0;
+    t->idx = ip + i * t->P * 3 * t->B;
+    t->noise = np_ + i * t->P * 2 * t->B * t->na;
+    return 1;
+}
+
+static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *explore, float *scale, float *offset) {
+    double g, tau, pn, nc, ex = 0.0, sc = 1.0, of = 0.0;
+    if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "dddd|ddd;hyper must be (gamma, tau, policy_noise, "
+            "noise_clip[, exploration_noise, action_scale, action_offset])", &g, &tau, &pn, &nc, &ex, &sc, &of)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "hyper must be a tuple of floats");
+        }
+        return 0;
+    }
+    t->gamma = (float)g;
+    t->tau = (float)tau;
+    t->policy_noise = (float)pn;
+    t->noise_clip = (float)nc;
+    if (explore) {
+        *explore = (float)ex, *scale = (float)sc, *offset = (float)of;
+    }
+    return 1;
+}
+
 static const char td3_update_doc[] =
-    "td3_update(actor, critic, actor_layout, critic_layout, replay, replay_size, idx, noise, update_actor,\n"
-    "           gamma, tau, policy_noise, noise_clip)\n\n"
-    "One TD3 update of P agents, in place. actor and critic: (params, target, grad, adam_m, adam_v,\n"
-    "adam_state) of the family (P actors, P x 2 critics) in neuromotor.nn.mlp's flat layout; adam_state is\n"
-    "[lr, beta1, beta2, eps, beta1^t, beta2^t] (t advanced here). layouts: (sizes, activations) with\n"
-    "activations 0 identity, 1 relu, 2 tanh. replay (P, capacity, row) float32, rows\n"
-    "[a, s, 1, r, not_done, s', 1]; idx (P, 3, B) uint32 raw draws, taken modulo replay_size: minibatch\n"
-    "0 and 1 for the critics, 2 for the actor; noise (P, 2, B, a): the critics' target policy noise.\n"
+    "td3_update(nets, replay, replay_size, idx, noise, update_actor, hyper)\n\n"
+    "One TD3 update of P agents, in place. nets = (actor, critic, actor_layout, critic_layout, losses):\n"
+    "actor and critic are (params, target, grad, adam_m, adam_v, adam_state) of the family (P actors,\n"
+    "P x 2 critics) in the training layout (member after member, nm_mlp_train.h); adam_state is\n"
+    "[lr, beta1, beta2, eps, beta1^t, beta2^t] (t advanced here); layouts are (sizes, activations) with\n"
+    "activations 0 identity, 1 relu, 2 tanh; losses (P, 2) float32 receives each agent's critic loss\n"
+    "(the sum of both critics' mean squared errors) and, with the actor, its loss -mean Q1(s, pi(s)).\n"
+    "replay (P, capacity, row) float32, rows [a, s, 1, r, not_done, s', 1]; idx (P, 3, B) uint32 raw\n"
+    "draws, taken modulo replay_size: minibatch 0 and 1 for the critics, 2 for the actor; noise\n"
+    "(P, 2, B, a): the critics' target policy noise; hyper = (gamma, tau, policy_noise, noise_clip).\n"
     "The critics always learn; the actor, then both targets, when update_actor is true.";
 
 static PyObject *nmh_td3_update(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *actor, *critic, *alayout, *clayout, *replay, *idx, *noise;
-    Py_ssize_t size;
+    PyObject *nets, *replay, *idx, *noise, *hyper;
+    Py_ssize_t size, zero = 0;
     int update_actor;
-    double gamma, tau, pn, nc;
-    if (!PyArg_ParseTuple(args, "OOOOOnOOpdddd:td3_update", &actor, &critic, &alayout, &clayout, &replay, &size,
-            &idx, &noise, &update_actor, &gamma, &tau, &pn, &nc)) {
+    if (!PyArg_ParseTuple(args, "OOnOOpO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &hyper)) {
         return NULL;
     }
-    nmh_net an, cn;
     nmh_bufs bs = {.n = 0};
     nmh_td3 t;
     PyObject *result = NULL;
-    if (!nmh_parse_net(alayout, "actor_layout", 1, &an) || !nmh_parse_net(clayout, "critic_layout", 2, &cn)) {
-        return NULL;
-    }
-    t.o = an.sizes[0];
-    t.na = an.sizes[an.n_layers];
-    if (cn.sizes[0] != t.o + t.na || cn.sizes[cn.n_layers] != 1) {
-        PyErr_SetString(PyExc_ValueError, "critic_layout must take obs + act inputs to one output");
-        return NULL;
-    }
-    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t.o + t.na + 4)};
-    t.replay = nmh_get(&bs, replay, "replay", 'f', 0, 3, rshape);
-    if (!t.replay) {
+    if (!nmh_parse_hyper(hyper, &t, NULL, NULL, NULL) || !nmh_parse_nets(&bs, nets, replay, size, 0, &t)
+        || !nmh_parse_draws(&bs, idx, noise, 0, &zero, &t) || !nmh_check_disjoint(&bs)) {
         goto out;
     }
-    t.P = (size_t)rshape[0];
-    t.cap = (size_t)rshape[1];
-    t.width = (size_t)rshape[2];
-    if (t.P < 1 || t.P > (1 << 20) || t.cap < 1) {
-        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
-        goto out;
-    }
-    if (size < 1 || (size_t)size > t.cap) {
-        PyErr_Format(PyExc_ValueError, "replay_size must be from 1 to the capacity %zu, got %zd", t.cap, size);
-        goto out;
-    }
-    t.size = (size_t)size;
-    Py_ssize_t ishape[3] = {(Py_ssize_t)t.P, 3, -1};
-    t.idx = nmh_get(&bs, idx, "idx", 'I', 0, 3, ishape);
-    if (!t.idx) {
-        goto out;
-    }
-    t.B = (size_t)ishape[2];
-    if (t.B < 1 || t.B > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
-        goto out;
-    }
-    Py_ssize_t nshape[4] = {(Py_ssize_t)t.P, 2, (Py_ssize_t)t.B, (Py_ssize_t)t.na};
-    t.noise = nmh_get(&bs, noise, "noise", 'f', 0, 4, nshape);
-    if (!t.noise) {
-        goto out;
-    }
-    nmh_set_members(&an, t.P);
-    nmh_set_members(&cn, 2 * t.P);
-    if (!nmh_get_family(&bs, actor, "actor", &an, &t.a) || !nmh_get_family(&bs, critic, "critic", &cn, &t.c)
-        || !nmh_check_disjoint(&bs)) {
-        goto out;
-    }
-    t.actor = &an;
-    t.critic = &cn;
     t.update_actor = update_actor;
-    t.gamma = (float)gamma;
-    t.tau = (float)tau;
-    t.policy_noise = (float)pn;
-    t.noise_clip = (float)nc;
     nmh_ws w;
     float *mem = nmh_ws_alloc(&w, &t);
     if (!mem) {
@@ -477,12 +521,23 @@ out:
 }
 
 /* ---------------------------------------------------------------------------
- * act: the actors' exploring actions for one observation each.
+ * Acting: out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1).
  */
+static void nmh_act_all(const float *p, const nmh_net *an, const float *x, const float *eps, float scale, float *a,
+    float *tape) {
+    const size_t o = an->sizes[0], na = an->sizes[an->n_layers];
+    for (size_t k = 0; k < an->members; k++) {
+        nm_train_forward(p + k * an->net_len, an->sizes, an->acts, an->n_layers, x + k * o, tape, 1);
+        memcpy(a + k * na, tape + an->tape_per_sample - na, na * sizeof(float));
+        // exploration: the smoothing step with no clip on the noise
+        nm_td3_smooth(a + k * na, eps + k * na, na, scale, INFINITY);
+    }
+}
+
 static const char act_doc[] =
     "act(params, actor_layout, obs, noise, scale, out)\n\n"
-    "out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1) for the P actors of a family in\n"
-    "neuromotor.nn.mlp's flat layout: obs (P, obs_dim), noise and out (P, act_dim), float32.";
+    "out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1) for the P actors of a family in the\n"
+    "training layout: obs (P, obs_dim), noise and out (P, act_dim), float32.";
 
 static PyObject *nmh_act(PyObject *self, PyObject *args) {
     (void)self;
@@ -509,7 +564,7 @@ static PyObject *nmh_act(PyObject *self, PyObject *args) {
         goto out;
     }
     nmh_set_members(&an, P);
-    Py_ssize_t pshape[1] = {(Py_ssize_t)an.host_len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
+    Py_ssize_t pshape[1] = {(Py_ssize_t)an.len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
     Py_ssize_t ashape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
     const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
     const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
@@ -517,24 +572,141 @@ static PyObject *nmh_act(PyObject *self, PyObject *args) {
     if (!a || !nmh_check_disjoint(&bs)) {
         goto out;
     }
-    float *mem = PyMem_RawMalloc((an.train_len + an.tape_per_sample) * sizeof(float));
-    if (!mem) {
+    float *tape = PyMem_RawMalloc(an.tape_per_sample * sizeof(float));
+    if (!tape) {
         PyErr_NoMemory();
         goto out;
     }
-    const float s = (float)scale;
     Py_BEGIN_ALLOW_THREADS
-    float *net = mem, *tape = mem + an.train_len;
-    for (size_t k = 0; k < P; k++) {
-        nmh_to_train(net, p, &an, k);
-        nm_train_forward(net, an.sizes, an.acts, an.n_layers, x + k * o, tape, 1);
-        memcpy(a + k * na, tape + an.tape_per_sample - na, na * sizeof(float));
-        // exploration: the smoothing step with no clip on the noise
-        nm_td3_smooth(a + k * na, eps + k * na, na, s, INFINITY);
+    nmh_act_all(p, &an, x, eps, (float)scale, a, tape);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(tape);
+    result = Py_NewRef(Py_None);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------
+ * td3_step: one training step of every agent on the built-in pendulum: act, step the
+ * env, count the episode, store the transition, then (from learning_starts on) update.
+ */
+typedef struct {
+    double *state, *ep_return;
+    int64_t *ep_len;
+    float *obs;
+    const float *explore, *uniform;
+    float *replay_w;
+    int64_t max_steps;
+} nmh_env;
+
+// Returns how many envs reached max_steps.
+static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int uniform, float explore,
+    float scale, float offset, float *tape, float *action) {
+    const size_t o = NM_PENDULUM_OBS;
+    if (uniform) {
+        memcpy(action, e->uniform, t->P * sizeof(float));
+    } else {
+        nmh_act_all(t->a.p, &t->actor, e->obs, e->explore, explore, action, tape);
+    }
+    size_t done = 0;
+    for (size_t k = 0; k < t->P; k++) {
+        float *row = e->replay_w + (k * t->cap + pos) * t->width;
+        row[0] = action[k];
+        memcpy(row + 1, e->obs + k * o, o * sizeof(float));
+        const float r = nm_pendulum_step(e->state + 2 * k, action[k] * scale + offset, e->obs + k * o);
+        e->ep_return[k] += (double)r;
+        done += ++e->ep_len[k] >= e->max_steps;
+        row[1 + o + 1] = r;
+        row[1 + o + 2] = 1.0f; // Pendulum-v1 never terminates: every transition bootstraps
+        memcpy(row + 1 + o + 3, e->obs + k * o, o * sizeof(float));
+    }
+    return done;
+}
+
+static const char td3_step_doc[] =
+    "td3_step(nets, replay, env, block, i, pos, size, uniform, learn, update_actor, hyper) -> ended\n\n"
+    "One training step of P agents on the built-in pendulum, in place. nets, replay and hyper\n"
+    "(gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
+    "td3_update; env = (state (P, 2) float64, obs (P, 3) float32, ep_return (P,) float64, ep_len (P,)\n"
+    "int64, max_steps); block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
+    "noise (N, P, 2, B, 1)), the draws of N steps, of which step i is used. Actions are uniform[i]\n"
+    "(uniform true) or the actors' clip(pi(obs) + explore[i] * exploration_noise, -1, 1); the\n"
+    "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
+    "learn the update runs on the ring's size rows. Returns how many envs reached max_steps (their\n"
+    "reset is the caller's).";
+
+static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *nets, *replay, *env, *block, *hyper;
+    Py_ssize_t i, pos, size;
+    int uniform, learn, update_actor;
+    if (!PyArg_ParseTuple(args, "OOOOnnnpppO:td3_step", &nets, &replay, &env, &block, &i, &pos, &size, &uniform,
+            &learn, &update_actor, &hyper)) {
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    nmh_td3 t;
+    nmh_env e;
+    float explore, scale, offset;
+    PyObject *result = NULL, *state, *obs, *ep_return, *ep_len, *explore_a, *uniform_a, *idx, *noise;
+    if (!nmh_parse_hyper(hyper, &t, &explore, &scale, &offset) || !nmh_parse_nets(&bs, nets, replay, size, 1, &t)) {
+        goto out;
+    }
+    if (t.o != NM_PENDULUM_OBS || t.na != NM_PENDULUM_ACT) {
+        PyErr_SetString(PyExc_ValueError, "td3_step steps the pendulum: 3 observations, 1 action");
+        goto out;
+    }
+    if (pos < 0 || (size_t)pos >= t.cap) {
+        PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
+        goto out;
+    }
+    e.replay_w = (float *)t.replay;
+    if (!PyTuple_Check(env) || !PyArg_ParseTuple(env, "OOOOL;env must be (state, obs, ep_return, ep_len, max_steps)",
+            &state, &obs, &ep_return, &ep_len, &e.max_steps)) {
+        goto out;
+    }
+    if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOO;block must be (explore, uniform, idx, noise)",
+            &explore_a, &uniform_a, &idx, &noise)) {
+        goto out;
+    }
+    Py_ssize_t sshape[2] = {(Py_ssize_t)t.P, 2}, oshape[2] = {(Py_ssize_t)t.P, NM_PENDULUM_OBS};
+    Py_ssize_t pshape[1] = {(Py_ssize_t)t.P}, lshape[1] = {(Py_ssize_t)t.P};
+    if (!(e.state = nmh_get(&bs, state, "state", 'd', 1, 2, sshape))
+        || !(e.obs = nmh_get(&bs, obs, "obs", 'f', 1, 2, oshape))
+        || !(e.ep_return = nmh_get(&bs, ep_return, "ep_return", 'd', 1, 1, pshape))
+        || !(e.ep_len = nmh_get(&bs, ep_len, "ep_len", 'q', 1, 1, lshape))
+        || !nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
+        goto out;
+    }
+    const size_t n = (size_t)bs.view[bs.n - 1].shape[0]; // steps in the block
+    Py_ssize_t eshape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1}, ushape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1};
+    const float *ex = nmh_get(&bs, explore_a, "explore", 'f', 0, 3, eshape);
+    const float *un = ex ? nmh_get(&bs, uniform_a, "uniform", 'f', 0, 3, ushape) : NULL;
+    if (!un || !nmh_check_disjoint(&bs)) {
+        goto out;
+    }
+    e.explore = ex + (size_t)i * t.P;
+    e.uniform = un + (size_t)i * t.P;
+    t.update_actor = update_actor;
+    nmh_ws w;
+    float *mem = nmh_ws_alloc(&w, &t);
+    float *action = mem ? PyMem_RawMalloc((t.P + t.actor.tape_per_sample) * sizeof(float)) : NULL;
+    if (!action) {
+        PyMem_RawFree(mem);
+        PyErr_NoMemory();
+        goto out;
+    }
+    size_t ended;
+    Py_BEGIN_ALLOW_THREADS
+    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, action + t.P, action);
+    if (learn) {
+        nmh_td3_run(&t, &w);
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(action);
     PyMem_RawFree(mem);
-    result = Py_NewRef(Py_None);
+    result = PyLong_FromSize_t(ended);
 out:
     nmh_release(&bs);
     return result;
@@ -558,6 +730,7 @@ static PyObject *nmh_isa(PyObject *self, PyObject *args) {
 
 static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
+    {"td3_step", nmh_td3_step, METH_VARARGS, td3_step_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},

@@ -22,8 +22,12 @@ default here is uniform random warm-up actions, as in the TD3 paper and CleanRL
 
 Two backends compute the same update: `native` (the default where the compiled
 extension neuromotor._nm_host imports) runs the whole population's update in one
-call through the training kernels the boards use (device/native/include); `numpy`
-is the readable reference below, about 150 array operations per step.
+call through the training kernels the boards use (device/native/include), with
+the networks kept in the kernels' training layout between updates
+(neuromotor.algos.td3_native); on the built-in pendulum the same call also acts,
+steps the envs (nm_host/nm_pendulum.h, PendulumVec bit for bit) and stores the
+transitions, so a training step of the whole population is one call. `numpy` is
+the readable reference below, about 150 array operations per step.
 
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
 the agent's own Generator (exploration noise, warm-up actions, replay indices,
@@ -36,8 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuromotor.envs.autoreset import AutoReset
+from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.errors import UserError
 from neuromotor.algos.offpolicy import F32, Net, Replay
+from neuromotor.algos.td3_native import TrainFamily
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy import PolicySpec
@@ -130,14 +136,18 @@ class TD3:
         self._ws_critic2 = critic.workspace((P, 2, 2 * B))
         self._ws_q1 = critic.workspace((P, B))
 
-        self._native = None
-        self._native_setup()
-
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
         self.episodes = AutoReset(env, self.rngs)
         self.obs = self.episodes.reset()
+        self._q_actor = None    # the NumPy update's last Q1(s, pi(s)) (for the actor loss)
+        self._updated = False   # an update ran in this process (losses to report)
+
+        self._native = None
+        # the whole step in one native call: the built-in pendulum, one env per agent
+        self._native_env = cfg.backend == "native" and type(env) is PendulumVec
+        self._native_setup()
 
     # ----- randomness, drawn per agent in blocks -----
     def _rng_states(self) -> np.ndarray:
@@ -150,9 +160,11 @@ class TD3:
                   r.integers(0, 1 << 32, (n, 3, B), np.uint32), r.standard_normal((n, 2, B, a), F32)) for r in self.rngs]
         # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
         self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+        self._native_block = tuple(self._block)
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
+        self._sync_host()
         return self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(F32))) * self.act_scale + self.act_offset
 
     def advance(self):
@@ -160,13 +172,15 @@ class TD3:
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
+        if self._native_env:
+            return self._advance_native(i)
         explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
         # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
         elif self._native:
             action = np.empty((self.P, self.act_dim), F32)
-            _nm_host.act(self.actor.params, self._native[2], np.ascontiguousarray(self.obs, F32), explore,
+            _nm_host.act(self._native[0].params, self._native_nets[2], np.ascontiguousarray(self.obs, F32), explore,
                          cfg.exploration_noise, action)
         else:
             self._obs1[:, 0, :-1] = self.obs
@@ -189,24 +203,64 @@ class TD3:
                 if update_actor:
                     self._update_actor(batch[:, 2])
                     self._update_targets()
+            self._updated = True
         self.steps += 1
 
-    # ----- the TD3 update in one native call -----
+    # ----- the native backend: the update (and on the pendulum the whole step) in one call -----
     def _native_setup(self):
-        """(Re)build the native update's arguments; Adam's state follows the optimisers' t."""
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
         if self.cfg.backend != "native":
             return
-        self._native = (self.actor.native_arrays(), self.critic.native_arrays(),
-                        self.actor.layout(), self.critic.layout())
+        if self._native is None:
+            self._native = (TrainFamily(self.actor), TrainFamily(self.critic))
+            self._losses = np.zeros((self.P, 2), F32)
+        for fam in self._native:
+            fam.load()
+        self._host_stale = False
+        cfg, (actor, critic) = self.cfg, self._native
+        self._native_nets = (actor.arrays(), critic.arrays(), self.actor.layout(), self.critic.layout(), self._losses)
+        self._native_hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
+                              float(self.act_scale[0]), float(self.act_offset[0]))
+        if self._native_env:
+            self.obs = np.array(self.obs, F32)  # the array the native step writes
+            ep = self.episodes
+            self._native_envs = (self.env.state, self.obs, ep.ep_return, ep.ep_len, self.env.max_episode_steps)
+
+    def _sync_host(self):
+        """The host arrays (nn.mlp layout) from the training layout, if updates ran since."""
+        if self._native and self._host_stale:
+            for fam in self._native:
+                fam.store()
+            self._host_stale = False
+
+    def _advance_native(self, i):
+        """One step of every agent on the built-in pendulum in one native call: the arithmetic of
+        advance() with the NumPy update."""
+        cfg, replay = self.cfg, self.replay
+        learn = self.steps >= cfg.learning_starts
+        uniform = not learn and cfg.warmup_actions == "uniform"
+        update_actor = learn and self.steps % cfg.policy_delay == 0
+        self.critic.opt.t += learn
+        self.actor.opt.t += update_actor
+        ended = _nm_host.td3_step(self._native_nets, replay.data, self._native_envs, self._native_block, i,
+                                  replay.pos, replay.size, uniform, learn, update_actor, self._native_hyper)
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
+        if ended:
+            self.obs[...] = self.episodes.finish(self.episodes.ep_len >= self.env.max_episode_steps)
+        self._host_stale = True
+        self._updated |= learn
+        self.steps += 1
 
     def _update_native(self, raw_idx, target_noise, update_actor):
         """The critics' update, then (update_actor) the actor's and the targets', of every agent:
         the arithmetic of _update_critics, _update_actor and _update_targets."""
-        cfg = self.cfg
         self.critic.opt.t += 1
         self.actor.opt.t += update_actor
-        _nm_host.td3_update(*self._native, self.replay.data, self.replay.size, raw_idx, target_noise, update_actor,
-                            cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip)
+        _nm_host.td3_update(self._native_nets, self.replay.data, self.replay.size, raw_idx, target_noise,
+                            update_actor, self._native_hyper[:4])
+        self._host_stale = True
 
     # ----- the TD3 updates -----
     def _update_critics(self, batch, target_noise):
@@ -251,7 +305,7 @@ class TD3:
         x = self._x_actor
         x[..., f.actor_input] = obs
         x[..., f.act] = actor.mlp.forward(actor.layers, obs, self._ws_actor)
-        critic.mlp.forward(self.q1_layers, x, self._ws_q1)
+        self._q_actor = critic.mlp.forward(self.q1_layers, x, self._ws_q1)
         self._dq_actor.fill(-1.0 / self.cfg.batch_size)
         dx = critic.mlp.backward(self.q1_layers, self._ws_q1, self._dq_actor, None, need_dx=True)
         actor.mlp.backward(actor.layers, self._ws_actor, dx[..., f.act], actor.grad_layers)
@@ -266,7 +320,26 @@ class TD3:
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
 
+    def scalars(self) -> dict:
+        """Per agent: the learning rates, and the last update's critic loss (the sum of both
+        critics' mean squared Bellman errors) and actor loss (-mean Q1(s, pi(s)))."""
+        cfg, P, B = self.cfg, self.P, self.cfg.batch_size
+        out = {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr)}
+        if not self._updated:
+            return out
+        if self._native:
+            critic, actor = self._losses[:, 0], self._losses[:, 1]
+        else:
+            err = self._dq.astype(np.float64) * (B / 2)  # dq = (Q - y) * 2 / B
+            critic = np.square(err).mean(axis=(2, 3)).sum(axis=1)
+            actor = -self._q_actor.mean(axis=(1, 2), dtype=np.float64) if self._q_actor is not None else None
+        out["loss/critic"] = critic.astype(np.float64)
+        if self.actor.opt.t and actor is not None:
+            out["loss/actor"] = actor.astype(np.float64)
+        return out
+
     def policy_spec(self, agent: int) -> PolicySpec:
+        self._sync_host()
         layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
         return PolicySpec(
             weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
@@ -278,7 +351,8 @@ class TD3:
         )
 
     def _arrays(self) -> dict:
-        """The mutable arrays a checkpoint restores in place."""
+        """The mutable arrays a checkpoint restores in place (after writing them: _native_setup)."""
+        self._sync_host()
         return {
             "actor": self.actor.params, "actor_target": self.actor.target,
             "critic": self.critic.params, "critic_target": self.critic.target,
@@ -302,7 +376,6 @@ class TD3:
             arr[...] = d[key]
         self.steps = int(d["steps"])
         self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
-        self._native_setup()
         self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
         if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
             for r, st in zip(self.rngs, d["rng_block_start"]):
@@ -311,3 +384,4 @@ class TD3:
         for r, st in zip(self.rngs, d["rng"]):
             set_rng_state(r, st)
         self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
+        self._native_setup()

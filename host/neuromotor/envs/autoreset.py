@@ -55,14 +55,18 @@ class AutoReset:
         if own_limit is not None:
             truncated |= own_limit
         done = terminated | truncated
-        obs = final_obs
-        if done.any():
-            for i in np.flatnonzero(done):
-                self._finished[i // self.envs_per_agent].append(float(self.ep_return[i]))
-            self.ep_return[done] = 0
-            self.ep_len[done] = 0
-            obs = self.env.reset(self.rngs, mask=done)
+        obs = self.finish(done) if done.any() else final_obs
         return obs, reward, terminated, truncated, final_obs
+
+    def finish(self, done) -> np.ndarray:
+        """The episodes of the envs in `done` ended at this step (for one who steps the env and
+        counts ep_return and ep_len itself): record them, restart those envs; the observations
+        to act on next."""
+        for i in np.flatnonzero(done):
+            self._finished[i // self.envs_per_agent].append(float(self.ep_return[i]))
+        self.ep_return[done] = 0
+        self.ep_len[done] = 0
+        return self.env.reset(self.rngs, mask=done)
 
     def restore(self, env_state, obs) -> np.ndarray:
         """After a checkpoint's ep_return/ep_len and RNG states are back: the observations
