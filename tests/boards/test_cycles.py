@@ -178,3 +178,23 @@ def test_bench_reports_modelled_cycles(tmp_path):
     assert "cycle model" in table([r]) and "teensy41" in table([r])
     j = json_summary([r])["backends"]["native"]
     assert j["cycles_per_mac"] == s["cycles_per_mac"] and set(j["predicted_boards_us"]) == {"teensy41", "stm32h743"}
+
+
+def test_validation_rows_use_the_papers_clocks_and_the_flash_term(monkeypatch):
+    """benchmarks/cycle_validation.py: the generic prediction is core cycles plus the board's
+    flash term, at the clock the paper's board ran at (PixRacer Pro 460 MHz, not 480)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import cycle_validation as cv
+    generic = {"cycles": 40000.0, "const_bytes": 21264}
+    bare = {"qemu-m4f": {"macs": 5184, "cycles_per_inference": 25000.0, "generic": {**generic, "cycles": 65000.0}},
+            "qemu-m7": {"macs": 5184, "cycles_per_inference": 10000.0, "generic": generic}}
+    rows = {r["board"]: r for r in cv.rows_from(bare)}
+    assert list(rows) == ["stm32f405", "stm32h743", "teensy41"]
+    h7 = rows["stm32h743"]
+    assert h7["clock_mhz"] == 460 and h7["flash_cycles"] == 665 * 9 and h7["measured_us"] == 133
+    assert h7["predicted_us"] == pytest.approx((40000 + 665 * 9) / 460)
+    assert h7["predicted_us_weights_in_ram"] == pytest.approx(40000 / 460)
+    assert rows["stm32f405"]["predicted_us"] == pytest.approx((65000 + 1329 * 5) / 168)
+    t = rows["teensy41"]
+    assert t["flash_cycles"] == 0 and t["error"] == pytest.approx(40000 / 600 / 64 - 1)
+    assert t["within_target"] is True and rows["stm32f405"]["within_target"] is False
