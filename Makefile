@@ -66,6 +66,7 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/ppo_ant.py
 	$(VENV)/bin/python benchmarks/device_inference.py
 	$(VENV)/bin/python benchmarks/board_inference.py
+	$(VENV)/bin/python benchmarks/cycle_validation.py
 	$(VENV)/bin/python benchmarks/device_training.py
 	$(VENV)/bin/python benchmarks/sac.py --no-sb3
 	$(VENV)/bin/python benchmarks/gym_adapter.py
