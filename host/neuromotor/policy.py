@@ -50,6 +50,12 @@ def _nonfinite(name: str, a: np.ndarray) -> str:
 
 @dataclass
 class PolicySpec:
+    """A deployable policy: an MLP with its observation normalisation, action map and limits.
+
+    Calling it (``spec(obs)``, the same as ``forward``) gives float32 actions for one
+    observation or a batch, clamped to the action limits, exactly as the boards compute them.
+    """
+
     weights: list            # per layer, float32 (out, in)
     biases: list             # per layer, float32 (out,)
     activations: list        # per layer, one of ACTIVATIONS

@@ -82,6 +82,12 @@ CONFIGS = {
 
 
 class PPO:
+    """PPO for a population of agents: ``PPO(PPO.Config(...), env_factory, seeds)``.
+
+    ``advance()`` runs one rollout of every agent and its update epochs, ``act(obs)``
+    gives deterministic actions, ``policy_spec(k)`` agent k's deployable policy; the
+    whole interface is described in ``neuromotor.algos``."""
+
     Config = Config
 
     @staticmethod

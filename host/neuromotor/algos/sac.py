@@ -125,6 +125,12 @@ class TanhGaussian:
 
 
 class SAC:
+    """SAC for a population of agents: ``SAC(SAC.Config(...), env_factory, seeds)``.
+
+    ``advance()`` takes one env step of every agent and one update, ``act(obs)`` gives
+    deterministic actions (the mean, squashed), ``policy_spec(k)`` agent k's deployable
+    policy; the whole interface is described in ``neuromotor.algos``."""
+
     Config = Config
 
     @staticmethod

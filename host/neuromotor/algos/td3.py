@@ -86,6 +86,12 @@ def _clip(x, bound, out):
 
 
 class TD3:
+    """TD3 for a population of agents: ``TD3(TD3.Config(...), env_factory, seeds)``.
+
+    ``advance()`` takes one env step of every agent and one update, ``act(obs)`` gives
+    deterministic actions, ``policy_spec(k)`` agent k's deployable policy; the whole
+    interface is described in ``neuromotor.algos``."""
+
     Config = Config
 
     def __init__(self, cfg: Config, env_factory, seeds):

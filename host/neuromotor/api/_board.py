@@ -6,8 +6,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuromotor.errors import UserError
+
+if TYPE_CHECKING:
+    from neuromotor.api._run import Run
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
@@ -116,7 +120,7 @@ class Board:
     def __repr__(self) -> str:
         return f"Board({self.port!r})"
 
-    def deploy(self, source, *, dest: str = "/policy.nmp", natmod: str = "auto", full: bool = False,
+    def deploy(self, source: "Run | str | os.PathLike", *, dest: str = "/policy.nmp", natmod: str = "auto", full: bool = False,
                dry_run: bool = False, verbose: bool = False) -> dict:
         """Put the policy of `source` (a Run, run directory or .nmp file) and the runtime on the
         board with mpremote: every file uploaded under a temporary name, checked by hash, then
@@ -132,7 +136,7 @@ class Board:
         return deploy(self.port, _source(source), dry_run=dry_run, policy_dest=dest, natmod=natmod, full=full,
                       log=print if verbose else _quiet)
 
-    def hil(self, source, *, episodes: int = 3, seed: int = 0, steps: "int | None" = None,
+    def hil(self, source: "Run | str | os.PathLike", *, episodes: int = 3, seed: int = 0, steps: "int | None" = None,
             env: "str | None" = None, env_kwargs: "dict | None" = None, verbose: bool = False) -> HilResult:
         """Hardware in the loop: the host steps the run's environment and the board computes every
         action of the policy `source` (which must be the one deployed). Each action is checked
@@ -149,7 +153,7 @@ class Board:
         return HilResult(run_hil(self.port, _source(source), episodes=episodes, seed=seed, env_name=env,
                                  steps=steps, env_kwargs=env_kwargs, log=print if verbose else _quiet))
 
-    def bench(self, *, n: int = 1000, backends: "list | None" = None, out="runs/bench",
+    def bench(self, *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
               predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
         """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
         backend runs n/20) and write bench.json and bench.png into `out`."""
@@ -212,6 +216,6 @@ def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles:
     return EmulatedBoard(record)
 
 
-def as_board(port) -> Board:
+def as_board(port: "str | Board") -> Board:
     """A Board from a Board or a port string."""
     return port if isinstance(port, Board) else Board(port)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neuromotor import runs
 from neuromotor.errors import UserError
 from neuromotor.policy import PolicySpec
+
+if TYPE_CHECKING:
+    from neuromotor.api._board import Board, HilResult
 
 
 def _count(name: str, value, lo: int) -> int:
@@ -105,19 +109,29 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
                       len(states) if render else None)
 
 
-@dataclass
 class Run:
     """A run directory: what `neuromotor.train` returns and `neuromotor.load_run` opens.
 
     Everything is read from the directory (config.json, metrics.jsonl, summary.json,
-    checkpoint.npz), so a Run made in another process or by the CLI is the same object."""
+    checkpoint.npz), so a Run made in another process or by the command line is the same.
+    A Run can stand wherever a path to the run directory is expected (``os.fspath(run)``)."""
 
-    path: Path
-    _policies: dict = field(default_factory=dict, repr=False, compare=False)
-    _summary: "dict | None" = field(default=None, repr=False, compare=False)  # what training just returned
+    def __init__(self, path):
+        self.path = Path(path)
+        self._policies = {}
+        self._summary = None  # what training just returned (also in summary.json)
 
-    def __post_init__(self):
-        self.path = Path(self.path)
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Run) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
 
     @property
     def config(self) -> dict:
@@ -184,19 +198,19 @@ class Run:
         return self._policies[agent]
 
     def evaluate(self, episodes: int = 10, *, seed: int = 12345, gymnasium: bool = False,
-                 render=None, agent: int = 0) -> Evaluation:
+                 render: "str | os.PathLike | None" = None, agent: int = 0) -> Evaluation:
         """Run `episodes` deterministic episodes per agent from initial states seeded by `seed`.
 
         gymnasium: evaluate in gymnasium's own environment (MuJoCo tasks) instead of
         neuromotor's. render: also write the first episode of `agent` as a GIF to this path."""
         return evaluate_run(self.path, episodes, seed, gymnasium, render, agent)
 
-    def render(self, path, *, agent: int = 0, seed: int = 12345) -> Path:
+    def render(self, path: "str | os.PathLike", *, agent: int = 0, seed: int = 12345) -> Path:
         """Render one deterministic episode of `agent` to a GIF at `path`; returns the path."""
         self.evaluate(1, seed=seed, render=path, agent=agent)
         return Path(path)
 
-    def export(self, path, format: "str | None" = None, *, agent: int = 0) -> Path:
+    def export(self, path: "str | os.PathLike", format: "str | None" = None, *, agent: int = 0) -> Path:
         """Write agent `agent`'s policy to `path`: format "nmp" (the policy file boards load,
         docs/policy-format.md), "c-header" (bare-metal C) or "platformio" (a project directory);
         default: c-header for *.h, else nmp. Returns the path written."""
@@ -210,20 +224,20 @@ class Run:
 
         return resume(self.path, steps=steps, progress=progress)
 
-    def deploy(self, port="auto", **options) -> dict:
+    def deploy(self, port: "str | Board" = "auto", **options) -> dict:
         """Deploy agent 0's policy to a board (a port or a Board); see Board.deploy."""
         from neuromotor.api._board import as_board
 
         return as_board(port).deploy(self, **options)
 
-    def hil(self, port="auto", **options):
+    def hil(self, port: "str | Board" = "auto", **options) -> "HilResult":
         """Hardware in the loop on a board holding this run's policy; see Board.hil."""
         from neuromotor.api._board import as_board
 
         return as_board(port).hil(self, **options)
 
 
-def load_run(path) -> Run:
+def load_run(path: "str | os.PathLike") -> Run:
     """Open an existing run directory (from `neuromotor.train` or `neuromotor train`); its config
     is checked now, so a missing or corrupted run fails here with a UserError."""
     path = Path(path)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from neuromotor import runs, training
@@ -29,9 +29,11 @@ def _seeds(seeds):
     raise UserError(f"seeds must be an integer, a list of integers or a range such as '0-15', got {seeds!r}")
 
 
-def train(env, algo: str = "td3", *, steps: "int | None" = None, seeds=0, config=None,
+def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None" = None,
+          seeds: "int | Iterable[int] | str" = 0, config: "Mapping | str | os.PathLike | None" = None,
           preset: "str | None" = None, env_kwargs: "Mapping | None" = None, vector: "str | None" = None,
-          num_envs: "int | None" = None, shards: "int | None" = None, run_dir=None, force: bool = False,
+          num_envs: "int | None" = None, shards: "int | None" = None, run_dir: "str | os.PathLike | None" = None,
+          force: bool = False,
           progress: "bool | None" = None) -> Run:
     """Train `algo` on `env` and return the finished Run.
 
@@ -94,10 +96,10 @@ def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -
             summary = training.train(run_dir, cfg, algo, progress=progress)
     finally:
         algo.close()
-    return Run(run_dir, _summary=summary)
+    return _finished(run_dir, summary)
 
 
-def resume(run_dir, steps: "int | None" = None, vector: "str | None" = None,
+def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "str | None" = None,
            progress: "bool | None" = None) -> Run:
     """Continue the run in `run_dir` from its checkpoint, to `steps` in total if given."""
     run_dir = Path(run_dir)
@@ -106,4 +108,10 @@ def resume(run_dir, steps: "int | None" = None, vector: "str | None" = None,
     with runs.locked(run_dir):
         cfg, algo = training.resume(run_dir, vector=vector, steps=steps)
         summary = training.train(run_dir, cfg, algo, progress=show_progress(progress))
-    return Run(run_dir, _summary=summary)
+    return _finished(run_dir, summary)
+
+
+def _finished(run_dir, summary: dict) -> Run:
+    run = Run(run_dir)
+    run._summary = summary
+    return run
