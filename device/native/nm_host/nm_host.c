@@ -234,7 +234,9 @@ typedef struct {
     float gamma, tau, policy_noise, noise_clip;
 } nmh_td3;
 
-// Workspace of one agent's passes (floats): see nmh_critics and nmh_actor for the uses.
+// Workspace of one agent's passes (floats): see nmh_critics and nmh_actor for the uses. The
+// tapes are used one after the other and share one buffer (less to keep in cache): the target
+// actor's, the target critics', each critic's, then the actor's beside critic 1's.
 typedef struct {
     float *scratch, *x_next, *noise_t, *tape_ta, *tape_tc, *q_next[2];
     float *xc, *r, *nd, *y, *dq, *tape_c;
@@ -251,15 +253,14 @@ static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
     size_t sa = 0, sc = 0;
     nm_train_scratch_size(an->sizes, an->n_layers, B, &sa);
     nm_train_scratch_size(cn->sizes, cn->n_layers, B, &sc);
+    const size_t tape = nmh_max(nmh_max(an->tape_per_sample, cn->tape_per_sample) * B2,
+        (an->tape_per_sample + cn->tape_per_sample) * B);
     const size_t lens[] = {
-        nmh_max(sa, sc), in * B2, t->na * B2, an->tape_per_sample * B2, cn->tape_per_sample * B2, B2, B2,
-        in * B, B, B, B, B, cn->tape_per_sample * B,
-        in * B, an->tape_per_sample * B, cn->tape_per_sample * B, in * B,
+        nmh_max(sa, sc), in * B2, t->na * B2, tape, B2, B2, in * B, B, B, B, B, in * B, in * B,
     };
     float **ptrs[] = {
-        &w->scratch, &w->x_next, &w->noise_t, &w->tape_ta, &w->tape_tc, &w->q_next[0], &w->q_next[1],
-        &w->xc, &w->r, &w->nd, &w->y, &w->dq, &w->tape_c,
-        &w->xa, &w->tape_a, &w->tape_q, &w->dx,
+        &w->scratch, &w->x_next, &w->noise_t, &w->tape_ta, &w->q_next[0], &w->q_next[1],
+        &w->xc, &w->r, &w->nd, &w->y, &w->dq, &w->xa, &w->dx,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
@@ -272,6 +273,8 @@ static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
             *ptrs[i] = p;
             p += (lens[i] + 15) & ~(size_t)15;
         }
+        w->tape_tc = w->tape_c = w->tape_a = w->tape_ta;
+        w->tape_q = w->tape_ta + an->tape_per_sample * B;
     }
     return mem;
 }
@@ -287,6 +290,12 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
     const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, B2 = 2 * B, o = t->o, na = t->na, in = o + na;
     const float *atw = t->a.t + k * an->net_len;
+    // the rows are random: ask for all of them before the gathers wait on each in turn
+    for (size_t which = 0; which < 3; which++) {
+        for (size_t b = 0; b < B; b++) {
+            __builtin_prefetch(nmh_row(t, k, which, b));
+        }
+    }
     // the target networks see both minibatches at once: samples [minibatch 0 | minibatch 1]
     for (size_t c = 0; c < 2; c++) {
         for (size_t b = 0; b < B; b++) {
