@@ -297,6 +297,12 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
     native = _td3([3, 7], "native", learning_starts=50)
     numpy_env = TD3(Config(backend="native", learning_starts=50), lambda n: _OtherPendulum(n), [3, 7])
     assert native._native_env and not numpy_env._native_env
+
+    def other_gravity(n):
+        env = PendulumVec(n)
+        env.g = 9.8
+        return env
+    assert not TD3(Config(backend="native"), other_gravity, [0])._native_env  # not the compiled-in dynamics
     for _ in range(1300):
         native.advance()
         numpy_env.advance()

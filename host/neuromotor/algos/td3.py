@@ -57,6 +57,9 @@ except ImportError as exc:  # a source tree without the compiled extension
     _NATIVE_ERROR = exc
 
 RNG_BLOCK = 1000
+# What nm_host/nm_pendulum.h compiles in: TD3 steps a PendulumVec natively only when it has these.
+NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,
+                   "obs_dim": 3, "act_dim": 1}
 
 
 @dataclass
@@ -152,7 +155,8 @@ class TD3:
 
         self._native = None
         # the whole step in one native call: the built-in pendulum, one env per agent
-        self._native_env = cfg.backend == "native" and type(env) is PendulumVec
+        self._native_env = (cfg.backend == "native" and type(env) is PendulumVec
+                            and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items()))
         self._native_setup()
 
     # ----- randomness, drawn per agent in blocks -----
