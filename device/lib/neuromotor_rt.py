@@ -8,7 +8,10 @@
 # A version-2 policy file carries action limits (env units): every backend
 # clamps each action into them, and a NaN action becomes the midpoint of its
 # limits. Observations must be finite (ValueError otherwise). Version-1 files
-# have no limits and are not clamped.
+# have no limits and are not clamped. A version-3 file names its dtype: an
+# int8 policy (integer weights and activations, nm_int8.h) loads into an
+# array('b') and runs on the native kernels' integer path (or in plain
+# Python); p.dtype says which.
 #
 # The file format is specified in docs/policy-format.md; the host writes it
 # with `neuromotor export`. Backends:
@@ -39,6 +42,8 @@ except ImportError:  # pragma: no cover - very small ports
     os = None
 
 FORMAT_VERSION = const(2)  # written when there are action limits; version 1 is read too
+DTYPE_VERSION = const(3)  # the version with a dtype byte (written by the host for int8 policies)
+DTYPES = ("float32", "int8")
 MAGIC = b"NMPL"
 HEADER_FIXED = const(16)
 MAX_LAYERS = const(32)
@@ -91,9 +96,79 @@ def net_size(sizes):
     return n
 
 
-def header_size(n_layers):
-    n = HEADER_FIXED + 2 * (n_layers + 1) + n_layers
+def header_size(n_layers, version=FORMAT_VERSION):
+    n = HEADER_FIXED + 2 * (n_layers + 1) + n_layers + (1 if version >= DTYPE_VERSION else 0)
     return (n + 3) & ~3
+
+
+def _pad4(n):
+    return (n + 3) & ~3
+
+
+def q8_layer_bytes(n_in, n_out, last):
+    return _pad4(n_out) * _pad4(n_in) + 8 * _pad4(n_out) + (0 if last else 4)
+
+
+def q8_net_bytes(sizes):
+    """Bytes of an int8 net (nm_int8.h's qnet)."""
+    n = len(sizes) - 1
+    total = 8 * sizes[0] + 4 + 8 * sizes[-1]
+    for i in range(n):
+        total += q8_layer_bytes(sizes[i], sizes[i + 1], i == n - 1)
+    return total
+
+
+def dtype_of(net):
+    """"int8" for an int8 net (array('b')), "float32" for array('f')."""
+    return "int8" if len(net) and len(bytes(net[0:1])) == 1 else "float32"
+
+
+def check_q8_values(sizes, acts, net, clamp):
+    """Raise PolicyValueError for what nm_q8_check refuses (the host's messages)."""
+    if len(net) != q8_net_bytes(sizes):
+        raise PolicyValueError("int8 net has %d bytes, sizes %r need %d" % (len(net), sizes, q8_net_bytes(sizes)))
+    n = len(acts)
+    for i in range(n - 1):
+        if acts[i] > 1:
+            raise PolicyValueError("layer %d: an int8 hidden layer is identity or relu, not %s" % (i, ACTIVATIONS[acts[i]]))
+    s0, sl = sizes[0], sizes[-1]
+    head = struct.unpack_from("<%df" % (2 * s0 + 1), net, 0)
+    for i in range(2 * s0 + 1):
+        v = head[i]
+        if v - v != 0.0:
+            name = "obs_mean[%d]" % i if i < s0 else "obs_std[%d]" % (i - s0) if i < 2 * s0 else "in_scale"
+            raise PolicyValueError("policy has non-finite values: %s" % name)
+    for i in range(s0):
+        if not head[s0 + i] > 0.0:
+            raise PolicyValueError("obs_std must be positive, got %r at index %d" % (head[s0 + i], i))
+    if not head[2 * s0] > 0.0:
+        raise PolicyValueError("in_scale (input scale) must be positive, got %r" % head[2 * s0])
+    off = 8 * s0 + 4
+    for li in range(n):
+        n_out, rows = sizes[li + 1], _pad4(sizes[li + 1])
+        off_b = off + rows * _pad4(sizes[li])
+        for c, b in enumerate(struct.unpack_from("<%di" % n_out, net, off_b)):
+            if not -(1 << 30) <= b <= 1 << 30:
+                raise PolicyValueError("layer %d: bias[%d] outside -2^30..2^30" % (li, c))
+        if li < n - 1:
+            for c, m in enumerate(struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows)):
+                if m < 1:
+                    raise PolicyValueError("layer %d: requantisation multiplier[%d] outside 1..2^31-1" % (li, c))
+            r = struct.unpack_from("<i", net, off_b + 8 * rows)[0]
+            if not 0 <= r <= 31:
+                raise PolicyValueError("layer %d: requantisation shift %d outside 0..31" % (li, r))
+        else:
+            for c, d in enumerate(struct.unpack_from("<%df" % n_out, net, off_b + 4 * rows)):
+                if d - d != 0.0:
+                    raise PolicyValueError("policy has non-finite values: deq[%d]" % c)
+                if not d > 0.0:
+                    raise PolicyValueError("output scale deq[%d] must be positive, got %r" % (c, d))
+        off += q8_layer_bytes(sizes[li], n_out, li == n - 1)
+    for i, v in enumerate(struct.unpack_from("<%df" % (2 * sl), net, off)):
+        if v - v != 0.0:
+            name = "action_scale[%d]" % i if i < sl else "action_offset[%d]" % (i - sl)
+            raise PolicyValueError("policy has non-finite values: %s" % name)
+    _check_clamp(sl, clamp)
 
 
 def _where(sizes, i):
@@ -127,6 +202,10 @@ def check_values(sizes, net, clamp=None):
     for i in range(s0, 2 * s0):
         if not net[i] > 0.0:
             raise PolicyValueError("obs_std must be positive, got %r at index %d" % (net[i], i - s0))
+    _check_clamp(sl, clamp)
+
+
+def _check_clamp(sl, clamp):
     if clamp is None:
         return
     if len(clamp) != 2 * sl:
@@ -195,8 +274,9 @@ def _read_exact(f, n, what):
 def read_policy(path):
     """Validate and load a policy file. Returns (sizes, acts, net, clamp): net an
     array('f') holding the kernels' parameter vector (read in place, no copy),
-    clamp an array('f') of the action_dim lower then upper limits, or None for
-    a version-1 file."""
+    or for an int8 policy an array('b') holding nm_int8.h's qnet; clamp an
+    array('f') of the action_dim lower then upper limits, or None for a
+    version-1 file."""
     if sys.byteorder != "little":
         raise PolicyFileError("policy files are little-endian; this board is not")
     with open(path, "rb") as f:
@@ -210,11 +290,11 @@ def read_policy(path):
         if len(head) < HEADER_FIXED:
             raise TruncatedPolicyError("truncated policy file: %d bytes, header needs %d" % (len(head), HEADER_FIXED))
         magic, version, hlen, n_layers, flags, n_floats = struct.unpack("<4sHHHHI", head)
-        if not 1 <= version <= FORMAT_VERSION:
+        if not 1 <= version <= DTYPE_VERSION:
             raise UnsupportedVersionError(
                 "policy file format version %d, this runtime reads versions 1 to %d (re-export with a matching neuromotor)"
-                % (version, FORMAT_VERSION))
-        if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
+                % (version, DTYPE_VERSION))
+        if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers, version) or flags != 0:
             raise PolicyFileError("corrupt policy header: %d layers, header %d bytes, flags %d" % (n_layers, hlen, flags))
         expected = hlen + 4 * n_floats + 4
         if total < expected:
@@ -224,13 +304,18 @@ def read_policy(path):
         rest = _read_exact(f, hlen - HEADER_FIXED, "layer table")
         sizes = list(struct.unpack_from("<%dH" % (n_layers + 1), rest, 0))
         acts = list(rest[2 * (n_layers + 1):2 * (n_layers + 1) + n_layers])
+        dtype = rest[2 * (n_layers + 1) + n_layers] if version >= DTYPE_VERSION else 0
+        if dtype >= len(DTYPES):
+            raise PolicyFileError("unknown dtype code %d (0 float32, 1 int8)" % dtype)
         if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
             raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))
-        n_net, n_clamp = net_size(sizes), (2 * sizes[-1] if version >= 2 else 0)
+        n_clamp = 2 * sizes[-1] if version >= 2 else 0
+        n_net = q8_net_bytes(sizes) // 4 if dtype else net_size(sizes)
         if n_floats != n_net + n_clamp:
-            raise PolicyFileError("corrupt policy header: %d floats for sizes %r (version %d), expected %d"
-                                  % (n_floats, sizes, version, n_net + n_clamp))
-        net = array("f", range(n_net))  # one allocation of the final size
+            raise PolicyFileError("corrupt policy header: %d payload words for sizes %r (version %d, %s), expected %d"
+                                  % (n_floats, sizes, version, DTYPES[dtype], n_net + n_clamp))
+        # One allocation of the final size (array('b') wraps values past 127; they are overwritten).
+        net = array("b", range(4 * n_net)) if dtype else array("f", range(n_net))
         if f.readinto(net) != 4 * n_net:
             raise TruncatedPolicyError("truncated policy file: payload ended early")
         clamp = None
@@ -244,7 +329,10 @@ def read_policy(path):
         crc = crc32(clamp, crc)
     if crc != stored:
         raise ChecksumError("policy file checksum mismatch: stored %08x, computed %08x (file corrupted)" % (stored, crc))
-    check_values(sizes, net, clamp)
+    if dtype:
+        check_q8_values(sizes, acts, net, clamp)
+    else:
+        check_values(sizes, net, clamp)
     return sizes, acts, net, clamp
 
 
@@ -299,13 +387,19 @@ def write_policy(path, sizes, acts, net, clamp=None):
 # Backends. Each holds its buffers; __call__(obs) returns the output array.
 
 
-def _native_module(kernels=None):
+def _native_module(kernels=None, int8=False):
     if kernels is not None:
+        if int8 and not hasattr(kernels, "INT8"):
+            raise BackendUnavailableError("native backend: these kernels predate int8 policies (rebuild them)")
         return kernels
     errors = []
     for name in NATIVE_MODULES:
         try:
-            return __import__(name)
+            k = __import__(name)
+            if int8 and not hasattr(k, "INT8"):
+                errors.append("%s: predates int8 policies" % name)
+                continue
+            return k
         except ImportError as e:
             errors.append("%s: %s" % (name, e))
         except ValueError as e:  # e.g. "incompatible .mpy arch"
@@ -328,6 +422,7 @@ class Policy:
         self.sizes = sizes
         self.acts = acts
         self.net = net
+        self.dtype = dtype_of(net)
         self.clamp = clamp
         self.obs_dim = sizes[0]
         self.act_dim = sizes[-1]
@@ -336,14 +431,20 @@ class Policy:
 
     @classmethod
     def create(cls, sizes, acts, net, backend=None, kernels=None, clamp=None):
-        """A policy over an in-memory net (and optional clamp), its values checked first."""
-        check_values(sizes, net, clamp)
+        """A policy over an in-memory net (array('f'), or array('b') for int8) and optional
+        clamp, its values checked first."""
+        if dtype_of(net) == "int8":
+            check_q8_values(sizes, acts, net, clamp)
+        else:
+            check_values(sizes, net, clamp)
         return cls._create(sizes, acts, net, clamp, backend, kernels)
 
     @classmethod
     def _create(cls, sizes, acts, net, clamp, backend, kernels):
         if backend is not None and backend not in BACKENDS:
             raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
+        if dtype_of(net) == "int8":
+            return cls._create_int8(sizes, acts, net, clamp, backend, kernels)
         if backend == "native":
             k = _native_module(kernels)
             return _native_class(k)(sizes, acts, net, clamp, k)
@@ -361,6 +462,19 @@ class Policy:
         except BackendUnavailableError:
             pass
         return PythonPolicy(sizes, acts, net, clamp)
+
+    @classmethod
+    def _create_int8(cls, sizes, acts, net, clamp, backend, kernels):
+        if backend == "ulab":
+            raise BackendUnavailableError("ulab backend runs float32 policies only; this policy is int8")
+        if backend != "python":
+            try:
+                k = _native_module(kernels, int8=True)
+                return _native_class(k)(sizes, acts, net, clamp, k)
+            except BackendUnavailableError:
+                if backend == "native":
+                    raise
+        return PythonQ8Policy(sizes, acts, net, clamp)
 
     @classmethod
     def load(cls, path, backend=None, kernels=None):
@@ -382,7 +496,10 @@ class NativePolicy(Policy):
         self.kernels = k
         self.mlp = k.mlp
         self.layout = make_layout(sizes, acts)
-        self.scratch = array("f", range(k.scratch_size(self.layout)))
+        if self.dtype == "int8":
+            self.scratch = array("f", range(k.scratch_size(self.layout, 1)))
+        else:
+            self.scratch = array("f", range(k.scratch_size(self.layout)))
         self.x = array("f", range(sizes[0]))
 
     def __call__(self, obs, _array=array):
@@ -567,6 +684,77 @@ class PythonPolicy(Policy):
         for i in range(sl):
             x[i] = x[i] * net[off + i] + net[off + sl + i]
         return _store(self.out, x, self.clamp)
+
+
+def _f32(v, _r=array("f", [0.0])):
+    """v rounded to float32 (a no-op where MicroPython's float is float32)."""
+    _r[0] = v
+    return _r[0]
+
+
+class PythonQ8Policy(Policy):
+    """An int8 policy in plain Python: nm_int8.h's integer arithmetic (Python ints are
+    exact), its float32 steps rounded through an array('f'); tanh is math's."""
+
+    name = "python"
+
+    def __init__(self, sizes, acts, net, clamp=None):
+        Policy.__init__(self, sizes, acts, net, clamp)
+        s0, sl, n = sizes[0], sizes[-1], len(acts)
+        head = struct.unpack_from("<%df" % (2 * s0 + 1), net, 0)
+        self.mean, self.std, self.inv = head[:s0], head[s0:2 * s0], _f32(1.0 / head[2 * s0])
+        self.layers = []
+        off = 8 * s0 + 4
+        for li in range(n):
+            n_in, n_out = sizes[li], sizes[li + 1]
+            cols, rows = _pad4(n_in), _pad4(n_out)
+            raw = struct.unpack_from("<%db" % (rows * cols), net, off)
+            w = []
+            for r in range(n_out):  # block r // 4, row r % 4 of each group of 4 inputs
+                base = (r // 4) * 4 * cols + (r % 4) * 4
+                w.append([raw[base + (j // 4) * 16 + j % 4] for j in range(n_in)])
+            off_b = off + rows * cols
+            bias = struct.unpack_from("<%di" % n_out, net, off_b)
+            if li < n - 1:
+                extra = (struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows),
+                         struct.unpack_from("<i", net, off_b + 8 * rows)[0])
+            else:
+                extra = struct.unpack_from("<%df" % n_out, net, off_b + 4 * rows)
+            self.layers.append((w, bias, extra, acts[li]))
+            off += q8_layer_bytes(n_in, n_out, li == n - 1)
+        tail = struct.unpack_from("<%df" % (2 * sl), net, off)
+        self.scale, self.offset = tail[:sl], tail[sl:]
+
+    def __call__(self, obs):
+        x = _finite_obs(obs, self.obs_dim)
+        q = []
+        for i in range(self.obs_dim):
+            t = _f32(_f32(_f32(x[i] - self.mean[i]) / self.std[i]) * self.inv)
+            if t >= 0.0:
+                q.append(127 if t > 127.0 else int(_f32(t + 0.5)))
+            else:
+                q.append(-int(_f32(0.5 - t)) if t >= -127.0 else -127)
+        n = len(self.layers)
+        for li in range(n):
+            w, bias, extra, act = self.layers[li]
+            accs = [bias[r] + sum(wr[j] * q[j] for j in range(len(q))) for r, wr in enumerate(w)]
+            if li == n - 1:
+                break
+            mult, r = extra
+            lo, rnd = (0 if act == 1 else -128), (1 << r) >> 1
+            q = []
+            for c in range(len(accs)):
+                v = (((accs[c] * mult[c] + (1 << 31)) >> 32) + rnd) >> r
+                q.append(lo if v < lo else 127 if v > 127 else v)
+        y = []
+        for c in range(len(accs)):
+            v = _f32(_f32(accs[c]) * extra[c])
+            if act == 1:
+                v = v if v > 0.0 else 0.0
+            elif act == 2:
+                v = _f32(_tanh(v))
+            y.append(_f32(_f32(v * self.scale[c]) + self.offset[c]))
+        return _store(self.out, y, self.clamp)
 
 
 # ---------------------------------------------------------------------------

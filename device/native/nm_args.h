@@ -14,6 +14,7 @@
 #define NM_ARGS_H
 
 #include "nm_kernels.h"
+#include "nm_int8.h"
 
 /* ---------------------------------------------------------------------------
  * Errors with numbers in them (dynruntime has no printf-style raise).
@@ -211,6 +212,8 @@ typedef struct {
     size_t n_layers;
     size_t net_len;
     size_t scratch_len;
+    size_t q8_net_bytes;   // an int8 net (nm_int8.h): bytes of qnet
+    size_t q8_scratch_len; // floats of scratch nm_q8_mlp needs
     const void *buf;
     size_t n_bytes;
 } nm_layout_t;
@@ -228,7 +231,7 @@ static inline nm_layout_t nm_get_layout(mp_obj_t obj) {
     if (a.len != 2 * n + 2) {
         nm_raise_expected("layout", "", 2 * n + 2, " entries for that layer count", a.len);
     }
-    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, p, a.len * sizeof(uint16_t) };
+    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, 0, 0, p, a.len * sizeof(uint16_t) };
     for (size_t i = 0; i <= n; i++) {
         if (l.sizes[i] == 0) {
             nm_raise_text("layout", ": layer sizes must be >= 1");
@@ -243,6 +246,10 @@ static inline nm_layout_t nm_get_layout(mp_obj_t obj) {
         nm_raise_overflow("layout");
     }
     l.scratch_len = nm_mlp_scratch_size(l.sizes, n);
+    if (!nm_q8_net_bytes(l.sizes, n, &l.q8_net_bytes)) {
+        nm_raise_overflow("layout");
+    }
+    l.q8_scratch_len = (nm_q8_scratch_bytes(l.sizes, n) + 3) / 4;
     return l;
 }
 

@@ -235,7 +235,7 @@ def test_device_file_errors_are_distinct_and_clear(run_mp, tmp_path):
     lines = dict(zip(names, proc.stdout.splitlines()))
     assert lines["truncated"].startswith("TruncatedPolicyError | truncated policy file")
     assert lines["magic"].startswith("BadMagicError | not a neuromotor policy file: magic b'XXXX'")
-    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads versions 1 to 2")
+    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads versions 1 to 3")
     assert lines["crc"].startswith("ChecksumError | policy file checksum mismatch")
     assert lines["empty"].startswith("TruncatedPolicyError")
     assert lines["good"].startswith("LOADED")

@@ -14,6 +14,7 @@
 #endif
 
 #include "nm_args.h"
+#include "nm_int8.h"
 #include "nm_kernels.h"
 
 /* ---------------------------------------------------------------------------
@@ -76,10 +77,52 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_batch_obj, 6, 6, nm_py_de
  * mlp() and Forward.
  */
 typedef struct {
-    nm_arr_t out, x, net, scratch, clamp;
+    nm_arr_t out, x, net, scratch, clamp; // an int8 net's len counts whole 32-bit words
+    size_t net_bytes;
+    int q8;        // net is an int8 qnet (array('b'), nm_int8.h), not floats
     int clamped;   // a clamp was given (an empty one is refused, not ignored)
     int x_written; // x is the copy-in buffer xbuf, not the caller's obs
 } nm_mlp_bufs_t;
+
+// The net: array('f') (float32 policy) or array('b') (int8 policy, nm_int8.h).
+static void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
+    b->q8 = info.typecode == 'b';
+    if (b->q8) {
+        b->net.buf = info.buf;
+        b->net.len = (info.len + 3) / 4;
+        b->net_bytes = info.len;
+    } else {
+        b->net = nm_floats(obj, "net", NM_READ);
+        b->net_bytes = b->net.len * sizeof(float);
+    }
+}
+
+// What nm_q8_check refuses, as one line naming the value.
+static void nm_check_q8_values(const nm_layout_t *l, const void *qnet) {
+    static const char *const what[] = {
+        "", ": an int8 hidden layer must be identity or relu", ": value is not finite",
+        ": obs_std must be positive", ": in_scale must be positive", ": deq (output scale) must be positive",
+        ": requantisation multiplier outside 1..2^31-1", ": requantisation shift outside 0..31",
+        ": bias outside -2^30..2^30",
+    };
+    nm_q8_fault_t f;
+    int code = nm_q8_check(qnet, l->sizes, l->acts, l->n_layers, &f);
+    if (code != NM_Q8_OK) {
+        nm_msg_t m;
+        nm_msg_start(&m, "net (int8): ");
+        if (f.layer >= 0) {
+            nm_msg_str(&m, "layer ");
+            nm_msg_uint(&m, (size_t)f.layer);
+            nm_msg_str(&m, " ");
+        }
+        nm_msg_str(&m, "index ");
+        nm_msg_uint(&m, f.index);
+        nm_msg_str(&m, what[code]);
+        nm_raise_msg(&mp_type_ValueError, &m);
+    }
+}
 
 // The optional clamp argument (absent or None: no clamp); its length and
 // values are checked in nm_check_mlp.
@@ -101,8 +144,18 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
     const size_t s_out = l->sizes[l->n_layers];
     nm_check_len(x_name, l->sizes[0], b->x.len);
     nm_check_len("out", s_out, b->out.len);
-    nm_check_len("net", l->net_len, b->net.len);
-    nm_check_min_len("scratch", l->scratch_len, b->scratch.len);
+    if (b->q8) {
+        if (b->net_bytes != l->q8_net_bytes) {
+            nm_raise_expected("net (int8)", "", l->q8_net_bytes, " bytes", b->net_bytes);
+        }
+        if ((uintptr_t)b->net.buf & 3) {
+            nm_raise_text("net (int8)", ": must be 4-byte aligned");
+        }
+        nm_check_min_len("scratch", l->q8_scratch_len, b->scratch.len);
+    } else {
+        nm_check_len("net", l->net_len, b->net.len);
+        nm_check_min_len("scratch", l->scratch_len, b->scratch.len);
+    }
     if (b->clamped) {
         nm_check_len("clamp", 2 * s_out, b->clamp.len);
     }
@@ -144,24 +197,32 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
 
 // Checked buffers in, action out (clamped when limits were given).
 static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
-    nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+    if (b->q8) {
+        nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+    } else {
+        nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+    }
     if (b->clamped) {
         nm_clamp(b->out.buf, b->clamp.buf, l->sizes[l->n_layers]);
     }
 }
 
-// mlp(out, x, net, layout, scratch[, clamp]): whole policy forward, see nm_kernels.h;
+// mlp(out, x, net, layout, scratch[, clamp]): whole policy forward, see nm_kernels.h
+// (net array('f')) or nm_int8.h (net array('b'), its values checked at each call);
 // clamp holds len(out) lower limits then len(out) upper limits.
 static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_mlp_bufs_t b;
     b.out = nm_floats(args[0], "out", NM_WRITE);
     b.x = nm_floats(args[1], "x", NM_READ);
-    b.net = nm_floats(args[2], "net", NM_READ);
+    nm_get_net(&b, args[2]);
     nm_layout_t l = nm_get_layout(args[3]);
     b.scratch = nm_floats(args[4], "scratch", NM_WRITE);
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
     b.x_written = 0;
     nm_check_mlp(&l, &b, "x");
+    if (b.q8) {
+        nm_check_q8_values(&l, b.net.buf);
+    }
     nm_check_finite("obs", b.x.buf, b.x.len);
     nm_run_mlp(&l, &b);
     return mp_const_none;
@@ -180,21 +241,25 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
  * The layout is validated once and copied in, so mutating the caller's
  * layout array later cannot desynchronise the sizes. Buffers can still be
  * resized, reallocated or rewritten between calls, so each call re-fetches
- * them and repeats every check (the clamp limits are a few floats).
+ * them and repeats every check (the clamp limits are a few floats). An int8
+ * net's values are checked when it is built: nm_q8_mlp's arithmetic is
+ * defined for any bytes, so a net rewritten later gives wrong numbers (then
+ * clamped), never undefined behaviour.
  */
 typedef struct {
     mp_obj_base_t base;
     mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
-    size_t n_layers, net_len, scratch_len;
+    size_t n_layers, net_len, scratch_len, q8_net_bytes, q8_scratch_len;
     uint16_t sizes[NM_MAX_LAYERS + 1];
     uint16_t acts[NM_MAX_LAYERS];
 } nm_forward_obj_t;
 
 static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
-    nm_layout_t l = { self->sizes, self->acts, self->n_layers, self->net_len, self->scratch_len, NULL, 0 };
+    nm_layout_t l = { self->sizes, self->acts, self->n_layers, self->net_len, self->scratch_len,
+                      self->q8_net_bytes, self->q8_scratch_len, NULL, 0 };
     nm_mlp_bufs_t b;
     b.out = nm_floats(self->out, "out", NM_WRITE);
-    b.net = nm_floats(self->net, "net", NM_READ);
+    nm_get_net(&b, self->net);
     b.scratch = nm_floats(self->scratch, "scratch", NM_WRITE);
     nm_get_clamp(&b, self->clamp);
     mp_buffer_info_t info;
@@ -237,12 +302,15 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     nm_layout_t l = nm_get_layout(args[2]);
     nm_mlp_bufs_t b;
     b.out = nm_floats(args[0], "out", NM_WRITE);
-    b.net = nm_floats(args[1], "net", NM_READ);
+    nm_get_net(&b, args[1]);
     b.scratch = nm_floats(args[3], "scratch", NM_WRITE);
     b.x = nm_floats(args[4], "xbuf", NM_WRITE);
     b.x_written = 1;
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
     nm_check_mlp(&l, &b, "xbuf");
+    if (b.q8) {
+        nm_check_q8_values(&l, b.net.buf);
+    }
     nm_forward_obj_t *o = m_malloc(sizeof(nm_forward_obj_t));
     o->base.type = type;
     o->out = args[0];
@@ -253,6 +321,8 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     o->n_layers = l.n_layers;
     o->net_len = l.net_len;
     o->scratch_len = l.scratch_len;
+    o->q8_net_bytes = l.q8_net_bytes;
+    o->q8_scratch_len = l.q8_scratch_len;
     for (size_t i = 0; i <= l.n_layers; i++) {
         o->sizes[i] = l.sizes[i];
     }
@@ -304,16 +374,19 @@ static mp_obj_t nm_py_layer_size(mp_obj_t n_in_obj, mp_obj_t n_out_obj) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(nm_py_layer_size_obj, nm_py_layer_size);
 
-// net_size(layout) -> floats in the net vector; scratch_size(layout) -> floats mlp needs.
-static mp_obj_t nm_py_net_size(mp_obj_t layout) {
-    return mp_obj_new_int_from_uint(nm_get_layout(layout).net_len);
+// net_size(layout[, int8]) -> floats in the net vector (int8: bytes of the qnet);
+// scratch_size(layout[, int8]) -> floats of scratch mlp needs.
+static mp_obj_t nm_py_net_size(size_t n_args, const mp_obj_t *args) {
+    nm_layout_t l = nm_get_layout(args[0]);
+    return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1]) ? l.q8_net_bytes : l.net_len);
 }
-static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_net_size_obj, nm_py_net_size);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_net_size_obj, 1, 2, nm_py_net_size);
 
-static mp_obj_t nm_py_scratch_size(mp_obj_t layout) {
-    return mp_obj_new_int_from_uint(nm_get_layout(layout).scratch_len);
+static mp_obj_t nm_py_scratch_size(size_t n_args, const mp_obj_t *args) {
+    nm_layout_t l = nm_get_layout(args[0]);
+    return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1]) ? l.q8_scratch_len : l.scratch_len);
 }
-static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_scratch_size_obj, nm_py_scratch_size);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_scratch_size_obj, 1, 2, nm_py_scratch_size);
 
 // crc32(data[, crc]) -> zlib-compatible CRC-32 of any buffer.
 static mp_obj_t nm_py_crc32(size_t n_args, const mp_obj_t *args) {
@@ -389,6 +462,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_TANH, MP_OBJ_NEW_SMALL_INT(NM_ACT_TANH));
     mp_store_global(MP_QSTR_BLOCK, MP_OBJ_NEW_SMALL_INT(NM_BLOCK));
     mp_store_global(MP_QSTR_VERSION, MP_OBJ_NEW_SMALL_INT(NM_KERNELS_VERSION));
+    mp_store_global(MP_QSTR_INT8, MP_OBJ_NEW_SMALL_INT(1));
     mp_store_global(MP_QSTR_HOME, MP_OBJ_NEW_QSTR(MP_QSTR_natmod));
 
     MP_DYNRUNTIME_INIT_EXIT
@@ -421,6 +495,7 @@ static const mp_rom_map_elem_t nm_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_TANH), MP_ROM_INT(NM_ACT_TANH) },
     { MP_ROM_QSTR(MP_QSTR_BLOCK), MP_ROM_INT(NM_BLOCK) },
     { MP_ROM_QSTR(MP_QSTR_VERSION), MP_ROM_INT(NM_KERNELS_VERSION) },
+    { MP_ROM_QSTR(MP_QSTR_INT8), MP_ROM_INT(1) },
     { MP_ROM_QSTR(MP_QSTR_HOME), MP_ROM_QSTR(MP_QSTR_usermod) },
 };
 static MP_DEFINE_CONST_DICT(nm_module_globals, nm_module_globals_table);

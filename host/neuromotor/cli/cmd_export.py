@@ -1,9 +1,12 @@
-"""`neuromotor export RUN -o policy.nmp` (or `--format c-header -o policy.h`, `--format platformio -o DIR`)."""
+"""`neuromotor export RUN -o policy.nmp` (or `--format c-header -o policy.h`, `--format platformio -o DIR`;
+`--quantize int8` for an integer policy)."""
 
+import json
 import os
 from pathlib import Path
 
 from neuromotor.cli import checks
+from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
 
 
@@ -22,6 +25,19 @@ def register(subparsers) -> None:
                    help="output format (default: c-header for *.h, else nmp); platformio: -o is a directory "
                    "that gets a PlatformIO project for the real boards around the C header")
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
+    p.add_argument("--quantize", choices=("int8",), default=None,
+                   help="int8: integer weights and activations (docs/policy-format.md, version 3), calibrated "
+                   "on rollouts of the run's env; refused when its actions are too far from the float policy's")
+    p.add_argument("--max-error", type=float, default=None,
+                   help="largest allowed |int8 action - float action| on held-out rollout observations, as a "
+                   "fraction of each dimension's action range (default 0.02)")
+    p.add_argument("--calibration", type=int, default=2000,
+                   help="rollout observations the activation scales are calibrated on (default 2000)")
+    p.add_argument("--heldout", type=int, default=2000,
+                   help="held-out rollout observations (other episodes) the action error is measured on "
+                   "(default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration episodes (default 0)")
+    p.add_argument("--json", action="store_true", help="end with one JSON line describing the export")
     p.set_defaults(func=run)
 
 
@@ -45,6 +61,15 @@ def run(args) -> int:
     # Checked before the (slow) load; the resolved target makes a symlink write through.
     checks.source("source", args.run)
     checks.int_range("--agent", args.agent, 0)
+    if args.quantize:
+        checks.int_range("--calibration", args.calibration, 1)
+        checks.int_range("--heldout", args.heldout, 1)
+        if args.max_error is not None and not 0 < args.max_error < float("inf"):
+            raise UserError(f"--max-error must be a fraction > 0 of the action range, got {args.max_error}")
+        if args.format == "platformio":
+            raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
+    elif args.max_error is not None:
+        raise UserError("--max-error applies to --quantize int8 only")
     if args.format == "platformio":
         from neuromotor.export.platformio import check_project_dir, write_platformio_project
 
@@ -57,7 +82,22 @@ def run(args) -> int:
     target = check_target(args.output, protected=_protected(args.run, args.output))
     spec = load_spec(args.run, args.agent)
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")
+    report = {}
+    if args.quantize:
+        from neuromotor.export import DEFAULT_MAX_ERROR, quantize_checked
+
+        if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
+            raise UserError(f"{args.run}: --quantize needs a float policy with action limits (a run directory)")
+        max_error = DEFAULT_MAX_ERROR if args.max_error is None else args.max_error
+        spec, report = quantize_checked(spec, args.calibration, args.heldout, args.seed, max_error)
+        print(f"int8: max action error {report['max_error']:.4g} ({100 * report['max_error_frac']:.2f}% of the "
+              f"action range), mean {report['mean_error']:.4g} ({100 * report['mean_error_frac']:.2f}%) on "
+              f"{report['heldout_obs']} held-out observations; calibrated on {report['calibration_obs']}")
     (write_c_header if fmt == "c-header" else write_policy)(spec, target)
-    print(f"wrote {args.output} ({fmt}, network {' -> '.join(str(s) for s in spec.sizes)}, "
-          f"{', '.join(spec.activations)})")
+    dtype = getattr(spec, "dtype", "float32")
+    print(f"wrote {args.output} ({fmt}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
+          f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")
+    if args.json:
+        print(json.dumps({"output": args.output, "format": fmt, "dtype": dtype, "sizes": spec.sizes,
+                          "bytes": os.path.getsize(target), **report}))
     return 0

@@ -1,6 +1,8 @@
-"""Export a trained policy for the device: the policy file (.nmp) and a C header."""
+"""Export a trained policy for the device: the policy file (.nmp) and a C header, in
+float32 or int8 (quantize, int8)."""
 
 from neuromotor.export.c_header import render_c_header, write_c_header
+from neuromotor.export.int8 import DEFAULT_MAX_ERROR, QuantizationError, action_error, quantize_checked, rollout_observations
 from neuromotor.export.policy_file import (
     BadMagicError,
     ChecksumError,
@@ -18,9 +20,11 @@ from neuromotor.export.policy_file import (
     unpack_layer,
     write_policy,
 )
+from neuromotor.export.quantize import QuantizedPolicy, quantize
 
 __all__ = [
-    "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
+    "DEFAULT_MAX_ERROR", "QuantizationError", "QuantizedPolicy", "action_error", "quantize", "quantize_checked",
+    "rollout_observations", "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
     "UnsupportedVersionError", "decode", "encode", "layout", "pack_clamp", "pack_layer", "pack_net",
     "read_policy", "render_c_header", "unpack_layer", "write_c_header", "write_policy",
 ]

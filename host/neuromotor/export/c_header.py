@@ -4,14 +4,17 @@ The header holds the same parameter vector, action limits and shape
 descriptor as the policy file (block-4 layout, see docs/policy-format.md), an
 example observation with the action the host computed for it, and
 `nm_policy_forward`, which calls `nm_mlp` and `nm_clamp` from
-device/native/include/nm_kernels.h (copy that header next to it).
+device/native/include/nm_kernels.h (copy that header next to it). An int8
+policy (QuantizedPolicy) gets c_header_int8's header instead.
 """
 
 import re
 
 import numpy as np
 
+from neuromotor.export.c_header_int8 import render_c_header_int8
 from neuromotor.export.policy_file import layout, pack_clamp, pack_net
+from neuromotor.export.quantize import QuantizedPolicy
 from neuromotor.policy import InvalidPolicyError, PolicySpec
 from neuromotor.safe_write import atomic_write
 
@@ -57,6 +60,8 @@ static inline int nm_policy_forward(float *action, const float *obs) {{
 
 
 def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_H") -> str:
+    if isinstance(spec, QuantizedPolicy):
+        return render_c_header_int8(spec, example_obs, guard)
     spec.validate()
     net = pack_net(spec)
     lay = layout(spec)

@@ -5,16 +5,18 @@ device/lib/neuromotor_rt.py. Little-endian throughout:
 
     offset  size        field
     0       4           magic b"NMPL"
-    4       u16         format version (2; version 1 has no action limits)
+    4       u16         format version (2; version 1 has no action limits; version 3 adds a dtype)
     6       u16         header length in bytes (payload offset), multiple of 4
     8       u16         layer count L (1..32)
     10      u16         flags (0)
     12      u32         payload length in float32s
     16      u16 x L+1   layer sizes s0..sL
     ...     u8 x L      activation codes (0 identity, 1 relu, 2 tanh)
+    ...     u8          dtype (version 3 only): 0 float32, 1 int8
     ...     0..3        zero padding to the header length
-    hlen    f32 x n     payload: obs_mean, obs_std, packed layers, action_scale, action_offset,
-                        action_low, action_high (version 2)
+    hlen    4n bytes    payload: float32: obs_mean, obs_std, packed layers, action_scale,
+                        action_offset, action_low, action_high (versions 2 and 3);
+                        int8: the qnet of nm_int8.h, then action_low, action_high
     end-4   u32         CRC-32 (zlib) of every byte before it
 """
 
@@ -25,12 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.errors import UserError
+from neuromotor.export import quantize
+from neuromotor.export.quantize import QuantizedPolicy, pack_qnet
 from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec
 from neuromotor.safe_write import atomic_write
 
 MAGIC = b"NMPL"
-FORMAT_VERSION = 2        # written when the policy has action limits
-VERSIONS = (1, 2)         # read
+FORMAT_VERSION = 2        # written for a float32 policy with action limits
+DTYPE_VERSION = 3         # written for an int8 policy (the first version with a dtype field)
+VERSIONS = (1, 2, 3)      # read
+DTYPES = ("float32", "int8")
 HEADER_FIXED = 16
 MAX_LAYERS = 32
 MAX_WIDTH = 65535
@@ -62,8 +68,8 @@ class PolicyValueError(PolicyFormatError):
     """Well-formed file, undeployable numbers: NaN/inf, obs_std <= 0, action low > high."""
 
 
-def header_size(n_layers: int) -> int:
-    return (HEADER_FIXED + 2 * (n_layers + 1) + n_layers + 3) & ~3
+def header_size(n_layers: int, version: int = FORMAT_VERSION) -> int:
+    return (HEADER_FIXED + 2 * (n_layers + 1) + n_layers + (version >= DTYPE_VERSION) + 3) & ~3
 
 
 def layer_size(n_in: int, n_out: int) -> int:
@@ -113,29 +119,44 @@ def layout(spec: PolicySpec) -> list:
     return [len(spec.weights)] + list(spec.sizes) + [ACTIVATIONS.index(a) for a in spec.activations]
 
 
-def encode(spec: PolicySpec) -> bytes:
-    """The file's bytes: version 2 with the spec's action limits, version 1 for a spec
-    without them (one read from a version-1 file)."""
-    spec.validate()  # fields may have been reassigned since construction
-    sizes = spec.sizes
-    n_layers = len(spec.weights)
+def _check_shape(sizes, n_layers) -> None:
     if n_layers > MAX_LAYERS:
         raise PolicyFormatError(f"{n_layers} layers; the policy format holds at most {MAX_LAYERS}")
     if max(sizes) > MAX_WIDTH:
         raise PolicyFormatError(f"layer width {max(sizes)} exceeds {MAX_WIDTH}")
+
+
+def _frame(version: int, sizes, activations, payload: bytes, dtype: int = None) -> bytes:
+    n_layers = len(sizes) - 1
+    hlen = header_size(n_layers, version)
+    head = _FIXED.pack(MAGIC, version, hlen, n_layers, 0, len(payload) // 4)
+    table = struct.pack(f"<{n_layers + 1}H", *sizes) + bytes(ACTIVATIONS.index(a) for a in activations)
+    if dtype is not None:
+        table += bytes([dtype])
+    body = head + table + bytes(hlen - HEADER_FIXED - len(table)) + payload
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def encode(spec) -> bytes:
+    """The file's bytes: version 2 with the spec's action limits, version 1 for a spec
+    without them (one read from a version-1 file), version 3 (dtype int8) for a
+    QuantizedPolicy."""
+    spec.validate()  # fields may have been reassigned since construction
+    sizes = spec.sizes
+    _check_shape(sizes, len(spec.weights))
+    if isinstance(spec, QuantizedPolicy):
+        payload = pack_qnet(spec) + pack_clamp(spec).astype("<f4").tobytes()
+        return _frame(DTYPE_VERSION, sizes, spec.activations, payload, DTYPES.index("int8"))
     net = pack_net(spec)
     version = FORMAT_VERSION if spec.has_limits else 1
     if spec.has_limits:
         net = np.concatenate([net, pack_clamp(spec)])
-    hlen = header_size(n_layers)
-    head = _FIXED.pack(MAGIC, version, hlen, n_layers, 0, net.size)
-    table = struct.pack(f"<{n_layers + 1}H", *sizes) + bytes(ACTIVATIONS.index(a) for a in spec.activations)
-    body = head + table + bytes(hlen - HEADER_FIXED - len(table)) + net.astype("<f4").tobytes()
-    return body + struct.pack("<I", zlib.crc32(body))
+    return _frame(version, sizes, spec.activations, net.astype("<f4").tobytes())
 
 
-def decode(data: bytes, name: str = "policy file") -> PolicySpec:
-    """Validate and parse; raises a PolicyFormatError subclass naming the problem."""
+def decode(data: bytes, name: str = "policy file"):
+    """Validate and parse into a PolicySpec (float32) or a QuantizedPolicy (int8); raises a
+    PolicyFormatError subclass naming the problem."""
     n = len(data)
     if n < 4:
         raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, not even a magic number")
@@ -143,13 +164,17 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
         raise BadMagicError(f"{name}: not a neuromotor policy file: magic {data[:4]!r}, expected {MAGIC!r}")
     if n < HEADER_FIXED:
         raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, header needs {HEADER_FIXED}")
-    _, version, hlen, n_layers, flags, n_floats = _FIXED.unpack_from(data)
+    _, version, hlen, n_layers, flags, n_words = _FIXED.unpack_from(data)
     if version not in VERSIONS:
         raise UnsupportedVersionError(f"{name}: policy file format version {version}, this neuromotor reads "
                                       f"versions {', '.join(str(v) for v in VERSIONS)}")
-    if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers) or flags != 0:
+    if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers, version) or flags != 0:
         raise PolicyFormatError(f"{name}: corrupt policy header: {n_layers} layers, header {hlen} bytes, flags {flags}")
-    expected = hlen + 4 * n_floats + 4
+    table = HEADER_FIXED + 2 * (n_layers + 1) + n_layers
+    dtype = data[table] if version >= DTYPE_VERSION and n >= table + 1 else 0
+    if dtype >= len(DTYPES):
+        raise PolicyFormatError(f"{name}: unknown dtype code {dtype} (0 float32, 1 int8)")
+    expected = hlen + 4 * n_words + 4
     if n < expected:
         raise TruncatedPolicyError(f"{name}: truncated policy file: {n} bytes, header says {expected}")
     if n > expected:
@@ -159,15 +184,18 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
     if crc != stored:
         raise ChecksumError(f"{name}: policy file checksum mismatch: stored {stored:08x}, computed {crc:08x} (file corrupted)")
     sizes = list(struct.unpack_from(f"<{n_layers + 1}H", data, HEADER_FIXED))
-    codes = list(data[HEADER_FIXED + 2 * (n_layers + 1):HEADER_FIXED + 2 * (n_layers + 1) + n_layers])
+    codes = list(data[HEADER_FIXED + 2 * (n_layers + 1):table])
     if min(sizes) < 1 or max(codes) >= len(ACTIVATIONS):
         raise PolicyFormatError(f"{name}: corrupt policy header: sizes {sizes}, activation codes {codes}")
     s0, sl = sizes[0], sizes[-1]
-    want = net_size(sizes) + (2 * sl if version >= 2 else 0)
-    if n_floats != want:
-        raise PolicyFormatError(f"{name}: corrupt policy header: {n_floats} floats for sizes {sizes} "
-                                f"(version {version}), expected {want}")
-    net = np.frombuffer(data, dtype="<f4", count=n_floats, offset=hlen).astype(np.float32)
+    limits_words = 2 * sl if version >= 2 else 0
+    want = (quantize.net_bytes(sizes) // 4 if dtype else net_size(sizes)) + limits_words
+    if n_words != want:
+        raise PolicyFormatError(f"{name}: corrupt policy header: {n_words} payload words for sizes {sizes} "
+                                f"(version {version}, {DTYPES[dtype]}), expected {want}")
+    if dtype:
+        return _decode_int8(data, name, hlen, sizes, [ACTIVATIONS[c] for c in codes])
+    net = np.frombuffer(data, dtype="<f4", count=n_words, offset=hlen).astype(np.float32)
     off = 2 * s0
     weights, biases = [], []
     for a, b in zip(sizes[:-1], sizes[1:]):
@@ -186,13 +214,25 @@ def decode(data: bytes, name: str = "policy file") -> PolicySpec:
         raise PolicyValueError(f"{name}: {exc}") from None
 
 
-def write_policy(spec: PolicySpec, path, protected=()) -> Path:
+def _decode_int8(data: bytes, name: str, hlen: int, sizes, activations) -> QuantizedPolicy:
+    sl = sizes[-1]
+    end = hlen + quantize.net_bytes(sizes)
+    lo_hi = np.frombuffer(data, "<f4", 2 * sl, end).astype(np.float32)
+    try:
+        if not np.isfinite(lo_hi).all():
+            raise InvalidPolicyError("policy has non-finite values: action limits")
+        return QuantizedPolicy(**quantize.unpack_qnet(data[hlen:end], sizes, activations, (lo_hi[:sl], lo_hi[sl:])))
+    except InvalidPolicyError as exc:
+        raise PolicyValueError(f"{name}: {exc}") from None
+
+
+def write_policy(spec, path, protected=()) -> Path:
     """Encode (refusing an undeployable spec before anything is written), then replace
     `path` atomically; `protected` files are never overwritten (neuromotor.safe_write)."""
     return atomic_write(path, encode(spec), protected)
 
 
-def read_policy(path) -> PolicySpec:
+def read_policy(path):
     path = Path(path)
     try:
         data = path.read_bytes()

@@ -1,0 +1,326 @@
+"""int8 policies: quantising a float `PolicySpec`, and the NumPy reference of the
+integer forward pass that device/native/include/nm_int8.h computes bit for bit.
+
+Weights are symmetric int8 per output channel, biases int32 at the scale of
+their accumulator, and each hidden layer requantises its int32 accumulators to
+the next layer's int8 scale with one fixed-point multiplier per channel and one
+right shift per layer (docs/policy-format.md, "int8 payload"). Activation scales
+come from calibration observations (the run's own env's rollouts).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec, clamp
+
+F32 = np.float32
+QMAX = 127
+BIAS_MAX = 1 << 30
+SHIFT_MAX = 31
+MULT_MAX = (1 << 31) - 1
+
+
+@dataclass
+class QuantizedPolicy:
+    """The contents of a dtype-int8 policy file. Hidden layers carry (w, bias, mult);
+    `shifts[l]` is hidden layer l's right shift; the last layer carries (w, bias) and
+    `deq` (float32 per row: the accumulator's scale)."""
+    weights: list            # per layer int8 (out, in)
+    biases: list             # per layer int32 (out,)
+    mults: list              # per hidden layer int32 (out,)
+    shifts: list             # per hidden layer int
+    deq: np.ndarray          # float32 (act_dim,)
+    activations: list
+    obs_mean: np.ndarray
+    obs_std: np.ndarray
+    in_scale: float          # scale of the int8 observation
+    action_scale: np.ndarray
+    action_offset: np.ndarray
+    action_low: np.ndarray
+    action_high: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    dtype = "int8"
+
+    def __post_init__(self):
+        self.weights = [np.ascontiguousarray(w, np.int8) for w in self.weights]
+        self.biases = [np.ascontiguousarray(b, np.int64) for b in self.biases]
+        self.mults = [np.ascontiguousarray(m, np.int64) for m in self.mults]
+        self.shifts = [int(s) for s in self.shifts]
+        self.in_scale = F32(self.in_scale)
+        for name in ("deq", "obs_mean", "obs_std", "action_scale", "action_offset", "action_low", "action_high"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), F32))
+        self.validate()
+
+    @property
+    def sizes(self) -> list:
+        return [self.weights[0].shape[1]] + [w.shape[0] for w in self.weights]
+
+    @property
+    def obs_dim(self) -> int:
+        return self.sizes[0]
+
+    @property
+    def act_dim(self) -> int:
+        return self.sizes[-1]
+
+    has_limits = True
+
+    def validate(self) -> None:
+        """Raise InvalidPolicyError naming the first value a device would refuse
+        (the checks of nm_q8_check, in its order)."""
+        n = len(self.weights)
+        if not (n >= 1 and len(self.biases) == n == len(self.activations) and len(self.mults) == n - 1
+                and len(self.shifts) == n - 1):
+            raise InvalidPolicyError("int8 policy needs weights, biases and activations per layer and "
+                                     "multipliers and a shift per hidden layer")
+        sizes = self.sizes
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            if w.ndim != 2 or b.shape != (w.shape[0],) or (i and w.shape[1] != sizes[i]):
+                raise InvalidPolicyError(f"layer {i}: weight {w.shape} and bias {b.shape} do not match")
+        for i, a in enumerate(self.activations):
+            if a not in ACTIVATIONS:
+                raise InvalidPolicyError(f"layer {i}: activation {a!r} is not one of {ACTIVATIONS}")
+            if i < n - 1 and a not in ("identity", "relu"):
+                raise InvalidPolicyError(f"layer {i}: an int8 hidden layer is identity or relu, not {a}")
+        vectors = [("obs_mean", self.obs_dim), ("obs_std", self.obs_dim), ("deq", self.act_dim),
+                   ("action_scale", self.act_dim), ("action_offset", self.act_dim),
+                   ("action_low", self.act_dim), ("action_high", self.act_dim)]
+        for name, k in vectors:
+            if getattr(self, name).shape != (k,):
+                raise InvalidPolicyError(f"{name} has shape {getattr(self, name).shape}, expected ({k},)")
+        for name, k in vectors[:2] + [("in_scale", 1)] + vectors[2:]:
+            v = np.atleast_1d(getattr(self, name))
+            if not np.isfinite(v).all():
+                raise InvalidPolicyError(f"policy has non-finite values: {name}[{int(np.argmin(np.isfinite(v)))}]")
+        if np.any(self.obs_std <= 0):
+            raise InvalidPolicyError(f"obs_std must be positive, got {self.obs_std.min():g} "
+                                     f"at index {int(self.obs_std.argmin())}")
+        if not self.in_scale > 0:
+            raise InvalidPolicyError(f"in_scale (input scale) must be positive, got {self.in_scale:g}")
+        for i, b in enumerate(self.biases):
+            if np.any(np.abs(b) > BIAS_MAX):
+                raise InvalidPolicyError(f"layer {i}: bias[{int(np.argmax(np.abs(b) > BIAS_MAX))}] outside "
+                                         f"-2^30..2^30")
+        for i, (m, s) in enumerate(zip(self.mults, self.shifts)):
+            if m.shape != (sizes[i + 1],) or np.any(m < 1) or np.any(m > MULT_MAX):
+                bad = int(np.argmax((m < 1) | (m > MULT_MAX))) if m.shape == (sizes[i + 1],) else -1
+                raise InvalidPolicyError(f"layer {i}: requantisation multiplier[{bad}] outside 1..2^31-1")
+            if not 0 <= s <= SHIFT_MAX:
+                raise InvalidPolicyError(f"layer {i}: requantisation shift {s} outside 0..{SHIFT_MAX}")
+        if np.any(self.deq <= 0):
+            raise InvalidPolicyError(f"output scale deq[{int(np.argmin(self.deq))}] must be positive, "
+                                     f"got {self.deq.min():g}")
+        if np.any(self.action_low > self.action_high):
+            i = int(np.argmax(self.action_low > self.action_high))
+            raise InvalidPolicyError(f"action limits of dimension {i}: low {self.action_low[i]:g} "
+                                     f"> high {self.action_high[i]:g}")
+
+    def input_q(self, obs: np.ndarray) -> np.ndarray:
+        return quantize_input(obs, self.obs_mean, self.obs_std, self.in_scale)
+
+    def hidden(self, obs: np.ndarray) -> list:
+        """Every layer's integer input (the observation first), as int64 arrays."""
+        xs = [self.input_q(obs)]
+        for w, b, m, r, a in zip(self.weights, self.biases, self.mults, self.shifts, self.activations):
+            acc = _wrap32(xs[-1] @ w.T.astype(np.int64) + b)
+            xs.append(requantize(acc, m, r, a == "relu"))
+        return xs
+
+    def accumulators(self, obs: np.ndarray) -> np.ndarray:
+        x = self.hidden(obs)[-1]
+        return _wrap32(x @ self.weights[-1].T.astype(np.int64) + self.biases[-1])
+
+    def forward(self, obs: np.ndarray) -> np.ndarray:
+        """Actions in float32, clamped; what nm_q8_mlp then nm_clamp compute (bit for bit
+        where the target has no fused multiply-add)."""
+        obs = np.asarray(obs, dtype=F32)
+        if not np.isfinite(obs).all():
+            raise ValueError("observation has non-finite values")
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = self.accumulators(obs).astype(F32) * self.deq
+            act = self.activations[-1]
+            if act == "relu":
+                y = np.where(y > 0, y, F32(0)).astype(F32)
+            elif act == "tanh":
+                y = tanh_f32(y)
+            y = y * self.action_scale + self.action_offset
+        return clamp(y, self.action_low, self.action_high)
+
+    __call__ = forward
+
+
+def _wrap32(a: np.ndarray) -> np.ndarray:
+    return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def quantize_input(obs, mean, std, in_scale) -> np.ndarray:
+    """nm_q8_quantize_input: the int8 observation (as int64), rounded half away from zero
+    in float32."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        t = ((np.asarray(obs, F32) - mean) / std) * (F32(1) / F32(in_scale))
+        pos = np.where(t > QMAX, F32(QMAX), np.trunc(t + F32(0.5)))
+        neg = np.where(t >= -QMAX, -np.trunc(F32(0.5) - t), F32(-QMAX))
+        return np.where(t >= 0, pos, neg).astype(np.int64)
+
+
+def requantize(acc: np.ndarray, mult: np.ndarray, shift: int, relu: bool) -> np.ndarray:
+    """nm_q8_requant: (acc * mult + 2^31) >> 32, then a rounding right shift, then clamp.
+    acc is int32-ranged and mult < 2^31, so the product fits int64."""
+    t = (acc * mult + (1 << 31)) >> 32
+    v = (t + ((1 << shift) >> 1)) >> shift
+    return np.clip(v, 0 if relu else -128, QMAX)
+
+
+def tanh_f32(x: np.ndarray) -> np.ndarray:
+    """nm_tanhf of nm_kernels.h in float32, operation for operation."""
+    x = np.asarray(x, F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.abs(x)
+        y = a + a
+        k = np.trunc(y * F32(1.44269504088896341) + F32(0.5))
+        k = np.where(a >= 9, 0, k).astype(np.int32)
+        kf = k.astype(F32)
+        r = y - kf * F32(0.693145751953125)
+        r = r - kf * F32(1.42860682030941723e-06)
+        p = F32(1) / F32(5040)
+        for c in (F32(1) / F32(720), F32(1) / F32(120), F32(1) / F32(24), F32(1) / F32(6), F32(0.5), F32(1)):
+            p = p * r + c
+        p = p * r
+        two_k = ((127 + k).astype(np.uint32) << 23).view(F32)
+        e = two_k * p + (two_k - F32(1))
+        t = np.where(a >= 9, F32(1), e / (e + F32(2))).astype(F32)
+        return np.where(np.isnan(x), x, np.where(x < 0, -t, t)).astype(F32)
+
+
+def _row_scales(w: np.ndarray) -> np.ndarray:
+    m = np.abs(w).max(axis=1).astype(np.float64) / QMAX
+    return np.where(m > 0, m, 1.0 / QMAX)
+
+
+def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
+    """int8 version of `spec`, activation scales calibrated on `calib_obs` (n, obs_dim)."""
+    if not spec.has_limits:
+        raise InvalidPolicyError("an int8 policy needs action limits (export it from its run directory)")
+    for i, a in enumerate(spec.activations[:-1]):
+        if a not in ("identity", "relu"):
+            raise InvalidPolicyError(f"layer {i} is {a}: int8 hidden layers are identity or relu")
+    obs = np.asarray(calib_obs, F32)
+    if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or not len(obs) or not np.isfinite(obs).all():
+        raise InvalidPolicyError(f"calibration observations must be finite, shape (n, {spec.obs_dim})")
+    x0 = (obs - spec.obs_mean) / spec.obs_std
+    in_scale = F32(max(float(np.abs(x0).max()), 1e-6) / QMAX)
+    n = len(spec.weights)
+    weights, biases, mults, shifts = [], [], [], []
+    s_x = np.float64(in_scale)
+    q = None  # the integer input of the layer being quantised, as the chain so far computes it
+    deq = None
+    for i, (w, b, act) in enumerate(zip(spec.weights, spec.biases, spec.activations)):
+        s_w = _row_scales(w)
+        wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
+        bq = np.clip(np.round(b / (s_x * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
+        weights.append(wq)
+        biases.append(bq)
+        if i == n - 1:
+            deq = (s_x * s_w).astype(F32)
+            break
+        if q is None:
+            q = quantize_input(obs, spec.obs_mean, spec.obs_std, in_scale)
+        acc = _wrap32(q @ wq.T.astype(np.int64) + bq)
+        y = acc * (s_x * s_w)
+        if act == "relu":
+            y = np.maximum(y, 0)
+        s_y = float(np.abs(y).max()) / QMAX
+        # The multipliers must stay below 1/2 (mult < 2^31 at shift 0).
+        s_y = max(s_y, 2.0 * s_x * s_w.max() * (1 + 1e-6), 1e-12)
+        m_real = s_x * s_w / s_y
+        r = 0
+        while r < SHIFT_MAX and m_real.max() * 2.0 ** (33 + r) < MULT_MAX:
+            r += 1
+        m = np.clip(np.round(m_real * 2.0 ** (32 + r)), 1, MULT_MAX).astype(np.int64)
+        mults.append(m)
+        shifts.append(r)
+        q = requantize(acc, m, r, act == "relu")
+        s_x = np.float64(s_y)
+    return QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
+                           activations=list(spec.activations), obs_mean=spec.obs_mean, obs_std=spec.obs_std,
+                           in_scale=in_scale, action_scale=spec.action_scale, action_offset=spec.action_offset,
+                           action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
+
+
+def _pad4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def pack_weights(w: np.ndarray) -> bytes:
+    """int8 (out, in) into nm_int8.h's layout: blocks of 4 rows, groups of 4 inputs, each
+    group the 4 rows' 4 weights one row after another; padding zero."""
+    n_out, n_in = w.shape
+    rows, cols = _pad4(n_out), _pad4(n_in)
+    wp = np.zeros((rows, cols), np.int8)
+    wp[:n_out, :n_in] = w
+    return wp.reshape(rows // 4, 4, cols // 4, 4).transpose(0, 2, 1, 3).tobytes()
+
+
+def unpack_weights(data: bytes, n_in: int, n_out: int) -> np.ndarray:
+    rows, cols = _pad4(n_out), _pad4(n_in)
+    w = np.frombuffer(data, np.int8, rows * cols).reshape(rows // 4, cols // 4, 4, 4).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(w.reshape(rows, cols)[:n_out, :n_in])
+
+
+def _i32(v, rows: int) -> bytes:
+    out = np.zeros(rows, "<i4")
+    out[:len(v)] = v
+    return out.tobytes()
+
+
+def _f32(v, rows: int) -> bytes:
+    out = np.zeros(rows, "<f4")
+    out[:len(v)] = v
+    return out.tobytes()
+
+
+def layer_bytes(n_in: int, n_out: int, last: bool) -> int:
+    return _pad4(n_out) * _pad4(n_in) + 8 * _pad4(n_out) + (0 if last else 4)
+
+
+def net_bytes(sizes) -> int:
+    n = len(sizes) - 1
+    return 8 * sizes[0] + 4 + 8 * sizes[-1] + sum(
+        layer_bytes(a, b, i == n - 1) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])))
+
+
+def pack_qnet(qp: QuantizedPolicy) -> bytes:
+    """The qnet nm_q8_mlp takes (the int8 file's payload without the limits)."""
+    parts = [_f32(qp.obs_mean, qp.obs_dim), _f32(qp.obs_std, qp.obs_dim), _f32([qp.in_scale], 1)]
+    n = len(qp.weights)
+    for i, (w, b) in enumerate(zip(qp.weights, qp.biases)):
+        rows = _pad4(w.shape[0])
+        parts += [pack_weights(w), _i32(b, rows)]
+        parts += [_f32(qp.deq, rows)] if i == n - 1 else [_i32(qp.mults[i], rows), _i32([qp.shifts[i]], 1)]
+    parts += [_f32(qp.action_scale, qp.act_dim), _f32(qp.action_offset, qp.act_dim)]
+    return b"".join(parts)
+
+
+def unpack_qnet(data: bytes, sizes, activations, limits) -> dict:
+    """The QuantizedPolicy fields of a qnet (no checks: QuantizedPolicy validates)."""
+    s0, sl, n = sizes[0], sizes[-1], len(sizes) - 1
+    f = lambda off, k: np.frombuffer(data, "<f4", k, off).astype(F32)  # noqa: E731
+    i32 = lambda off, k: np.frombuffer(data, "<i4", k, off).astype(np.int64)  # noqa: E731
+    out = dict(obs_mean=f(0, s0), obs_std=f(4 * s0, s0), in_scale=f(8 * s0, 1)[0],
+               weights=[], biases=[], mults=[], shifts=[], activations=list(activations))
+    off = 8 * s0 + 4
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        rows, wb = _pad4(b), _pad4(a) * _pad4(b)
+        out["weights"].append(unpack_weights(data[off:off + wb], a, b))
+        out["biases"].append(i32(off + wb, b))
+        if i == n - 1:
+            out["deq"] = f(off + wb + 4 * rows, b)
+        else:
+            out["mults"].append(i32(off + wb + 4 * rows, b))
+            out["shifts"].append(int(i32(off + wb + 8 * rows, 1)[0]))
+        off += layer_bytes(a, b, i == n - 1)
+    out["action_scale"], out["action_offset"] = f(off, sl), f(off + 4 * sl, sl)
+    out["action_low"], out["action_high"] = limits
+    return out

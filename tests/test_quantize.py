@@ -1,0 +1,217 @@
+"""int8 policies on the host: quantisation, the version-3 file (dtype int8) and its
+validation, the export command's accuracy check, the C header."""
+
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuromotor.cli import main
+from neuromotor.errors import UserError
+from neuromotor.export import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
+                               encode, quantize, read_policy, render_c_header)
+from neuromotor.export.quantize import net_bytes, pack_qnet, requantize, tanh_f32
+from neuromotor.policy import InvalidPolicyError, PolicySpec
+
+sys.path.insert(0, str(Path(__file__).parent / "device"))
+from mp_helpers import random_spec  # noqa: E402
+
+INCLUDE = Path(__file__).resolve().parents[1] / "device" / "native" / "include"
+FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
+
+
+def limited(sizes, seed=0, acts=None) -> PolicySpec:
+    spec = random_spec(list(sizes), seed=seed, activations=acts)
+    a = sizes[-1]
+    spec.action_low, spec.action_high = -np.full(a, 3, np.float32), np.full(a, 3, np.float32)
+    spec.validate()
+    return spec
+
+
+def qpolicy(sizes=(13, 64, 64, 4), seed=0, acts=None):
+    spec = limited(sizes, seed, acts)
+    obs = np.random.default_rng(seed + 1).normal(0, 1.5, (400, sizes[0])).astype(np.float32)
+    return spec, quantize(spec, obs[:200]), obs[200:]
+
+
+def test_int8_file_round_trips_as_version_3_and_float_stays_version_2():
+    spec, qp, obs = qpolicy((5, 7, 3), acts=["identity", "identity"])
+    data = encode(qp)
+    assert struct.unpack_from("<H", data, 4)[0] == 3
+    assert data[16 + 2 * 3 + 2] == 1                       # dtype byte after the activation codes
+    assert len(data) == 28 + net_bytes(qp.sizes) + 8 * 3 + 4   # header 16 + 2*3 + 2 + 1, padded
+    back = decode(data)
+    assert isinstance(back, QuantizedPolicy) and back.dtype == "int8"
+    assert pack_qnet(back) == pack_qnet(qp) and encode(back) == data
+    assert np.array_equal(back.forward(obs), qp.forward(obs))
+    assert struct.unpack_from("<H", encode(spec), 4)[0] == 2
+
+
+def test_int8_forward_is_close_to_float_and_weights_are_4x_smaller():
+    spec, qp, obs = qpolicy()
+    err = np.abs(qp.forward(obs) - spec.forward(obs))
+    assert err.mean() < 0.02 * 6 and err.max() < 0.2 * 6    # 6 = action range
+    assert len(encode(qp)) < 0.32 * len(encode(spec))   # int8 weights; int32 bias and multiplier per row
+
+
+def test_requantize_rounds_half_up_and_saturates():
+    acc = np.array([0, 3, -3, 1 << 30, -(1 << 30), 12, -12], np.int64)
+    mult = np.full(7, 1 << 30, np.int64)                      # x 1/4 (rounded), then >> 1 (rounded half up)
+    # 3: 3/4 -> 1, 1/2 -> 1; -3: -3/4 -> -1, -1/2 -> 0; 12: 3, 3/2 -> 2; -12: -3, -3/2 -> -1
+    assert requantize(acc, mult, 1, relu=False).tolist() == [0, 1, 0, 127, -128, 2, -1]
+    assert requantize(acc, mult, 1, relu=True).tolist() == [0, 1, 0, 127, 0, 2, 0]
+
+
+def test_tanh_reference_matches_numpy_closely():
+    x = np.linspace(-12, 12, 20001, dtype=np.float32)
+    assert np.abs(tanh_f32(x) - np.tanh(x)).max() < 3e-7
+
+
+def test_quantize_refuses_hidden_tanh_and_a_spec_without_limits():
+    spec = limited((3, 4, 2), acts=["tanh", "tanh"])
+    with pytest.raises(InvalidPolicyError, match="layer 0 is tanh"):
+        quantize(spec, np.zeros((4, 3), np.float32))
+    with pytest.raises(InvalidPolicyError, match="action limits"):
+        quantize(random_spec([3, 4, 2]), np.zeros((4, 3), np.float32))
+
+
+def _qnet_offsets(qp):
+    """Byte offsets (in the file) of some qnet fields of a 3-layer policy."""
+    s0, (n_in, n1, n2, n3) = qp.obs_dim, qp.sizes
+    pad = lambda n: -(-n // 4) * 4  # noqa: E731
+    hlen = (16 + 2 * 4 + 3 + 1 + 3) & ~3
+    l0 = hlen + 8 * s0 + 4
+    l0_bias = l0 + pad(n1) * pad(n_in)
+    l1 = l0_bias + 8 * pad(n1) + 4
+    l2 = l1 + pad(n2) * pad(n1) + 8 * pad(n2) + 4
+    l2_deq = l2 + pad(n3) * pad(n2) + 4 * pad(n3)
+    return dict(mean=hlen, in_scale=hlen + 8 * s0, bias0=l0_bias, mult0=l0_bias + 4 * pad(n1),
+                shift0=l0_bias + 8 * pad(n1), deq=l2_deq)
+
+
+def _patch(data: bytes, offset: int, fmt: str, value) -> bytes:
+    body = bytearray(data[:-4])
+    struct.pack_into(fmt, body, offset, value)
+    return bytes(body) + struct.pack("<I", zlib.crc32(body))
+
+
+BAD = [
+    ("in_scale", "<f", 0.0, "in_scale .* must be positive"),
+    ("in_scale", "<f", float("nan"), "non-finite values: in_scale"),
+    ("mean", "<f", float("inf"), "non-finite values: obs_mean"),
+    ("deq", "<f", 0.0, r"deq\[0\] must be positive"),
+    ("deq", "<f", float("nan"), "non-finite values: deq"),
+    ("mult0", "<i", 0, r"layer 0: requantisation multiplier\[0\] outside"),
+    ("mult0", "<i", -5, r"layer 0: requantisation multiplier\[0\] outside"),
+    ("shift0", "<i", 32, "layer 0: requantisation shift 32 outside 0..31"),
+    ("shift0", "<i", -1, "layer 0: requantisation shift -1 outside"),
+    ("bias0", "<i", (1 << 30) + 1, r"layer 0: bias\[0\] outside"),
+]
+
+
+@pytest.mark.parametrize("field,fmt,value,text", BAD)
+def test_bad_int8_values_are_refused_in_one_line(tmp_path, field, fmt, value, text):
+    _, qp, _ = qpolicy((6, 5, 7, 2))
+    data = _patch(encode(qp), _qnet_offsets(qp)[field], fmt, value)
+    with pytest.raises(PolicyValueError, match=text) as info:
+        decode(data)
+    assert "\n" not in str(info.value) and isinstance(info.value, UserError)
+    (tmp_path / "bad.nmp").write_bytes(data)
+    code, _, err = _cli("export", str(tmp_path / "bad.nmp"), "-o", str(tmp_path / "out.nmp"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not (tmp_path / "out.nmp").exists()
+
+
+def test_wrong_dtype_code_truncation_and_crc_are_refused():
+    _, qp, _ = qpolicy((6, 5, 7, 2))
+    data = encode(qp)
+    with pytest.raises(PolicyFormatError, match="unknown dtype code 2"):
+        decode(_patch(data, 16 + 2 * 4 + 3, "<B", 2))
+    with pytest.raises(TruncatedPolicyError):
+        decode(data[:-9])
+    with pytest.raises(PolicyFormatError, match="checksum"):
+        decode(data[:40] + bytes([data[40] ^ 1]) + data[41:])
+    with pytest.raises(PolicyFormatError, match=r"payload words .*int8\), expected"):
+        decode(_retag(data))
+
+
+def _retag(data: bytes) -> bytes:
+    """An int8 file whose payload length field claims one word more."""
+    n = struct.unpack_from("<I", data, 12)[0]
+    body = bytearray(data[:-4]) + bytes(4)
+    struct.pack_into("<I", body, 12, n + 1)
+    return bytes(body) + struct.pack("<I", zlib.crc32(body))
+
+
+def test_c_header_int8_compiles_and_reproduces_the_host_action(tmp_path):
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is needed (make system installs it)")
+    _, qp, obs = qpolicy((13, 64, 64, 4))
+    (tmp_path / "policy.h").write_text(render_c_header(qp, example_obs=obs[0]))
+    (tmp_path / "main.c").write_text("""
+#include <stdio.h>
+#include <string.h>
+#include "nm_int8.h"
+#include "policy.h"
+int main(void) {
+    float a[NM_POLICY_ACT_DIM], bad[NM_POLICY_OBS_DIM];
+    int st = nm_policy_forward(a, nm_policy_example_obs);
+    int same = memcmp(a, nm_policy_example_action, sizeof a) == 0;
+    memcpy(bad, nm_policy_example_obs, sizeof bad);
+    bad[2] = 0.0f / 0.0f;
+    int st_bad = nm_policy_forward(a, bad);
+    printf("%d %d %d %g\\n", st, same, st_bad, a[0]);
+    return 0;
+}
+""")
+    subprocess.run(["gcc", "-O2", "-std=c99", "-ffp-contract=off", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    str(tmp_path / "main.c")], check=True, capture_output=True)
+    out = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout.split()
+    assert out[:3] == ["0", "1", "-1"] and float(out[3]) == 0.0   # NaN obs: the limits' midpoint
+
+
+def _cli(*args):
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def pendulum_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("q") / "run"
+    assert main(["train", "pendulum", "--steps", "50", "--run-dir", str(run_dir), *FAST]) == 0
+    return run_dir
+
+
+def test_export_quantize_reports_accuracy_and_refuses_past_max_error(pendulum_run, tmp_path):
+    import json
+    out = tmp_path / "p8.nmp"
+    code, stdout, _ = _cli("export", str(pendulum_run), "-o", str(out), "--quantize", "int8",
+                           "--calibration", "300", "--heldout", "300", "--json")
+    assert code == 0
+    rep = json.loads(stdout.strip().splitlines()[-1])
+    assert rep["dtype"] == "int8" and rep["heldout_obs"] == 300 and rep["calibration_obs"] == 300
+    assert 0 < rep["max_error_frac"] <= 0.02 and rep["mean_error"] <= rep["max_error"]
+    assert "max action error" in stdout
+    qp = read_policy(out)
+    assert isinstance(qp, QuantizedPolicy)
+    strict = tmp_path / "strict.nmp"
+    code, _, err = _cli("export", str(pendulum_run), "-o", str(strict), "--quantize", "int8", "--calibration", "300",
+                        "--heldout", "300", "--max-error", str(rep["max_error_frac"] / 2))
+    assert code == 2 and "int8 policy refused: max action error" in err and "held-out" in err
+    assert len(err.strip().splitlines()) == 1 and not strict.exists()
+    code, stdout, _ = _cli("export", str(pendulum_run), "-o", str(tmp_path / "p8.h"), "--quantize", "int8",
+                           "--calibration", "300", "--heldout", "300")
+    assert code == 0 and "nm_q8_mlp" in (tmp_path / "p8.h").read_text()
+    code, _, err = _cli("export", str(pendulum_run), "-o", str(tmp_path / "x.nmp"), "--max-error", "0.1")
+    assert code == 2 and "--quantize int8 only" in err
