@@ -10,10 +10,11 @@ RLtools, torch threads for SB3; a population uses one process of one thread
 per shard), and every peer runs at each thread count of --threads. Speed-ups
 are only taken between rows with the same thread count.
 
-neuromotor runs once per TD3 backend of --backends: `native` (the update in the
-compiled kernels, one call per step for the whole population) and `numpy` (the
-reference). Ratios against the native rows are named ..._over_neuromotor_...,
-against the NumPy rows ..._over_neuromotor_numpy_....
+neuromotor runs once per TD3 backend of --backends: `native` (the compiled
+kernels: acting, the pendulum, the replay store and the update of the whole
+population in one call per step) and `numpy` (the reference). Ratios against the
+native rows are named ..._over_neuromotor_..., against the NumPy rows
+..._over_neuromotor_numpy_....
 
 --rltools takes a binary you built yourself from an RLtools checkout: its own
 paper benchmark, src/rl/environments/pendulum/td3/cpu/benchmark.cpp, with its
