@@ -3,41 +3,33 @@
  * without an FPU that no emulator runs MicroPython on here: the ESP8266's Xtensa LX106
  * (QEMU sim machine, this folder) and the Cortex-M0 (QEMU microbit, ../armv6m/).
  *
- * nm_case.h, written by neuromotor.boards.policy_baremetal, holds the float policy as
- * `neuromotor export --format c-header` writes it (nm_policy_*), the same policy's int8
- * payload (nm_case_qnet, the layout nm_int8.h reads) and observations to run.
+ * The policy comes as the two C headers `neuromotor export --format c-header` writes,
+ * float and int8 (nm_case_float.c, nm_case_int8.c; see nm_policy_run.h), and the
+ * observations to run as nm_case_obs.h; neuromotor.boards.policy_baremetal generates
+ * all three into a case folder.
  *
  * Output, one JSON object in pieces through the port's console:
- *   "float"/"int8": per observation, the clamped action's float32 bits in hex
- *                   (nm_policy_forward; nm_q8_mlp then nm_clamp);
+ *   "float"/"int8": per observation, the clamped action's float32 bits in hex (each
+ *                   header's nm_policy_forward);
  *   "ticks":        the port's clock at each nm_mark() call:
  *     mark 0 | empty loop | mark 1 | nm_mlp loop | mark 2 | nm_q8_mlp loop | mark 3
  *                   (NM_REPEAT calls each; the host takes exact instruction counts from
  *                   the cycle-model plugin's marks where it runs, else from the ticks);
  *   "calib_ticks":  the clock across NM_CALIB_INSNS straight-line instructions, which
- *                   gives instructions per tick.
+ *                   checks the instructions per tick the host assumes.
  * Exit status 0, or 1 with "error" when the int8 payload fails nm_q8_check.
  */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nm_kernels.h"
-#include "nm_int8.h"
-#include "nm_case.h"
 #include <nm_port.h> // the port of the folder being built (-I), not this one
+#include "nm_case_obs.h"
+#include "nm_policy_run.h"
 
 #ifndef NM_REPEAT
 #define NM_REPEAT 4
 #endif
 
-#define N_LAYERS NM_POLICY_N_LAYERS
-#define SIZES (nm_policy_layout + 1)
-#define ACTS (nm_policy_layout + 2 + N_LAYERS)
-
-_Static_assert(NM_POLICY_CLAMPED, "the case's policy has action limits");
-
-static uint32_t q8_scratch[NM_CASE_Q8_SCRATCH_BYTES / 4];
-static float scratch[NM_POLICY_SCRATCH_FLOATS];
 static uint32_t ticks[4];
 
 // The cycle model's marker: its first instruction starts a translated block, so it must
@@ -94,8 +86,8 @@ static void put_actions(const char *key, const float *a, size_t n_obs) {
     put_str("\": [");
     for (size_t k = 0; k < n_obs; k++) {
         put_str(k ? ", [" : "[");
-        for (size_t i = 0; i < NM_POLICY_ACT_DIM; i++) {
-            union { float f; uint32_t u; } b = { a[k * NM_POLICY_ACT_DIM + i] };
+        for (size_t i = 0; i < NM_CASE_ACT_DIM; i++) {
+            union { float f; uint32_t u; } b = { a[k * NM_CASE_ACT_DIM + i] };
             if (i) {
                 put_str(", ");
             }
@@ -106,20 +98,6 @@ static void put_actions(const char *key, const float *a, size_t n_obs) {
     put_str("]");
 }
 
-// ---- the int8 policy: nm_q8_mlp, then the same limits as the float policy --------------
-
-static int q8_forward(float *action, const float *obs) {
-    if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) != NM_POLICY_OBS_DIM) {
-        for (size_t i = 0; i < NM_POLICY_ACT_DIM; i++) {
-            action[i] = 0.5f * nm_policy_clamp[i] + 0.5f * nm_policy_clamp[NM_POLICY_ACT_DIM + i];
-        }
-        return -1;
-    }
-    nm_q8_mlp(action, obs, nm_case_qnet, SIZES, ACTS, N_LAYERS, q8_scratch);
-    nm_clamp(action, nm_policy_clamp, NM_POLICY_ACT_DIM);
-    return 0;
-}
-
 // NM_CALIB_INSNS instructions with no branch, timed by the port's clock.
 static uint32_t calibrate(void) {
     uint32_t t0 = nm_port_ticks();
@@ -128,23 +106,22 @@ static uint32_t calibrate(void) {
 }
 
 void nm_policy_run(void) {
-    static float act_f[NM_CASE_N_OBS * NM_POLICY_ACT_DIM], act_q[NM_CASE_N_OBS * NM_POLICY_ACT_DIM];
-    float out[NM_POLICY_ACT_DIM];
+    static float act_f[NM_CASE_N_OBS * NM_CASE_ACT_DIM], act_q[NM_CASE_N_OBS * NM_CASE_ACT_DIM];
+    float out[NM_CASE_ACT_DIM];
+    const uint16_t *lay = nm_case_layout();
     size_t macs = 0;
-    for (size_t l = 0; l < N_LAYERS; l++) {
-        macs += (size_t)SIZES[l] * SIZES[l + 1];
+    for (size_t l = 0; l < lay[0]; l++) {
+        macs += (size_t)lay[1 + l] * lay[2 + l];
     }
     put_str("{\"arch\": \"" NM_PORT_ARCH "\"");
-    nm_q8_fault_t fault;
-    if (sizeof(q8_scratch) < nm_q8_scratch_bytes(SIZES, N_LAYERS)
-        || nm_q8_check(nm_case_qnet, SIZES, ACTS, N_LAYERS, &fault) != NM_Q8_OK) {
+    if (nm_case_int8_check() != 0) {
         put_str(", \"error\": \"the int8 payload is not deployable\"}\n");
         flush();
         nm_port_exit(1);
     }
     for (size_t k = 0; k < NM_CASE_N_OBS; k++) {
-        nm_policy_forward(act_f + k * NM_POLICY_ACT_DIM, nm_case_obs[k]);
-        q8_forward(act_q + k * NM_POLICY_ACT_DIM, nm_case_obs[k]);
+        nm_case_float_forward(act_f + k * NM_CASE_ACT_DIM, nm_case_obs[k]);
+        nm_case_int8_forward(act_q + k * NM_CASE_ACT_DIM, nm_case_obs[k]);
     }
     put_actions("float", act_f, NM_CASE_N_OBS);
     put_actions("int8", act_q, NM_CASE_N_OBS);
@@ -157,12 +134,12 @@ void nm_policy_run(void) {
     ticks[1] = nm_port_ticks();
     nm_mark();
     for (volatile int i = 0; i < NM_REPEAT; i++) {
-        nm_mlp(out, x, nm_policy_net, SIZES, ACTS, N_LAYERS, scratch);
+        nm_case_float_kernel(out, x);
     }
     ticks[2] = nm_port_ticks();
     nm_mark();
     for (volatile int i = 0; i < NM_REPEAT; i++) {
-        nm_q8_mlp(out, x, nm_case_qnet, SIZES, ACTS, N_LAYERS, q8_scratch);
+        nm_case_int8_kernel(out, x);
     }
     ticks[3] = nm_port_ticks();
     nm_mark();

@@ -10,9 +10,8 @@ Two architectures no emulator here runs MicroPython on for a board of ours:
   calibrated in the same run on a straight line of instructions.
 
 device/baremetal/xtensa/nm_policy_run.c is the program (ports in device/baremetal/xtensa
-and device/baremetal/armv6m). It includes a generated nm_case.h: the float policy as
-`neuromotor export --format c-header` writes it, the int8 payload of the same policy
-and the observations to run.
+and device/baremetal/armv6m). It runs the policy as the two C headers `neuromotor export
+--format c-header` writes, float and int8 (`--quantize int8`), on given observations.
 
     from neuromotor.boards.policy_baremetal import run_policy
     r = run_policy("xtensa", spec, qpolicy, obs)
@@ -68,9 +67,9 @@ def _floats(values) -> str:
     return ", ".join(f"{float(v):.9g}f" for v in np.asarray(values, np.float32).ravel())
 
 
-def render_case(spec, qpolicy, obs) -> str:
-    """nm_case.h: the float policy's C header, the int8 payload, the observations."""
-    from neuromotor.export.quantize import pack_qnet  # the int8 export
+def render_case(spec, qpolicy, obs) -> dict:
+    """The case folder's files: the policy's two exported C headers and the observations."""
+    from neuromotor.export.c_header_int8 import render_c_header_int8  # int8 export
 
     obs = np.asarray(obs, np.float32)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or len(obs) == 0:
@@ -79,36 +78,36 @@ def render_case(spec, qpolicy, obs) -> str:
         raise UserError("the bare-metal policy run needs a policy with action limits")
     if list(qpolicy.sizes) != list(spec.sizes) or list(qpolicy.activations) != list(spec.activations):
         raise UserError("the int8 policy's shape differs from the float policy's")
-    qnet = pack_qnet(qpolicy)
-    words = np.frombuffer(qnet + b"\0" * (-len(qnet) % 4), "<u4")
-    pad = [-(-s // 4) * 4 for s in spec.sizes]
-    scratch = 4 * max(pad[:-1]) + 4 * pad[-1]  # nm_q8_scratch_bytes
     rows = ",\n    ".join("{ " + _floats(o) + " }" for o in obs)
-    hexwords = ",\n    ".join(", ".join(f"0x{w:08x}u" for w in words[i:i + 8]) for i in range(0, len(words), 8))
-    return f"""{render_c_header(spec, obs[0], guard="NM_CASE_POLICY_H")}
-/* The same policy quantised (nm_int8.h's qnet) and the observations to run. */
+    return {
+        "nm_policy_float.h": render_c_header(spec, obs[0], guard="NM_POLICY_FLOAT_H"),
+        "nm_policy_int8.h": render_c_header_int8(qpolicy, obs[0], guard="NM_POLICY_INT8_H"),
+        "nm_case_obs.h": f"""/* Observations for the bare-metal policy run. */
+#ifndef NM_CASE_OBS_H
+#define NM_CASE_OBS_H
 #define NM_CASE_N_OBS {len(obs)}
-#define NM_CASE_Q8_SCRATCH_BYTES {scratch}
-
-static const uint32_t nm_case_qnet[{len(words)}] = {{
-    {hexwords}
-}};
-
-static const float nm_case_obs[NM_CASE_N_OBS][NM_POLICY_OBS_DIM] = {{
+#define NM_CASE_OBS_DIM {spec.obs_dim}
+#define NM_CASE_ACT_DIM {spec.act_dim}
+static const float nm_case_obs[NM_CASE_N_OBS][NM_CASE_OBS_DIM] = {{
     {rows}
 }};
-"""
+#endif
+""",
+    }
 
 
-def build(arch: str, case_text: str, repeat: int = 4) -> Path:
+def build(arch: str, case: dict, repeat: int = 4) -> Path:
     """Write the case into its own cache folder (named by its contents), build; return the ELF."""
     t = _target(arch)
-    key = hashlib.sha256(f"{case_text}\0{int(repeat)}".encode()).hexdigest()[:12]
-    case_dir = cache_dir() / "baremetal" / f"policy-{arch}" / key
+    digest = hashlib.sha256(str(int(repeat)).encode())
+    for name in sorted(case):
+        digest.update(f"\0{name}\0{case[name]}".encode())
+    case_dir = cache_dir() / "baremetal" / f"policy-{arch}" / digest.hexdigest()[:12]
     case_dir.mkdir(parents=True, exist_ok=True)
-    header = case_dir / "nm_case.h"
-    if not header.is_file() or header.read_text() != case_text:
-        atomic_write(header, case_text)
+    for name, text in case.items():
+        path = case_dir / name
+        if not path.is_file() or path.read_text() != text:
+            atomic_write(path, text)
     res = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "device" / "baremetal" / t.folder),
                           f"CASE={case_dir}", f"REPEAT={int(repeat)}", f"NEUROMOTOR_CACHE={cache_dir()}"],
                          capture_output=True, text=True)

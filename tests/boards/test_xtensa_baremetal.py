@@ -1,0 +1,92 @@
+"""The ESP8266's core (Xtensa LX106, QEMU sim machine) runs the policy kernels bare metal:
+the float forward pass of a 13->64->64->4 policy agrees with the host's NumPy reference,
+the int8 one is bit-exact, and a payload nm_q8_check refuses stops the program.
+
+`policy_case` is also the armv6m test's case (tests/boards/test_armv6m_baremetal.py).
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from neuromotor.boards import policy_baremetal as pb
+from neuromotor.errors import UserError
+from neuromotor.export.quantize import quantize
+from neuromotor.policy import PolicySpec
+
+SIZES = (13, 64, 64, 4)
+
+
+def policy_case(seed: int = 0, n_obs: int = 8):
+    """A TD3-actor-shaped policy (ReLU, ReLU, tanh; actions in [-2, 2]), its int8 version
+    calibrated on 256 observations, and n_obs held-out observations."""
+    rng = np.random.default_rng(seed)
+    weights = [(rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32) for a, b in zip(SIZES, SIZES[1:])]
+    biases = [(0.1 * rng.standard_normal(b)).astype(np.float32) for b in SIZES[1:]]
+    obs_dim, act_dim = SIZES[0], SIZES[-1]
+    spec = PolicySpec(weights=weights, biases=biases, activations=["relu", "relu", "tanh"],
+                      obs_mean=(0.2 * rng.standard_normal(obs_dim)).astype(np.float32),
+                      obs_std=rng.uniform(0.5, 2.0, obs_dim).astype(np.float32),
+                      action_scale=np.full(act_dim, 2.0, np.float32), action_offset=np.zeros(act_dim, np.float32),
+                      action_low=np.full(act_dim, -2.0, np.float32), action_high=np.full(act_dim, 2.0, np.float32))
+    calib = spec.obs_mean + spec.obs_std * rng.standard_normal((256, obs_dim)).astype(np.float32)
+    obs = spec.obs_mean + spec.obs_std * rng.standard_normal((n_obs, obs_dim)).astype(np.float32)
+    return spec, quantize(spec, calib), obs.astype(np.float32)
+
+
+def check_against_host(r, spec, qp, obs):
+    """The core's actions against the NumPy references: int8 bit for bit, float to float32 rounding."""
+    want_q = qp.forward(obs)
+    assert r["int8"].shape == want_q.shape
+    np.testing.assert_array_equal(r["int8"].view(np.uint32), want_q.view(np.uint32))
+    want_f = spec.forward(obs)
+    np.testing.assert_allclose(r["float"], want_f, rtol=1e-5, atol=1e-6)
+    # the two are different computations, and the actions are not all at a limit
+    assert np.abs(r["float"] - r["int8"]).max() > 0
+    assert (np.abs(r["float"]) < 2.0).mean() > 0.5
+
+
+@pytest.fixture(scope="module")
+def case():
+    for tool in ("xtensa-lx106-elf-gcc", "qemu-system-xtensa"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
+    return policy_case()
+
+
+@pytest.fixture(scope="module")
+def xtensa_run(case):
+    spec, qp, obs = case
+    return pb.run_policy("xtensa", spec, qp, obs)
+
+
+def test_xtensa_forward_passes_match_the_host(case, xtensa_run):
+    check_against_host(xtensa_run, *case)
+
+
+def test_xtensa_instruction_counts(xtensa_run):
+    r = xtensa_run
+    # CCOUNT runs at the sim core's 40 MHz, one instruction per ns under -icount shift=0:
+    # a straight line of 20000 instructions is 800 ticks, to one tick
+    assert r["instructions_per_tick"] == pytest.approx(25.0, abs=25.0 / 800 * 1.01)
+    assert r["macs"] == 13 * 64 + 64 * 64 + 64 * 4
+    ipm = r["instructions_per_mac"]
+    print(f"xtensa lx106 instructions per multiply-add: float {ipm['float']:.1f}, int8 {ipm['int8']:.1f}")
+    # soft float: a call to __mulsf3 and one to __addsf3 per multiply-add
+    assert 40 < ipm["float"] < 120
+    # int8 under the natmod's -mforce-l32 (every byte load is a 32-bit load and a shift)
+    assert ipm["int8"] < 30
+    assert ipm["float"] / ipm["int8"] > 2.5
+
+
+def test_xtensa_refuses_an_int8_payload_the_check_refuses(case):
+    """The host refuses such a payload first; here it reaches the device's nm_q8_check."""
+    spec, qp, obs = policy_case()
+    qp.mults[0] = qp.mults[0].copy()
+    qp.mults[0][5] = 0  # a multiplier of 0: nm_q8_check's NM_Q8_BAD_MULT
+    with pytest.raises(UserError, match="multiplier"):
+        qp.validate()
+    qp.validate = lambda: None
+    with pytest.raises(UserError, match="int8 payload is not deployable"):
+        pb.run_policy("xtensa", spec, qp, obs[:1])
