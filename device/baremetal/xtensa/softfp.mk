@@ -21,6 +21,9 @@ NM_SOFTFP_MK := $(abspath $(lastword $(MAKEFILE_LIST)))
 NM_SOFTFP_C := $(dir $(NM_SOFTFP_MK))muldi3.c
 
 $(NM_SOFTFP_LIB): $(NM_SOFTFP_MK) $(NM_SOFTFP_C)
+	@if ! command -v $(NM_XCC) >/dev/null 2>&1; then \
+	    echo "xtensa soft-float: $(NM_XCC) not found (run device/port/setup_system.sh)" >&2; \
+	    exit 1; fi
 	@if [ -z "$(NM_GCC_TARBALL)" ]; then \
 	    echo "xtensa soft-float: GCC's source is missing: install Debian's gcc-12-source" \
 	         "(device/port/setup_system.sh)" >&2; \
