@@ -45,6 +45,9 @@
 #ifndef NM_BOARD
 #define NM_BOARD "qemu-m7"
 #endif
+#ifndef NM_INT8
+#define NM_INT8 0
+#endif
 
 static const uint16_t sizes[] = { NM_SIZES };
 static const uint16_t acts[] = { NM_ACTS };
@@ -68,6 +71,10 @@ static float rowmajor_w[MAX_WIDTH * MAX_WIDTH / 4];
 static float bias[MAX_WIDTH];
 static float gen_params[MAX_NET];   // the generic pass's row-major weights and biases
 static float gen_buf[2 * MAX_WIDTH];
+
+#if NM_INT8 // make NM_INT8=1: the timed kernel region runs the int8 forward (nm_int8.h)
+#include "nm_baremetal_int8.h"
+#endif
 
 // The cycle model's marker: its first instruction starts a translated block, so it must
 // stay a real call.
@@ -305,6 +312,15 @@ int main(void) {
     }
     nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch); // warm-up (and ISA choice)
     reference(ref, x);
+#if NM_INT8
+    if (!q8_setup()) {
+        put_str("{\"error\": \"int8 network does not fit\"}");
+        FINISH(1);
+    }
+    nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch);
+    q8_reference(ref, x);
+    generic_ok = 0; // the generic figure is the float run's
+#endif
     float err = 0.0f, mag = 0.0f;
     for (size_t i = 0; i < sizes[N_LAYERS]; i++) {
         float d = out[i] - ref[i];
@@ -330,7 +346,11 @@ int main(void) {
     uint32_t t1 = ticks();
     nm_mark();
     for (volatile int i = 0; i < NM_REPEAT; i++) {
+#if NM_INT8
+        nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch);
+#else
         nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch);
+#endif
     }
     uint32_t t2 = ticks();
     nm_mark();
@@ -341,6 +361,7 @@ int main(void) {
     nm_mark();
 
     put_str("{\"board\": \"" NM_BOARD "\"");
+    put_field("int8", NM_INT8);
     put_str(", \"sizes\": [");
     for (size_t i = 0; i <= N_LAYERS; i++) {
         if (i) {
