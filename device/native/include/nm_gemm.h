@@ -256,6 +256,28 @@ NM_AVX2_INLINE float nm_nt_dot_avx2(const float *a, const float *b, size_t K) {
     return nm_avx_hsum(s);
 }
 
+// Four outputs of nm_gemm_nt at once, out[i] = dot(a[i], b[i]), each exactly as nm_nt_dot_avx2
+// computes it: four independent chains instead of one (the tails of one-column or one-row
+// products, e.g. the weight gradient of a one-output layer).
+NM_AVX2_INLINE void nm_nt_dot4_avx2(float *const out[4], const float *const a[4], const float *const b[4], size_t K) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a[0] + k), _mm256_loadu_ps(b[0] + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a[1] + k), _mm256_loadu_ps(b[1] + k), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a[2] + k), _mm256_loadu_ps(b[2] + k), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a[3] + k), _mm256_loadu_ps(b[3] + k), s3);
+    }
+    if (k < K) {
+        const __m256i mask = nm_avx_lanes(K - k);
+        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a[0] + k, mask), _mm256_maskload_ps(b[0] + k, mask), s0);
+        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a[1] + k, mask), _mm256_maskload_ps(b[1] + k, mask), s1);
+        s2 = _mm256_fmadd_ps(_mm256_maskload_ps(a[2] + k, mask), _mm256_maskload_ps(b[2] + k, mask), s2);
+        s3 = _mm256_fmadd_ps(_mm256_maskload_ps(a[3] + k, mask), _mm256_maskload_ps(b[3] + k, mask), s3);
+    }
+    *out[0] = nm_avx_hsum(s0), *out[1] = nm_avx_hsum(s1), *out[2] = nm_avx_hsum(s2), *out[3] = nm_avx_hsum(s3);
+}
+
 NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda,
     const float *B, size_t ldb, size_t M, size_t N, size_t K) {
     const size_t K8 = K & ~(size_t)7;
@@ -305,9 +327,10 @@ NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda
             c[3 * ldc] = t[9], c[3 * ldc + 1] = t[10], c[3 * ldc + 2] = t[11];
         }
         for (; n < N; n++) {
-            for (size_t i = 0; i < 4; i++) {
-                C[(m + i) * ldc + n] = nm_nt_dot_avx2(A + (m + i) * lda, B + n * ldb, K);
-            }
+            const float *b = B + n * ldb;
+            float *const out[4] = {C + m * ldc + n, C + (m + 1) * ldc + n, C + (m + 2) * ldc + n, C + (m + 3) * ldc + n};
+            const float *const a[4] = {a0, a1, a2, a3}, *const bs[4] = {b, b, b, b};
+            nm_nt_dot4_avx2(out, a, bs, K);
         }
     }
     for (; m + 2 <= M; m += 2) {
@@ -348,8 +371,17 @@ NM_AVX2_FN void nm_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda
         }
     }
     for (; m < M; m++) {
-        for (size_t n = 0; n < N; n++) {
-            C[m * ldc + n] = nm_nt_dot_avx2(A + m * lda, B + n * ldb, K);
+        const float *a = A + m * lda;
+        float *c = C + m * ldc;
+        size_t n = 0;
+        for (; n + 4 <= N; n += 4) {
+            float *const out[4] = {c + n, c + n + 1, c + n + 2, c + n + 3};
+            const float *const as[4] = {a, a, a, a};
+            const float *const bs[4] = {B + n * ldb, B + (n + 1) * ldb, B + (n + 2) * ldb, B + (n + 3) * ldb};
+            nm_nt_dot4_avx2(out, as, bs, K);
+        }
+        for (; n < N; n++) {
+            c[n] = nm_nt_dot_avx2(a, B + n * ldb, K);
         }
     }
 }
