@@ -10,9 +10,14 @@
   3. heap high-water mark per profile on qemu-m7: the GC's counted peak
      (firmware built with MICROPY_GC_PEAK_TRACKING, read through nm_link.HeapWatch
      with a collection every few KiB) above the heap in use before the trainer was
-     made, in a separate untimed pass.
+     made, in a separate untimed pass;
+  4. browser board (teensy41 profile): the page of `neuromotor serve-web` in headless
+     Chromium trains per seed in its Web Worker (MicroPython in WebAssembly); wall time
+     of the training as the page measures it and from navigation to the trained
+     policy, the downloaded policy's return on the host's Pendulum-v1. Seeds run one
+     after another, after the unix runs.
 
-    .venv/bin/python benchmarks/device_training.py [--seeds 0,1,2] [--steps 10000] [--json]
+    .venv/bin/python benchmarks/device_training.py [--seeds 0,1,2] [--steps 10000] [--no-browser] [--json]
 
 With --json the last line is one JSON object: per profile instructions_per_step,
 predicted_teensy41_s, heap_peak_bytes, returns (and more).
@@ -146,6 +151,32 @@ def qemu_measure(profiles, log):
     return res
 
 
+def browser_runs(seeds, steps, log):
+    """Per seed: the page's training wall time, the whole visit's, returns (browser board)."""
+    from neuromotor.web.chromium import Chromium
+    from neuromotor.web.serve import Background
+    runs = []
+    with Background() as srv:
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as d, Chromium(download_dir=d) as b:
+                t0 = time.perf_counter()
+                b.open(f"{srv.url}?seed={seed}&steps={steps}")
+                b.wait_for("window.nmState && window.nmState.done", timeout=1800,
+                           fail="window.nmState && window.nmState.error", poll=0.5)
+                visit = time.perf_counter() - t0
+                s = b.evaluate("window.nmState")
+                b.evaluate("document.getElementById('download').click()")
+                deadline = time.monotonic() + 30
+                while not list(Path(d).glob("*.nmp")) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                policy = next(Path(d).glob("*.nmp")).read_bytes()
+            runs.append({"profile": "teensy41", "seed": seed, "wall_s": s["trainMs"] / 1000, "visit_s": visit,
+                         "first_motion_s": s["firstMotionMs"] / 1000, "device_return": s["evalReturn"],
+                         "host_return": host_return(policy)})
+            log(f"browser seed {seed}: {runs[-1]['wall_s']:.1f} s")
+    return runs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0,1,2")
@@ -153,6 +184,7 @@ def main(argv=None):
     ap.add_argument("--profiles", default="teensy41,small")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-qemu", action="store_true")
+    ap.add_argument("--no-browser", action="store_true", help="skip the browser board (headless Chromium)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     profiles = args.profiles.split(",")
@@ -164,6 +196,7 @@ def main(argv=None):
     jobs = [(p, s) for p in profiles for s in seeds]
     with ThreadPoolExecutor(args.jobs) as ex:
         runs = list(ex.map(lambda ps: unix_run(mp, ps[0], ps[1], args.steps), jobs))
+    web = [] if args.no_browser or "teensy41" not in profiles else browser_runs(seeds, args.steps, log)
     q = {} if args.no_qemu else qemu_measure(profiles, log)
     out = {}
     log(f"\nTD3 on the device, pendulum, {args.steps} steps; unix port (MicroPython {mp})")
@@ -180,6 +213,18 @@ def main(argv=None):
                                                 "predicted_teensy41_s", "kernels")})
             out[p]["heap_peak_bytes"] = q[p]["heap_peak"]
             out[p]["heap_budget_bytes"] = PROFILES[p]["budget"]
+    if web:
+        out["teensy41"]["browser"] = {
+            "wall_s": [r["wall_s"] for r in web], "visit_s": [r["visit_s"] for r in web],
+            "first_motion_s": [r["first_motion_s"] for r in web], "returns": [r["host_return"] for r in web],
+            "device_returns": [r["device_return"] for r in web],
+            "solved_seeds": sum(r["host_return"] >= -200 for r in web)}
+        log("\nbrowser board (headless Chromium, MicroPython in WebAssembly, Web Worker), teensy41 profile")
+        log(f"{'seed':>4} {'wall s':>7} {'unix s':>7} {'visit s':>8} {'host return':>12} {'board return':>13}")
+        unix = {r["seed"]: r["wall_s"] for r in runs if r["profile"] == "teensy41"}
+        for r in web:
+            log(f"{r['seed']:>4} {r['wall_s']:>7.1f} {unix.get(r['seed'], float('nan')):>7.1f} {r['visit_s']:>8.1f} "
+                f"{r['host_return']:>12.1f} {r['device_return']:>13.1f}")
     if q:
         log("\nqemu-m7 (-icount shift=0): instruction counts; Teensy 4.1 time PREDICTED at 600 MHz, 1 instruction/cycle")
         log(f"{'profile':9} {'instr/step':>11} {'MAC/step':>10} {'instr/MAC':>9} {'pred. 10k s':>11} {'heap peak B':>12} {'budget B':>9}")
@@ -187,7 +232,9 @@ def main(argv=None):
             o = out[p]
             log(f"{p:9} {o['instructions_per_step']:>11.0f} {o['macs_per_step']:>10.0f} {o['instructions_per_mac']:>9.2f} "
                 f"{o['predicted_teensy41_s']:>11.1f} {str(o['heap_peak_bytes']):>12} {o['heap_budget_bytes']:>9}")
-    log(f"wrote {write_json(RESULTS / 'device_training.json', {'summary': out, 'unix_runs': runs, 'qemu': q})}")
+    path = write_json(RESULTS / "device_training.json", {"summary": out, "unix_runs": runs, "qemu": q,
+                                                         "browser_runs": web})
+    log(f"wrote {path}")
     print(json.dumps(out))
 
 
