@@ -16,7 +16,7 @@ SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 
 def _agent_arrays(algo: TD3, k: int) -> dict:
     """Every parameter of agent k of one (unsharded) TD3 instance."""
-    algo._arrays()  # the native backend brings the host arrays up to date when they are read
+    algo.sync_host()  # the native backend trains a copy in the kernels' layout
     out = {}
     for name, views in (("actor", algo.actor.layers), ("actor_t", algo.actor.target_layers),
                         ("critic", algo.critic.layers), ("critic_t", algo.critic.target_layers)):

@@ -77,7 +77,7 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
 
 
 def _agent(algo, k):
-    algo._arrays()  # the host arrays are brought up to date when read
+    algo.sync_host()  # the native backend trains a copy in the kernels' layout
     out = {}
     for name, net, members in (("actor", algo.actor, 1), ("critic", algo.critic, 2)):
         for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
@@ -268,7 +268,7 @@ def test_native_act_equals_numpy_and_checks_its_arrays():
     out = np.empty((3, 1), np.float32)
     layout = algo.actor.layout()
     params = algo._native[0].params  # the training layout
-    algo._arrays()
+    algo.sync_host()
     _nm_host.act(params, layout, obs, noise, 0.5, out)
     from neuromotor.nn.mlp import with_ones
     ref = algo.actor.mlp.forward(algo.actor.layers, with_ones(obs)[:, None])[:, 0] + noise * np.float32(0.5)

@@ -138,7 +138,7 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
     algo = TD3(cfg, lambda n: PendulumVec(n), [11])
     for _ in range(180):  # trained networks, Adam moments and targets that differ from the online nets
         algo.advance()
-    algo._arrays()  # the host arrays, up to date
+    algo.sync_host()  # the host arrays, up to date
     rng = np.random.default_rng(1)
     B, o, na, W = cfg.batch_size, algo.obs_dim, algo.act_dim, algo.row.width
     idx = rng.integers(0, 1 << 32, (1, 3, B), np.uint32)

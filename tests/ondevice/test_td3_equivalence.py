@@ -103,6 +103,7 @@ class Host:
 
     def nets(self):
         """Per network (actor, critic 1, critic 2): parameters, target, Adam m, Adam v, as the board holds them."""
+        self.td3.sync_host()
         a, c = self.td3.actor, self.td3.critic
         out = [np.concatenate(self.actor(x)) for x in (a.params, a.target, a.opt.m, a.opt.v)]
         for k in (0, 1):

@@ -174,7 +174,7 @@ class TD3:
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
-        self._sync_host()
+        self.sync_host()
         return self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(F32))) * self.act_scale + self.act_offset
 
     def advance(self):
@@ -237,8 +237,11 @@ class TD3:
             ep = self.episodes
             self._native_envs = (self.env.state, self.obs, ep.ep_return, ep.ep_len, self.env.max_episode_steps)
 
-    def _sync_host(self):
-        """The host arrays (nn.mlp layout) from the training layout, if updates ran since."""
+    def sync_host(self):
+        """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)
+        up to date after native updates, which train a copy in the kernels' layout. act(),
+        policy_spec() and state_dict() do this themselves; whoever writes those arrays calls
+        load_state_dict() (or _native_setup()) so that training continues from them."""
         if self._native and self._host_stale:
             for fam in self._native:
                 fam.store()
@@ -349,7 +352,7 @@ class TD3:
         return out
 
     def policy_spec(self, agent: int) -> PolicySpec:
-        self._sync_host()
+        self.sync_host()
         layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
         return PolicySpec(
             weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
@@ -362,7 +365,7 @@ class TD3:
 
     def _arrays(self) -> dict:
         """The mutable arrays a checkpoint restores in place (after writing them: _native_setup)."""
-        self._sync_host()
+        self.sync_host()
         return {
             "actor": self.actor.params, "actor_target": self.actor.target,
             "critic": self.critic.params, "critic_target": self.critic.target,
