@@ -6,7 +6,7 @@ NM := $(VENV)/bin/neuromotor
 BOARD ?= unix
 export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
-.PHONY: demo test venv compare system micropython firmware natmods emulated browser bench clean
+.PHONY: demo test venv compare system micropython firmware natmods emulated browser bench clean docs
 
 # Train on the host, export, then on an emulated Cortex-M7: deploy, HIL, bench.
 # The trap stops exactly the QEMU this recipe started, whatever fails.
@@ -71,6 +71,12 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/sac.py --no-sb3
 	$(VENV)/bin/python benchmarks/gym_adapter.py
 	$(VENV)/bin/python benchmarks/sweep.py
+
+# The documentation site (build/site) with the tutorial notebooks executed, plots in the
+# pages; they run in a copy of docs/, so their runs and files stay out of the source tree.
+docs: venv firmware emulated
+	rm -rf build/docs && mkdir -p build && cp -r docs build/docs
+	NEUROMOTOR_DOCS_DIR=build/docs NEUROMOTOR_DOCS_EXECUTE=true $(VENV)/bin/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build
