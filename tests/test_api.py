@@ -184,3 +184,15 @@ def test_training_leaves_the_callers_matplotlib_backend_alone(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[-1] == "svg" and (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_population_leaves_no_worker_processes_behind(tmp_path):
+    """A notebook lives long: reading a sharded run's policy or evaluating it ends its workers."""
+    import multiprocessing
+    run = neuromotor.train("pendulum", steps=200, seeds="0-3", shards=2, config={**SMALL, "eval_every": 200},
+                           run_dir=tmp_path / "pop", progress=False)
+    assert multiprocessing.active_children() == []
+    assert run.policy_of(3).sizes == [3, 16, 16, 1]
+    assert multiprocessing.active_children() == []  # closed, not left to the garbage collector
+    assert run.evaluate(1).returns.shape == (4, 1)
+    assert multiprocessing.active_children() == []

@@ -234,9 +234,12 @@ def _short(seeds: list) -> str:
 
 def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
     cfg, algo = load(run_dir)
-    if not 0 <= agent < len(cfg["seeds"]):
-        raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
-    spec = algo.policy_spec(agent)
+    try:  # a population's shard workers end here, not with the process (a notebook lives long)
+        if not 0 <= agent < len(cfg["seeds"]):
+            raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
+        spec = algo.policy_spec(agent)
+    finally:
+        algo.close()
     spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
     if cfg.get("env_kwargs"):
         spec.meta["env_kwargs"] = cfg["env_kwargs"]
