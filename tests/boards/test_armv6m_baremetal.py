@@ -3,13 +3,15 @@ bare metal: the float forward pass agrees with the host's NumPy reference, the i
 is bit-exact, and the instructions per multiply-add are counted exactly (cycle-model
 plugin marks)."""
 
+import re
 import shutil
 
 import numpy as np
 import pytest
-from test_xtensa_baremetal import check_against_host, policy_case
+from test_xtensa_baremetal import check_against_host, natmod_opt, policy_case
 
 from neuromotor.boards import policy_baremetal as pb
+from neuromotor.paths import DEVICE_DIR
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +50,10 @@ def test_armv6m_instruction_counts(m0_run):
     # input quantisation and output at the edges
     assert ipm["int8"] < 13
     assert ipm["float"] / ipm["int8"] > 10
+
+
+def test_armv6m_program_compiles_the_kernels_as_the_natmod():
+    """The counts stand for the armv6m natmod: its -O level and dynruntime.mk's -mcpu."""
+    flags = re.search(r"^CFLAGS := (.*?)(?<!\\)$", (DEVICE_DIR / "baremetal" / "armv6m" / "Makefile").read_text(),
+                      re.M | re.S).group(1).split()
+    assert natmod_opt() in flags and "-mcpu=cortex-m0" in flags and "-ffp-contract=off" in flags

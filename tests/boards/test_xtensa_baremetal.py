@@ -5,6 +5,7 @@ the int8 one is bit-exact, and a payload nm_q8_check refuses stops the program.
 `policy_case` is also the armv6m test's case (tests/boards/test_armv6m_baremetal.py).
 """
 
+import re
 import shutil
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from neuromotor.boards import policy_baremetal as pb
 from neuromotor.errors import UserError
 from neuromotor.export.quantize import quantize
+from neuromotor.paths import DEVICE_DIR
 from neuromotor.policy import PolicySpec
 
 SIZES = (13, 64, 64, 4)
@@ -90,3 +92,17 @@ def test_xtensa_refuses_an_int8_payload_the_check_refuses(case):
     qp.validate = lambda: None
     with pytest.raises(UserError, match="int8 payload is not deployable"):
         pb.run_policy("xtensa", spec, qp, obs[:1])
+
+
+def natmod_opt() -> str:
+    """The -O level the kernels' natmod (and user C module) is built with."""
+    text = (DEVICE_DIR / "native" / "nm_kernels" / "Makefile").read_text()
+    return re.search(r"^CFLAGS_EXTRA \+= (-O\w+)$", text, re.M).group(1)
+
+
+def test_xtensa_program_compiles_the_kernels_as_the_natmod():
+    """The counts stand for the xtensa natmod: its -O level and dynruntime.mk's -mforce-l32
+    (natmod code and constants may sit in IRAM, which has only 32-bit loads)."""
+    flags = re.search(r"^CFLAGS := (.*?)(?<!\\)$", (DEVICE_DIR / "baremetal" / "xtensa" / "Makefile").read_text(),
+                      re.M | re.S).group(1).split()
+    assert natmod_opt() in flags and "-mforce-l32" in flags and "-ffp-contract=off" in flags
