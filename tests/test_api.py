@@ -196,3 +196,18 @@ def test_a_population_leaves_no_worker_processes_behind(tmp_path):
     assert multiprocessing.active_children() == []  # closed, not left to the garbage collector
     assert run.evaluate(1).returns.shape == (4, 1)
     assert multiprocessing.active_children() == []
+
+
+def test_int8_export_from_python_is_the_commands(tmp_path, cli):
+    run = neuromotor.train("pendulum", steps=400, config=SMALL, run_dir=tmp_path / "r", progress=False)
+    path = run.export(tmp_path / "q.nmp", quantize="int8", max_error=1.0)
+    code, _, err = cli("export", run.path, "-o", tmp_path / "cli.nmp", "--quantize", "int8", "--max-error", 1.0)
+    assert code == 0, err
+    assert path.read_bytes() == (tmp_path / "cli.nmp").read_bytes()
+    from neuromotor.export import read_policy
+    assert read_policy(path).dtype == "int8"
+    with pytest.raises(neuromotor.UserError, match="int8 policy refused"):
+        run.export(tmp_path / "refused.nmp", quantize="int8", max_error=1e-9)
+    assert not (tmp_path / "refused.nmp").exists()
+    with pytest.raises(neuromotor.UserError, match="quantize must be 'int8'"):
+        run.export(tmp_path / "x.nmp", quantize="int4")

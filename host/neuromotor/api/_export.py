@@ -23,14 +23,18 @@ def protected_paths(source, output) -> list:
     return paths
 
 
-def export_policy(source, path, format: "str | None" = None, agent: int = 0):
+def export_policy(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
+                  max_error: "float | None" = None, calibration: int = 2000, heldout: int = 2000, seed: int = 0):
     """Write the policy of `source` (a run directory or a .nmp file) to `path`.
 
-    Returns (the written path, the PolicySpec). `format` is "nmp", "c-header" or "platformio"
-    (default: c-header for *.h, else nmp); platformio makes `path` a PlatformIO project directory.
-    The file is written atomically and only over a regular file that is neither the source
-    nor a run's own file."""
-    from neuromotor.export import write_c_header, write_policy
+    Returns (the written path, the PolicySpec written, the int8 accuracy report or {}).
+    `format` is "nmp", "c-header" or "platformio" (default: c-header for *.h, else nmp);
+    platformio makes `path` a PlatformIO project directory. `quantize="int8"` calibrates
+    integer weights and activations on `calibration` rollout observations of the run's env and
+    refuses (QuantizationError) when the actions on `heldout` other observations are off by more
+    than `max_error` of the action range. The file is written atomically and only over a
+    regular file that is neither the source nor a run's own file."""
+    from neuromotor.export import DEFAULT_MAX_ERROR, quantize_checked, write_c_header, write_policy
     from neuromotor.runs import load_spec
 
     path = os.fspath(path)
@@ -38,16 +42,34 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0):
         raise UserError("export needs an output path")
     if format is not None and format not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if not isinstance(agent, int) or agent < 0:
+    if isinstance(agent, bool) or not isinstance(agent, int) or agent < 0:
         raise UserError(f"agent must be a non-negative integer, got {agent!r}")
+    if quantize is not None:
+        if quantize != "int8":
+            raise UserError(f"quantize must be 'int8' (or None for float32), got {quantize!r}")
+        if format == "platformio":
+            raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
+        for name, value in (("calibration", calibration), ("heldout", heldout)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"{name} must be a positive number of observations, got {value!r}")
+        if max_error is not None and not 0 < max_error < float("inf"):
+            raise UserError(f"--max-error must be a fraction > 0 of the action range, got {max_error}")
+    elif max_error is not None:
+        raise UserError("--max-error applies to --quantize int8 only")
     if format == "platformio":
         from neuromotor.export.platformio import check_project_dir, write_platformio_project
 
         check_project_dir(path)
         spec = load_spec(source, agent)
-        return Path(write_platformio_project(spec, path)), spec
+        return Path(write_platformio_project(spec, path)), spec, {}
     target = check_target(path, protected=protected_paths(source, path))
     spec = load_spec(source, agent)
     fmt = format or ("c-header" if path.endswith(".h") else "nmp")
+    report = {}
+    if quantize:
+        if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
+            raise UserError(f"{source}: --quantize needs a float policy with action limits (a run directory)")
+        spec, report = quantize_checked(spec, calibration, heldout, seed,
+                                        DEFAULT_MAX_ERROR if max_error is None else max_error)
     (write_c_header if fmt == "c-header" else write_policy)(spec, target)
-    return Path(path), spec
+    return Path(path), spec, report
