@@ -1,16 +1,33 @@
 """neuromotor: reinforcement learning for microcontrollers, from Python.
 
-The names below are the Python API (neuromotor.api); the `neuromotor` command is built on them.
+The names below are the Python API (neuromotor.api); the `neuromotor` command is built on
+them. They are imported on first use, so `import neuromotor` (and the command) start fast.
 """
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING
 
-from neuromotor.api import (PPO, SAC, TD3, BenchResult, Board, EmulatedBoard, Evaluation,  # noqa: E402
-                            HilResult, PolicySpec, Run, UserError, env_factory, load_run, resume,
-                            start_board, train)
+__version__ = "0.1.0"
 
 __all__ = [
     "train", "resume", "load_run", "Run", "Evaluation",
     "Board", "EmulatedBoard", "start_board", "HilResult", "BenchResult",
     "PolicySpec", "UserError", "TD3", "SAC", "PPO", "env_factory", "__version__",
 ]
+
+if TYPE_CHECKING:
+    from neuromotor.api import (PPO, SAC, TD3, BenchResult, Board, EmulatedBoard, Evaluation, HilResult,
+                                PolicySpec, Run, UserError, env_factory, load_run, resume, start_board, train)
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from neuromotor import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'neuromotor' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

@@ -5,7 +5,6 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor import runs
-from neuromotor.api._run import evaluate_run
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
@@ -25,6 +24,8 @@ def register(sub):
 
 
 def run(args) -> int:
+    from neuromotor.api._run import evaluate_run
+
     checks.int_range("--episodes", args.episodes, 1)
     checks.int_range("--agent", args.agent, 0)
     checks.seed("--seed", args.seed)

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 from neuromotor import runs, training
-from neuromotor.api import _train as api_train
 from neuromotor.cli import checks, json_line
 from neuromotor.envs.gymnasium_vec import VECTOR_MODES
 from neuromotor.errors import UserError
@@ -47,6 +46,8 @@ def register(sub):
 
 
 def run(args) -> int:
+    from neuromotor.api import _train as api_train
+
     if args.threads is not None:  # a property of this machine, not of the run: not saved
         from neuromotor.envs.mujoco_vec import set_default_threads
 
