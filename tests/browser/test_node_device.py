@@ -3,6 +3,7 @@ against the host's NumPy forward pass, and the on-board TD3 trainer step by step
 the host's TD3 (tests/ondevice/test_td3_equivalence.py, run here with `micropython_train`
 pointing at the Node runner)."""
 
+import numpy as np
 import pytest
 
 from mp_helpers import random_spec
@@ -22,5 +23,20 @@ def test_kernels_agree_with_numpy(node_micropython, tmp_path, net):
     spec = random_spec(NETS[net], seed=len(net))
     obs = random_obs(spec)
     dev, out = run_policy(node_micropython, spec, obs, tmp_path, "usermod")
-    assert out.split()[-1] in ("scalar", "wasm-simd128"), out
+    assert out.split()[-1] == "simd128", out  # the best path is the default
     assert_agrees(dev, spec.forward(obs), f"browser build {net}")
+
+
+def test_simd128_path_equals_scalar_bit_for_bit(node_micropython, tmp_path):
+    """WebAssembly SIMD (nm_kernels_wasm.h) against the scalar path of the same build: each
+    lane does the scalar arithmetic in its order, so the bits agree; both agree with NumPy.
+    Odd sizes exercise partial blocks and every activation."""
+    for tag, spec in (("odd", random_spec([5, 7, 18, 3], seed=3, activations=["tanh", "identity", "relu"])),
+                      ("paper", random_spec([13, 64, 64, 4], seed=4))):
+        obs = random_obs(spec, n=300)
+        got = {}
+        for isa in ("scalar", "simd128"):
+            got[isa], out = run_policy(node_micropython, spec, obs, tmp_path, "usermod", isa=isa, tag=tag)
+            assert out.split()[-1] == isa, out
+            assert_agrees(got[isa], spec.forward(obs), f"{isa} {tag}")
+        assert np.array_equal(got["scalar"].view(np.uint32), got["simd128"].view(np.uint32)), tag

@@ -63,6 +63,8 @@ typedef float nm_v4 __attribute__((vector_size(16)));
 typedef float nm_v4u __attribute__((vector_size(16), aligned(4), may_alias));
 #define NM_LOAD4(p) (*(const nm_v4u *)(p))
 #define NM_STORE4(p, v) (*(nm_v4u *)(p) = (v))
+#elif defined(__wasm_simd128__)
+#include "nm_kernels_wasm.h"
 #else
 #define NM_SIMD4 0
 #endif
@@ -389,7 +391,11 @@ NM_INLINE void nm_block4_vldm(float *y, const float *x, const float *w, size_t n
 
 #if NM_SIMD4
 NM_INLINE nm_v4 nm_relu4(nm_v4 v, int relu) {
+    #if defined(NM_SIMD4_RELU)
+    return relu ? NM_SIMD4_RELU(v) : v;
+    #else
     return relu ? __builtin_ia32_maxps(v, (nm_v4) {0.0f, 0.0f, 0.0f, 0.0f}) : v;
+    #endif
 }
 
 NM_INLINE void nm_block1_sse(float *y, const float *x, const float *w, size_t n_in, int relu) {

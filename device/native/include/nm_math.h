@@ -18,6 +18,8 @@ static inline float nm_sqrtf(float x) {
     return r;
     #elif defined(__SSE2__) && defined(__GNUC__)
     return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)));
+    #elif defined(__wasm__)
+    return __builtin_sqrtf(x); // f32.sqrt, correctly rounded like sqrtss
     #else
     if (x != x) {
         return x;

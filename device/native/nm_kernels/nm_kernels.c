@@ -105,7 +105,7 @@ static void nm_check_q8_values(const nm_layout_t *l, const void *qnet) {
         "", ": an int8 hidden layer must be identity or relu", ": value is not finite",
         ": obs_std must be positive", ": in_scale must be positive", ": deq (output scale) must be positive",
         ": requantisation multiplier outside 1..2^31-1", ": requantisation shift outside 0..31",
-        ": bias outside -2^30..2^30",
+        ": bias outside -2^24..2^24", ": more than 512 inputs (int32 accumulators could overflow)",
     };
     nm_q8_fault_t f;
     int code = nm_q8_check(qnet, l->sizes, l->acts, l->n_layers, &f);
@@ -400,7 +400,10 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_crc32_obj, 1, 2, nm_py_crc32);
 // isa([name]) -> name of the instruction-set path in use ("scalar", "sse2",
 // "avx2"); with a name, force that path ("auto" = best); ValueError if this
 // CPU or build does not have it.
-static const char *const nm_isa_names[] = { "auto", "scalar", "sse2", "avx2" };
+#ifndef NM_SIMD4_NAME
+#define NM_SIMD4_NAME "sse2" // the 4-lane path's name (nm_kernels_wasm.h: "simd128")
+#endif
+static const char *const nm_isa_names[] = { "auto", "scalar", NM_SIMD4_NAME, "avx2" };
 
 static mp_obj_t nm_py_isa(size_t n_args, const mp_obj_t *args) {
     if (n_args > 0) {
@@ -418,7 +421,7 @@ static mp_obj_t nm_py_isa(size_t n_args, const mp_obj_t *args) {
             }
         }
         if (found < 0 || !nm_isa_set(found)) {
-            nm_raise_text("isa", ": not available here (expected auto, scalar, sse2 or avx2, as this CPU allows)");
+            nm_raise_text("isa", ": not available here (expected auto, scalar, " NM_SIMD4_NAME " or avx2, as this CPU allows)");
         }
     }
     const char *name = nm_isa_names[nm_isa()];
