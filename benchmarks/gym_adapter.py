@@ -18,9 +18,13 @@ stepping (training should keep at least half of gymnasium's own stepping rate).
 No adapter can beat 1 / (1 + gymnasium's rate / PPO's rate on the built-in env):
 training pays gymnasium's stepping and the algorithm's own work per step; the
 table prints that bound beside the ratio.
-Each row runs --repeat times; the median counts. The 1-minute load average is
-read before and after: above --idle-load the results are marked "shared
-machine" (the numbers then are not the machine's). Prints a table, writes
+Each row runs --repeat times, the rows taking turns (so that a change in the
+machine's load falls on all of them alike); the median counts. Every row is
+timed in wall time and in the process's CPU time: on a machine other processes
+share, the wall-time rates depend on how much of a core each row got, while the
+CPU-time rates count the work alone, so their ratio is the one to compare with
+an idle machine's. The 1-minute load average is read before and after: above
+--idle-load the results are marked "shared machine". Prints a table, writes
 benchmarks/results/gym_adapter.json.
 """
 
@@ -42,6 +46,20 @@ from neuromotor.envs import env_class
 from neuromotor.envs.autoreset import AutoReset
 
 
+class Clock:
+    """Wall and CPU time of the timed part of a row."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def rates(self, env_steps):
+        return env_steps / self.wall, env_steps / self.cpu
+
+
 def gymnasium_random(n, steps):
     import gymnasium
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -51,12 +69,11 @@ def gymnasium_random(n, steps):
     vec.action_space.seed(0)
     actions = [vec.action_space.sample() for _ in range(64)]
     iters = -(-steps // n)
-    t0 = time.perf_counter()
-    for i in range(iters):
-        vec.step(actions[i % 64])
-    wall = time.perf_counter() - t0
+    with Clock() as clock:
+        for i in range(iters):
+            vec.step(actions[i % 64])
     vec.close()
-    return iters * n / wall
+    return clock.rates(iters * n)
 
 
 def adapter_random(n, steps):
@@ -66,12 +83,11 @@ def adapter_random(n, steps):
     episodes.reset()
     actions = [rng.uniform(-2, 2, (n, 1)).astype(np.float32) for _ in range(64)]
     iters = -(-steps // n)
-    t0 = time.perf_counter()
-    for i in range(iters):
-        episodes.step(actions[i % 64])
-    wall = time.perf_counter() - t0
+    with Clock() as clock:
+        for i in range(iters):
+            episodes.step(actions[i % 64])
     env.close()
-    return iters * n / wall
+    return clock.rates(iters * n)
 
 
 def ppo_training(env_name, n, steps):
@@ -82,10 +98,10 @@ def ppo_training(env_name, n, steps):
     algo = PPO(cfg, env_class(env_name), [0])
     per_iter = n * cfg.num_steps
     iters = max(1, -(-steps // per_iter))
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        algo.advance()
-    return iters * per_iter / (time.perf_counter() - t0)
+    with Clock() as clock:
+        for _ in range(iters):
+            algo.advance()
+    return clock.rates(iters * per_iter)
 
 
 def td3_training(env_name, n, steps):
@@ -94,10 +110,10 @@ def td3_training(env_name, n, steps):
     for _ in range(cfg.learning_starts):  # warm-up steps (no updates) are not what training costs
         algo.advance()
     iters = max(1, -(-steps // n))
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        algo.advance()
-    return iters * n / (time.perf_counter() - t0)
+    with Clock() as clock:
+        for _ in range(iters):
+            algo.advance()
+    return clock.rates(iters * n)
 
 
 ROWS = [
@@ -121,33 +137,44 @@ def main():
     args = ap.parse_args()
 
     load_before = os.getloadavg()[0]
-    results = {}
+    runs = {key: [] for _, key, _ in ROWS}
     with threadpool_limits(1, "blas"):
-        for label, key, fn in ROWS:
-            rates = [fn(args.envs, args.steps) for _ in range(args.repeat)]
-            results[key] = {"label": label, "env_steps_per_s": statistics.median(rates), "runs": rates}
+        for _ in range(args.repeat):
+            for _, key, fn in ROWS:
+                runs[key].append(fn(args.envs, args.steps))
     load_after = os.getloadavg()[0]
     shared = max(load_before, load_after) > args.idle_load
+    results = {key: {"label": label, "env_steps_per_s": statistics.median(w for w, _ in runs[key]),
+                     "env_steps_per_cpu_s": statistics.median(c for _, c in runs[key]),
+                     "runs_wall": [w for w, _ in runs[key]], "runs_cpu": [c for _, c in runs[key]]}
+               for label, key, _ in ROWS}
     base = results["gymnasium_random"]["env_steps_per_s"]
+    base_cpu = results["gymnasium_random"]["env_steps_per_cpu_s"]
     for r in results.values():
         r["over_gymnasium_random"] = r["env_steps_per_s"] / base
+        r["over_gymnasium_random_cpu"] = r["env_steps_per_cpu_s"] / base_cpu
 
     note = "shared machine: other processes were running, these rates are not the machine's" if shared else "idle"
     print(f"Pendulum-v1, {args.envs} envs, {args.steps} env steps per row, median of {args.repeat}, "
           f"one process, one BLAS thread; load average {load_before:.2f} -> {load_after:.2f} ({note})")
-    print(f"{'row':<44} {'env steps/s':>12} {'x gymnasium':>12}")
+    print(f"{'row':<44} {'env steps/s':>12} {'x gymnasium':>12} {'per CPU s':>12} {'x gymnasium':>12}")
     for r in results.values():
-        print(f"{r['label']:<44} {r['env_steps_per_s']:>12.0f} {r['over_gymnasium_random']:>12.2f}")
+        print(f"{r['label']:<44} {r['env_steps_per_s']:>12.0f} {r['over_gymnasium_random']:>12.2f} "
+              f"{r['env_steps_per_cpu_s']:>12.0f} {r['over_gymnasium_random_cpu']:>12.2f}")
     target = results["ppo_adapter"]["over_gymnasium_random"]
+    target_cpu = results["ppo_adapter"]["over_gymnasium_random_cpu"]
     # Training via any adapter pays gymnasium's stepping plus the algorithm's own work per step
     # (what it costs on the built-in env, whose stepping is nearly free): the best it can keep.
     bound = 1 / (1 + base / results["ppo_builtin"]["env_steps_per_s"])
-    print(f"PPO training via the adapter keeps {target:.2f}x of gymnasium's random stepping (target >= 0.5); "
-          f"gymnasium's stepping plus PPO's own work per step allow at most {bound:.2f}x")
+    bound_cpu = 1 / (1 + base_cpu / results["ppo_builtin"]["env_steps_per_cpu_s"])
+    print(f"PPO training via the adapter keeps {target:.2f}x of gymnasium's random stepping in wall time, "
+          f"{target_cpu:.2f}x in CPU time (target >= 0.5); gymnasium's stepping plus PPO's own work per step "
+          f"allow at most {bound:.2f}x (wall), {bound_cpu:.2f}x (CPU)")
     doc = {"envs": args.envs, "steps": args.steps, "repeat": args.repeat, "machine": platform.platform(),
            "cpus": os.cpu_count(), "load_average_before": load_before, "load_average_after": load_after,
            "shared_machine": shared, "rows": results, "ppo_adapter_over_gymnasium_random": target,
-           "ppo_over_gymnasium_random_bound": bound}
+           "ppo_adapter_over_gymnasium_random_cpu": target_cpu,
+           "ppo_over_gymnasium_random_bound": bound, "ppo_over_gymnasium_random_bound_cpu": bound_cpu}
     print(f"wrote {write_json(args.out, doc)}")
 
 

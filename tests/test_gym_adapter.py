@@ -241,7 +241,10 @@ def test_the_adapter_benchmark_runs_and_reports_its_bound(tmp_path):
     assert set(doc["rows"]) == {"gymnasium_random", "adapter_random", "ppo_adapter", "ppo_builtin", "td3_adapter",
                                 "td3_builtin"}
     assert doc["rows"]["gymnasium_random"]["over_gymnasium_random"] == 1.0
-    assert 0 < doc["ppo_over_gymnasium_random_bound"] < 1
+    assert doc["rows"]["gymnasium_random"]["over_gymnasium_random_cpu"] == 1.0
+    assert 0 < doc["ppo_over_gymnasium_random_bound"] < 1 and 0 < doc["ppo_over_gymnasium_random_bound_cpu"] < 1
+    assert all(len(r["runs_wall"]) == len(r["runs_cpu"]) == 1 and r["env_steps_per_cpu_s"] > 0
+               for r in doc["rows"].values())
     assert isinstance(doc["shared_machine"], bool) and ("shared machine" in res.stdout) == doc["shared_machine"]
 
 

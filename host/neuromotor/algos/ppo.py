@@ -139,6 +139,8 @@ class PPO:
 
         # Rollout storage, (P, T, E, ...) so that (P, T*E, ...) is a free reshape.
         self.b_obs = np.zeros((P, T, E, o + 1), F32)     # normalised, with the MLP's trailing 1
+        self.b_obs[..., o] = 1
+        self._norm_tmp = np.empty((P, E, o))              # float64, as _normalize computes
         self.b_act = np.zeros((P, T, E, a), F32)
         self.b_logp = np.zeros((P, T, E), F32)
         self.b_mean = np.zeros((P, T, E, a), F32)        # for KL(pi_old || pi)
@@ -189,30 +191,43 @@ class PPO:
         self.steps += self.E * self.T
 
     def _rollout(self):
-        cfg, P, E, T, a = self.cfg, self.P, self.E, self.T, self.act_dim
+        cfg, P, E, T, a, o = self.cfg, self.P, self.E, self.T, self.act_dim, self.obs_dim
         noise = np.stack([r.standard_normal((T, E, a), F32) for r in self.rngs])  # (P, T, E, a)
         std = np.exp(self.log_std)
+        # a = mu + std * eps, so log pi(a) = -|eps|^2 / 2 - sum log std - a/2 log 2pi: known for the
+        # whole rollout before it starts.
         logp_const = -self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)  # (P, 1)
+        self.b_logp[...] = -0.5 * np.square(noise).sum(-1) + logp_const[:, :, None]
+        # The statistics change only after the rollout: one mean and std for all its steps.
+        obs_mean, obs_std = self.obs_mean[:, None], self._obs_std()[:, None]
+        tmp = self._norm_tmp
         for t in range(T):
-            x = self._normalize(self.obs)
             self.b_raw[:, t] = self.obs
-            self.b_obs[:, t] = x
+            x = self.b_obs[:, t]  # _normalize's arithmetic, written in place (its trailing 1 is there)
+            if cfg.normalize_obs:
+                np.subtract(self.obs, obs_mean, out=tmp)
+                np.divide(tmp, obs_std, out=tmp)
+                x[..., :o] = tmp
+            else:
+                x[..., :o] = self.obs
             mean = self.actor.forward(self.actor_v, x, self._workspace(self.actor, x))
             self.b_mean[:, t] = mean
             self.b_val[:, t] = self._value(x)
-            # a = mu + std * eps, so log pi(a) = -|eps|^2 / 2 - sum log std - a/2 log 2pi.
-            action = mean + std * noise[:, t]
-            self.b_act[:, t] = action
-            self.b_logp[:, t] = -0.5 * np.square(noise[:, t]).sum(-1) + logp_const
+            action = self.b_act[:, t]
+            np.multiply(std, noise[:, t], out=action)
+            action += mean
             # The env sees the action clipped to its bounds; the policy is scored on the sample.
-            stepped = self.episodes.step(np.clip(action, self.low, self.high).reshape(P * E, a))
-            obs, reward, terminated, truncated, final_obs = (x.reshape(P, E, *x.shape[1:]) for x in stepped)
-            if truncated.any():
+            # (np.minimum/np.maximum: np.clip's Python-level checks cost more than the clamp)
+            clipped = np.minimum(np.maximum(action, self.low), self.high)
+            obs, reward, terminated, truncated, final_obs = self.episodes.step(clipped.reshape(P * E, a))
+            reward, terminated, truncated = (x.reshape(P, E) for x in (reward, terminated, truncated))
+            if np.count_nonzero(truncated):  # (count_nonzero: a tenth of .any()'s cost here)
                 # Time-out is not failure: bootstrap with the value of the final observation.
-                reward = reward + F32(cfg.gamma) * truncated * self._value(self._normalize(final_obs))
+                value = self._value(self._normalize(final_obs.reshape(P, E, o)))
+                reward = reward + F32(cfg.gamma) * truncated * value
             self.b_rew[:, t] = reward
-            self.b_done[:, t] = terminated | truncated
-            self.obs = obs
+            np.logical_or(terminated, truncated, out=self.b_done[:, t])
+            self.obs = obs.reshape(P, E, o)
         self.b_val[:, T] = self._value(self._normalize(self.obs))
         if cfg.normalize_obs:
             self._update_obs_stats(self.b_raw.reshape(P, T * E, -1))
@@ -242,33 +257,35 @@ class PPO:
 
     def _update(self):
         cfg, P, N, a = self.cfg, self.P, self.E * self.T, self.act_dim
-        adv, ret = (x.reshape(P, N) for x in self._gae())
-        obs, act = self.b_obs.reshape(P, N, -1), self.b_act.reshape(P, N, a)
-        logp_old, mean_old = self.b_logp.reshape(P, N), self.b_mean.reshape(P, N, a)
+        adv, ret = (x.reshape(P * N) for x in self._gae())
+        # Agent-major flat rows: a minibatch of every agent is one np.take per array (fancy
+        # indexing with a row index per agent costs five times as much).
+        obs, act = self.b_obs.reshape(P * N, -1), self.b_act.reshape(P * N, a)
+        logp_old, mean_old = self.b_logp.reshape(P * N), self.b_mean.reshape(P * N, a)
         log_std_old = self.log_std.copy()
         B = cfg.minibatch_size
-        rows = np.arange(P)[:, None]
+        first_row = np.arange(P)[:, None] * N
         kls, pg_losses, v_losses = [], [], []
         for _ in range(cfg.epochs):
-            perm = np.stack([r.permutation(N) for r in self.rngs])
+            perm = np.stack([r.permutation(N) for r in self.rngs]) + first_row
             for s in range(0, N, B):
                 idx = perm[:, s:s + B]
-                x, adv_b = obs[rows, idx], adv[rows, idx]
+                x, adv_b = obs.take(idx, 0), adv.take(idx)
                 if cfg.normalize_advantage:
                     adv_b = (adv_b - adv_b.mean(1, keepdims=True)) / (adv_b.std(1, keepdims=True) + F32(1e-8))
 
                 # The critic's step does not depend on the actor's: with a spare core, run it beside it.
-                ret_b = ret[rows, idx]
+                ret_b = ret.take(idx)
                 critic = self._critic_pool.submit(self._critic_step, x, ret_b) if self._critic_pool else None
-                loss, kl = self._policy_grad(x, act[rows, idx], adv_b, logp_old[rows, idx],
-                                             mean_old[rows, idx], log_std_old)
+                loss, kl = self._policy_grad(x, act.take(idx, 0), adv_b, logp_old.take(idx),
+                                             mean_old.take(idx, 0), log_std_old)
                 if cfg.adaptive_lr:
                     # Appendix G: a bang-bang controller on the actor's learning rate,
                     # driven by the KL of this minibatch before its gradient step.
                     self.lr = np.where(kl > 2 * cfg.target_kl, self.lr / cfg.lr_factor,
                                        np.where(kl < 0.5 * cfg.target_kl, self.lr * cfg.lr_factor, self.lr))
-                    self.lr = np.clip(self.lr, cfg.lr_min, cfg.lr_max)
-                    self.actor_opt.lr = self.lr.astype(F32)[self._owner]
+                    self.lr = np.minimum(np.maximum(self.lr, cfg.lr_min), cfg.lr_max)
+                    self.actor_opt.lr = self._actor_lr()
                 self.actor_opt.step(self.actor_p, self.actor_g)
 
                 v_losses.append(critic.result() if critic else self._critic_step(x, ret_b))
@@ -279,6 +296,12 @@ class PPO:
             "value_loss": np.mean(v_losses, 0),
             "entropy": self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI),
         }
+
+    def _actor_lr(self):
+        """Adam's step size per element of the actor's flat vector: its agent's lr. One agent's is
+        a float32 scalar (the same arithmetic in Adam as a vector of it, without the gather)."""
+        lr = self.lr.astype(F32)
+        return lr[0] if self.P == 1 else lr[self._owner]
 
     def scalars(self) -> dict:
         """Per agent: learning rates and the last update's diagnostics (TensorBoard's scalars)."""
@@ -311,9 +334,10 @@ class PPO:
         mean = self.actor.forward(self.actor_v, x, ws)
         std = np.exp(self.log_std)
         z = (act - mean) / std
-        logp = -0.5 * np.square(z).sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
+        z2 = np.square(z)
+        logp = -0.5 * z2.sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
         ratio = np.exp(logp - logp_old)
-        clipped = np.clip(ratio, 1 - cfg.clip_coef, 1 + cfg.clip_coef)
+        clipped = np.minimum(np.maximum(ratio, 1 - cfg.clip_coef), 1 + cfg.clip_coef)
         entropy = self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI)
         loss = -np.minimum(ratio * adv, clipped * adv).mean(1) - cfg.ent_coef * entropy
         # KL of diagonal Gaussians, summed over action dims, mean over the minibatch.
@@ -324,7 +348,7 @@ class PPO:
         unclipped = np.where(adv >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
         dlogp = (-adv * ratio * unclipped / B).astype(F32)[..., None]
         # dlogp/dmu = z / std and dlogp/dlog_std = z^2 - 1; d entropy/dlog_std = 1.
-        self.log_std_g[...] = (dlogp * (np.square(z) - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
+        self.log_std_g[...] = (dlogp * (z2 - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
         self.actor.backward(self.actor_v, ws, dlogp * z / std, self.actor_gv)
         return loss, kl
 
@@ -371,7 +395,7 @@ class PPO:
             arr[...] = d[key]
         self.steps = int(d["steps"])
         self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
-        self.actor_opt.lr = self.lr.astype(F32)[self._owner]
+        self.actor_opt.lr = self._actor_lr()
         for r, st in zip(self.rngs, d["rng"]):
             set_rng_state(r, st)
         flat = self.obs.reshape(-1, self.obs_dim)

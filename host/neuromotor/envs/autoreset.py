@@ -50,12 +50,14 @@ class AutoReset:
         final_obs, reward, terminated = self.env.step(actions)
         self.ep_return += reward
         self.ep_len += 1
-        truncated = ~terminated & (self.ep_len >= self.env.max_episode_steps)
+        truncated = self.ep_len >= self.env.max_episode_steps
         own_limit = getattr(self.env, "truncated", None)  # a gymnasium env's own time limit
         if own_limit is not None:
             truncated |= own_limit
+        np.greater(truncated, terminated, out=truncated)  # and not terminated
         done = terminated | truncated
-        obs = self.finish(done) if done.any() else final_obs
+        # (count_nonzero: a tenth of the cost of .any() at these sizes)
+        obs = self.finish(done) if np.count_nonzero(done) else final_obs
         return obs, reward, terminated, truncated, final_obs
 
     def finish(self, done) -> np.ndarray:
