@@ -12,8 +12,9 @@ MICROPY_FLOAT_IMPL = float
 LINK_RUNTIME = 1
 endif
 ifeq ($(ARCH),armv6m)
-# libgcc's Cortex-M0 float divide has absolute relocations mpy_ld rejects.
-CFLAGS_EXTRA += -DNM_NO_FDIV
+# libgcc's Cortex-M0 float divide has absolute relocations mpy_ld rejects: NM_FDIV_LIB is
+# GCC's C one (device/baremetal/armv6m/fdiv.mk), the same correctly rounded division.
+MPY_LD_FLAGS += $(addprefix -l,$(NM_FDIV_LIB))
 endif
 ifeq ($(ARCH),xtensa)
 # ESP8266 (lx106, no FPU): Debian's libgcc lacks the soft-float routines the chip keeps

@@ -70,3 +70,8 @@ include $(REPO)/device/baremetal/xtensa/softfp.mk
 extra_xtensa := NM_SOFTFP_LIB=$(NM_SOFTFP_LIB) \
 	MPY_LD="$(PYTHON) $(REPO)/device/baremetal/xtensa/mpy_ld_xtensa.py $(MPY_SRC)/tools"
 $(foreach m,$(MODULES),$(OUT)/xtensa/$(m)_natmod.mpy): $(NM_SOFTFP_LIB)
+
+# armv6m natmods link GCC's C division in place of libgcc's Cortex-M0 one.
+include $(REPO)/device/baremetal/armv6m/fdiv.mk
+extra_armv6m := NM_FDIV_LIB=$(NM_FDIV_LIB)
+$(foreach m,$(MODULES),$(OUT)/armv6m/$(m)_natmod.mpy): $(NM_FDIV_LIB)
