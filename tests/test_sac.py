@@ -77,12 +77,14 @@ def test_warmup_actions():
         SAC(Config(warmup_actions="zero"), env_class("pendulum"), [0])
 
 
-def test_state_dict_round_trip_mid_rng_block_continues_exactly():
-    a = _train([4, 6], 170)
+@pytest.mark.parametrize("shared", [False, True])
+def test_state_dict_round_trip_mid_rng_block_continues_exactly(shared):
+    cfg = Config(**SMALL, shared_minibatch=shared)
+    a = _train([4, 6], 170, cfg=cfg)
     saved = {k: np.array(v) for k, v in a.state_dict().items()}
     for _ in range(60):  # crosses the 200-step episode boundary
         a.advance()
-    b = _train([4, 6], 0)
+    b = _train([4, 6], 0, cfg=cfg)
     b.load_state_dict(saved)
     for _ in range(60):
         b.advance()
@@ -141,8 +143,8 @@ def test_tanh_gaussian_log_prob_is_the_change_of_variables():
     np.testing.assert_allclose(s.log_prob, expected, rtol=1e-9)
 
 
-def _check_algo():
-    algo = SAC(Config(**CHECK), env_class("pendulum"), [3, 8], dtype=np.float64)
+def _check_algo(shared=False):
+    algo = SAC(Config(**CHECK, shared_minibatch=shared), env_class("pendulum"), [3, 8], dtype=np.float64)
     for _ in range(60):  # warm-up only: fills the replay, no updates
         algo.advance()
     rng = np.random.default_rng(0)
@@ -174,13 +176,15 @@ def _finite_differences(loss, params, idx, h=1e-6):
     return np.array(out)
 
 
-def test_critic_gradient_matches_finite_differences():
-    algo, batch, rng = _check_algo()
-    noise = rng.standard_normal((2, 2, algo.cfg.batch_size, 1))
-    algo._critic_loss(batch[:, :2], noise)
+@pytest.mark.parametrize("minibatches", [2, 1])
+def test_critic_gradient_matches_finite_differences(minibatches):
+    algo, batch, rng = _check_algo(shared=minibatches == 1)
+    noise = rng.standard_normal((2, minibatches, algo.cfg.batch_size, 1))
+    batch = batch[:, :minibatches]
+    algo._critic_loss(batch, noise)
     grad = algo.critic.grad.copy()
     idx = _weight_entries(algo.critic, rng, 40)
-    fd = _finite_differences(lambda: algo._critic_loss(batch[:, :2], noise, want_loss=True).sum(),
+    fd = _finite_differences(lambda: algo._critic_loss(batch, noise, want_loss=True).sum(),
                              algo.critic.params, idx)
     assert np.abs(fd).max() > 1e-3
     np.testing.assert_allclose(grad[idx], fd, rtol=1e-5, atol=1e-8)
@@ -209,14 +213,17 @@ def test_alpha_gradient_matches_finite_differences():
     np.testing.assert_allclose(algo._alpha_grad(log_prob), fd, rtol=1e-5)
 
 
-def test_losses_equal_their_definitions():
+@pytest.mark.parametrize("shared", [False, True])
+def test_losses_equal_their_definitions(shared):
     """Per agent, from the networks' plain forward passes: the soft Bellman critic loss and the
-    actor loss, with alpha = exp(log_alpha) and log pi from the Gaussian density."""
-    algo, batch, rng = _check_algo()
+    actor loss, with alpha = exp(log_alpha) and log pi from the Gaussian density. With a shared
+    minibatch both critics learn from minibatch 0 and its one set of next-action samples."""
+    algo, batch, rng = _check_algo(shared)
     B, f = algo.cfg.batch_size, algo.row
-    noise_c = rng.standard_normal((2, 2, B, 1))
+    M = 1 if shared else 2
+    noise_c = rng.standard_normal((2, M, B, 1))
     noise_a = rng.standard_normal((2, B, 1))
-    critic_loss = algo._critic_loss(batch[:, :2], noise_c, want_loss=True)
+    critic_loss = algo._critic_loss(batch[:, :M], noise_c, want_loss=True)
     actor_loss, _ = algo._actor_loss(batch[:, 2], noise_a, want_loss=True)
     amlp, cmlp = algo.actor.mlp, algo.critic.mlp
 
@@ -234,9 +241,9 @@ def test_losses_equal_their_definitions():
         alpha = math.exp(algo.log_alpha[k])
         expected = 0.0
         for c in range(2):
-            mb = batch[k, c]
+            mb = batch[k, c % M]
             next1 = mb[:, f.next_actor_input]
-            a2, logp2 = sample(k, next1, noise_c[k, c])
+            a2, logp2 = sample(k, next1, noise_c[k, c % M])
             v = np.minimum(q(algo.critic.target_layers, k, 0, a2, next1), q(algo.critic.target_layers, k, 1, a2, next1))
             y = mb[:, f.reward] + 0.99 * mb[:, f.not_done] * (v - alpha * logp2)
             expected += 0.5 * np.mean((q(algo.critic.layers, k, c, mb[:, f.act], mb[:, f.actor_input]) - y) ** 2)
@@ -245,6 +252,45 @@ def test_losses_equal_their_definitions():
         a, logp = sample(k, obs1, noise_a[k])
         qmin = np.minimum(q(algo.critic.layers, k, 0, a, obs1), q(algo.critic.layers, k, 1, a, obs1))
         assert actor_loss[k] == pytest.approx(np.mean(alpha * logp - qmin), rel=1e-10)
+
+
+def test_shared_minibatch_is_one_minibatch_per_update_for_critics_and_actor(monkeypatch):
+    """SB3's loop: one gradient step per env step, whose critics and actor all learn from one
+    minibatch (so twin critics that start equal stay equal); RLtools' gives each its own."""
+    def after_first_update(shared):
+        algo = SAC(Config(**SMALL, shared_minibatch=shared), env_class("pendulum"), [3, 4])
+        for _ in range(SMALL["learning_starts"]):
+            algo.advance()
+        for arr in (algo.critic.params, algo.critic.target):  # critic 1 := critic 0, per agent
+            for layer in algo.critic.mlp.views(arr):
+                layer[:, 1] = layer[:, 0]
+        seen = {}
+        critic_loss, actor_loss = algo._critic_loss, algo._actor_loss
+        monkeypatch.setattr(algo, "_critic_loss", lambda b, n: seen.update(critic=b.copy(), noise=n) or critic_loss(b, n))
+        monkeypatch.setattr(algo, "_actor_loss", lambda b, n: seen.update(actor=b.copy()) or actor_loss(b, n))
+        algo.advance()
+        return algo, seen
+
+    algo, seen = after_first_update(shared=True)
+    P, B = 2, SMALL["batch_size"]
+    assert seen["critic"].shape == (P, 1, B, algo.row.width) and seen["noise"].shape == (P, 1, B, 1)
+    np.testing.assert_array_equal(seen["actor"], seen["critic"][:, 0])
+    for layer in algo.critic.mlp.views(algo.critic.params):
+        np.testing.assert_array_equal(layer[:, 0], layer[:, 1])
+    assert algo.critic.opt.t == algo.actor.opt.t == algo.alpha_opt.t == 1
+    rltools, seen = after_first_update(shared=False)
+    assert seen["critic"].shape == (P, 2, B, rltools.row.width)
+    assert not np.array_equal(seen["critic"][:, 0], seen["critic"][:, 1])
+    assert not np.array_equal(rltools.critic.mlp.views(rltools.critic.params)[0][:, 0],
+                              rltools.critic.mlp.views(rltools.critic.params)[0][:, 1])
+    # the random streams advance alike: the same warm-up, the same env steps
+    np.testing.assert_array_equal(algo.replay.data, rltools.replay.data)
+    np.testing.assert_array_equal(algo._rng_states(), rltools._rng_states())
+    # an update per env step from learning_starts on, as without it
+    shared = _train([0], 120, cfg=Config(**SMALL, shared_minibatch=True)).local
+    assert shared.critic.opt.t == shared.actor.opt.t == shared.alpha_opt.t == 70
+    with pytest.raises(UserError, match="shared_minibatch must be true or false"):
+        config.validate(Config(shared_minibatch=1))
 
 
 def test_scalars_are_the_last_update_losses():

@@ -96,6 +96,7 @@ RULES = {
     "init_alpha": _float(0, lo_open=True),
     "log_std_min": _float(-50, 10),
     "log_std_max": _float(-50, 10),
+    "shared_minibatch": _BOOL,
     # PPO
     "num_envs": _int(1, MAX_COUNT),
     "num_steps": _int(1, MAX_COUNT),

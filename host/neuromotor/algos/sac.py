@@ -23,10 +23,13 @@ as in RLtools and SB3). Per step, with alpha = exp(log_alpha):
     alpha:     L_alpha = -mean log_alpha * (log pi(a~|s) + target_entropy),  target_entropy = -|A|
     targets:   Q'_i <- tau Q_i + (1 - tau) Q'_i
 
-Minibatches follow RLtools' SAC loop: each critic learns from its own minibatch
-with its own next-action samples, the actor (and alpha, from the same samples)
-from a third; all three are one gather. The critics' targets and the actor use
-alpha before this step's alpha update. There is no actor target network.
+Minibatches follow RLtools' SAC loop by default: each critic learns from its own
+minibatch with its own next-action samples, the actor (and alpha, from the same
+samples) from a third; all three are one gather. `shared_minibatch = True` is
+SB3's (and CleanRL's) loop instead: one minibatch per update, on which both
+critics learn from one set of next-action samples and the actor and alpha learn
+too. Either way the critics' targets and the actor use alpha before this step's
+alpha update, and there is no actor target network.
 
 Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
 agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
@@ -64,7 +67,12 @@ class Config:
 
     One difference: RLtools samples its (untrained) stochastic policy during warm-up; the
     default here is uniform random warm-up actions, as in SB3 and CleanRL
-    (`warmup_actions = "policy"` selects RLtools' way)."""
+    (`warmup_actions = "policy"` selects RLtools' way).
+
+    `shared_minibatch = True` trains both critics and the actor on one minibatch per update
+    (SB3's and CleanRL's SAC) instead of one minibatch each (RLtools'): a third of the
+    gradient work per update at the same batch_size. The random streams advance alike
+    either way."""
 
     actor_hidden: tuple = (64, 64)
     critic_hidden: tuple = (64, 64)
@@ -81,6 +89,7 @@ class Config:
     init_alpha: float = 1.0         # entropy coefficient at step 0 (log_alpha = log init_alpha)
     log_std_min: float = -20.0
     log_std_max: float = 2.0
+    shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
 
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.
@@ -171,17 +180,18 @@ class SAC:
         self.row = self.replay.row
 
         B = cfg.batch_size
+        M = 1 if cfg.shared_minibatch else 2                      # the critics' minibatches per update
         actor, critic = self.actor.mlp, self.critic.mlp
         self._obs1 = np.ones((P, 1, o + 1), dtype)               # acting: [s, 1]
-        self._x_next = np.empty((P, 2, 2 * B, a + o + 1), dtype)  # target critics' input [a', s', 1], both minibatches
-        self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from minibatch c
+        self._x_next = np.empty((P, 2, M * B, a + o + 1), dtype)  # target critics' input [a', s', 1], all minibatches
+        self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from its minibatch
         self._x_actor = np.empty((P, 2, B, a + o + 1), dtype)    # both critics' input [a~, s, 1] for the actor loss
         self._dq_actor = np.empty((P, 2, B, 1), dtype)
         self._ws_act = actor.workspace((P, 1))
         self._ws_actor = actor.workspace((P, B))
-        self._ws_actor2 = actor.workspace((P, 2 * B))
+        self._ws_actor2 = actor.workspace((P, M * B))
         self._ws_critic = critic.workspace((P, 2, B))
-        self._ws_critic2 = critic.workspace((P, 2, 2 * B))
+        self._ws_critic2 = critic.workspace((P, 2, M * B))
 
         self._last_actor = None  # what the last update leaves for scalars()
         self._last_log_alpha = self.log_alpha.copy()
@@ -233,11 +243,17 @@ class SAC:
         self.obs = obs
 
         if self.steps >= cfg.learning_starts:
-            # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-            batch = self.replay.sample(raw_idx)
-            self._critic_loss(batch[:, :2], next_noise)
+            if cfg.shared_minibatch:
+                # One minibatch per agent for both critics and the actor (the first of the draws).
+                batch = self.replay.sample(raw_idx[:, :1])
+                critic_batch, next_noise, actor_batch = batch, next_noise[:, :1], batch[:, 0]
+            else:
+                # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
+                batch = self.replay.sample(raw_idx)
+                critic_batch, actor_batch = batch[:, :2], batch[:, 2]
+            self._critic_loss(critic_batch, next_noise)
             self.critic.step()
-            _, log_prob = self._actor_loss(batch[:, 2], actor_noise)
+            _, log_prob = self._actor_loss(actor_batch, actor_noise)
             self.actor.step()
             self._last_log_alpha = self.log_alpha.copy()
             self.alpha_opt.step(self.log_alpha, self._alpha_grad(log_prob))
@@ -247,25 +263,27 @@ class SAC:
     # ----- the losses: each writes its gradient (and computes its value per agent if asked) -----
     def _critic_loss(self, batch, next_noise, want_loss=False):
         """batch (P, 2, B, row): critic c learns from minibatch c, its soft Bellman targets from
-        both target critics and next-action samples (noise next_noise[:, c]) on that minibatch."""
+        both target critics and next-action samples (noise next_noise[:, c]) on that minibatch.
+        batch (P, 1, B, row) and next_noise (P, 1, B, a) (shared_minibatch): both critics learn
+        from the one minibatch and the same targets."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
-        P, _, B, _ = batch.shape
+        P, M, B, _ = batch.shape
         reward, not_done = batch[..., f.reward], batch[..., f.not_done]
-        next_obs = batch[..., f.next_actor_input].reshape(P, 2 * B, -1)
+        next_obs = batch[..., f.next_actor_input].reshape(P, M * B, -1)
 
         # a' ~ pi(s') from the online actor, with its log-probability
         out = actor.mlp.forward(actor.layers, next_obs, self._ws_actor2)
-        nxt = TanhGaussian(out, next_noise.reshape(P, 2 * B, a), cfg.log_std_min, cfg.log_std_max)
+        nxt = TanhGaussian(out, next_noise.reshape(P, M * B, a), cfg.log_std_min, cfg.log_std_max)
         x_next = self._x_next
         x_next[..., f.act] = nxt.action[:, None]
         x_next[..., f.actor_input] = next_obs[:, None]
 
         # y = r + gamma * not_done * (min(Q1'(s', a'), Q2'(s', a')) - alpha log pi(a'|s'))
-        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, 2B, 1)
+        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, M B, 1)
         v = np.minimum(q_next[:, 0], q_next[:, 1])
         v -= self.alpha.astype(self.dtype)[:, None, None] * nxt.log_prob
-        y = v.reshape(P, 2, B, 1)
+        y = v.reshape(P, M, B, 1)
         y *= not_done
         y *= self.dtype(cfg.gamma)
         y += reward
