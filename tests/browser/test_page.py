@@ -50,9 +50,18 @@ def trained(server, tmp_path_factory):
         data = files[0].read_bytes()
         b.evaluate(f"window.nmLoadPolicy({json.dumps(list(data))})")
         actions = b.evaluate(f"window.nmActions({json.dumps(obs.ravel().tolist())})", await_promise=True)
+        # the button runs one episode of the trained policy on the pendulum
+        b.evaluate("document.getElementById('run').click()")
+        episode = b.wait_for("window.nmState.episodeReturn", timeout=30)
+        # a damaged file (one payload byte changed: CRC) is refused with the runtime's message
+        bad = bytearray(data)
+        bad[len(bad) // 2] ^= 0x40
+        b.evaluate(f"window.nmLoadPolicy({json.dumps(list(bad))})")
+        error = b.wait_for("window.nmState.error", timeout=30)
         urls = b.requested_urls()
     return {"state": state, "wall": wall, "file": files[0], "data": data, "obs": obs,
-            "actions": np.array(actions, np.float32).reshape(len(obs), 1), "urls": urls}
+            "actions": np.array(actions, np.float32).reshape(len(obs), 1), "urls": urls,
+            "episode": episode, "error": error}
 
 
 def test_first_visit_trains_and_reports(trained):
@@ -78,6 +87,12 @@ def test_downloaded_policy_equals_host_forward_pass(trained):
     # the host's deploy reads and validates it as it would before uploading
     source, data = export_policy(str(trained["file"]))
     assert data == trained["data"]
+
+
+def test_page_runs_policies_and_refuses_a_damaged_one(trained):
+    assert -2000 < trained["episode"] < 0
+    assert "CRC" in trained["error"] or "checksum" in trained["error"].lower(), trained["error"]
+    assert "\n" not in trained["error"].strip()
 
 
 def test_page_requests_only_the_local_server(trained, server):

@@ -159,7 +159,8 @@ async function drain() {
         try {
             await handle(msg);
         } catch (e) {
-            post({ kind: "error", message: e.message || String(e) });
+            // a Python exception's message is its traceback: the page shows the last line
+            post({ kind: "error", message: (e.message || String(e)).trim().split("\n").pop() });
         }
     }
     busy = false;
