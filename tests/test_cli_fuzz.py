@@ -108,6 +108,7 @@ BAD = {
     ("board baremetal", "--acts"): ["", "x", "relu,x", "relu,relu,relu,relu"],
     ("board baremetal", "--repeat"): POSITIVE + ["100000000000"],
     ("board check", "name"): ["nope", "", "../qemu-m7"],
+    ("serve-web", "--port"): INT + ["65536"],
 }
 
 # A command that is valid except for the option under test ({opt} is replaced by the case).
@@ -129,6 +130,7 @@ BASE = {
     "board build": ["board", "build", "qemu-m7"],
     "board baremetal": ["board", "baremetal", "qemu-m7"],
     "board check": ["board", "check"],
+    "serve-web": ["serve-web"],
 }
 # Options that cannot combine with the base command's own (train --resume replaces the env).
 STANDALONE = {("train", "--resume"): ["train", "--quiet"], ("train", "--run-dir"): None,
