@@ -47,3 +47,17 @@ def test_both_trainers_are_evaluated_by_the_same_gymnasium_loop(sac_bench):
     assert zero.shape == (2,) and (zero < 0).all() and zero[0] != zero[1]
     other = sac_bench.gym_returns(lambda obs: np.zeros(1, np.float32), "Pendulum-v1", 4, episodes=2)
     assert not np.array_equal(zero, other)
+
+
+def test_the_headline_row_trains_with_sb3s_update_and_settings(sac_bench):
+    phase = sac_bench.PHASES["halfcheetah"]
+    matched = sac_bench.phase_config(phase, 1000, **sac_bench.ROWS["neuromotor"])
+    rltools = sac_bench.phase_config(phase, 1000, **sac_bench.ROWS["neuromotor-rltools"])
+    sb3 = sac_bench.phase_config(phase, 1000)
+    assert list(sac_bench.ROWS)[0] == "neuromotor" and matched.shared_minibatch and not rltools.shared_minibatch
+    assert matched.learning_starts == rltools.learning_starts == sb3.learning_starts == 1000
+    assert sac_bench.sb3_settings(matched) == sac_bench.sb3_settings(sb3)
+    assert (matched.batch_size, matched.actor_lr, matched.tau, matched.actor_hidden) == (256, 3e-4, 0.005, (256, 256))
+    assert sac_bench.phase_config(phase).learning_starts == 10_000  # the preset's unless asked
+    assert sac_bench.per_update_ms(3.0, 1.0, 5000, 1000) == pytest.approx(0.5)
+    assert sac_bench.per_update_ms(3.0, 3.0, 1000, 1000) is None
