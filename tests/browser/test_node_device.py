@@ -1,7 +1,8 @@
 """The unix port's device tests on the browser build under Node: the inference kernels
-against the host's NumPy forward pass, and the on-board TD3 trainer step by step against
-the host's TD3 (tests/ondevice/test_td3_equivalence.py, run here with `micropython_train`
-pointing at the Node runner)."""
+against the host's NumPy forward pass; the on-board TD3 trainer step by step against the
+host's TD3, its pendulum against the host's, its saved policy against its actor (the tests
+of tests/ondevice, imported here and run with `micropython_train` pointing at the Node
+runner)."""
 
 import numpy as np
 import pytest
@@ -10,6 +11,9 @@ from mp_helpers import random_spec
 from ondevice.test_td3_equivalence import (  # noqa: F401  (the fixture and tests run here too)
     compared, test_delay_schedule, test_every_transition_equals_host, test_every_update_equals_host,
     test_schedule_and_draws)
+from ondevice.test_pendulum_equivalence import test_pendulum_equals_host_step_by_step  # noqa: F401
+from ondevice.test_trainer_modules import (  # noqa: F401
+    test_python_kernels_only_without_native, test_saved_policy_is_the_trained_actor)
 from test_runtime import NETS, assert_agrees, random_obs, run_policy
 
 
