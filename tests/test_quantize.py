@@ -63,13 +63,19 @@ def test_requantize_rounds_half_up_and_saturates():
     acc = np.array([0, 3, -3, 1 << 30, -(1 << 30), 12, -12], np.int64)
     mult = np.full(7, 1 << 30, np.int64)                      # x 1/4 (rounded), then >> 1 (rounded half up)
     # 3: 3/4 -> 1, 1/2 -> 1; -3: -3/4 -> -1, -1/2 -> 0; 12: 3, 3/2 -> 2; -12: -3, -3/2 -> -1
-    assert requantize(acc, mult, 1, relu=False).tolist() == [0, 1, 0, 127, -128, 2, -1]
-    assert requantize(acc, mult, 1, relu=True).tolist() == [0, 1, 0, 127, 0, 2, 0]
+    assert requantize(acc, mult, 1, relu=False).tolist() == [0, 1, 0, 32767, -32768, 2, -1]   # int16 activations
+    assert requantize(acc, mult, 1, relu=True).tolist() == [0, 1, 0, 32767, 0, 2, 0]
 
 
 def test_tanh_reference_matches_numpy_closely():
     x = np.linspace(-12, 12, 20001, dtype=np.float32)
     assert np.abs(tanh_f32(x) - np.tanh(x)).max() < 3e-7
+
+
+def test_int8_layers_wider_than_512_inputs_are_refused():
+    spec = limited((3, 513, 2), acts=["relu", "tanh"])
+    with pytest.raises(InvalidPolicyError, match="at most 512 inputs, this one 513"):
+        quantize(spec, np.ones((4, 3), np.float32))
 
 
 def test_quantize_refuses_hidden_tanh_and_a_spec_without_limits():
@@ -110,7 +116,7 @@ BAD = [
     ("mult0", "<i", -5, r"layer 0: requantisation multiplier\[0\] outside"),
     ("shift0", "<i", 32, "layer 0: requantisation shift 32 outside 0..31"),
     ("shift0", "<i", -1, "layer 0: requantisation shift -1 outside"),
-    ("bias0", "<i", (1 << 30) + 1, r"layer 0: bias\[0\] outside"),
+    ("bias0", "<i", (1 << 24) + 1, r"layer 0: bias\[0\] outside -2\^24\.\.2\^24"),
 ]
 
 

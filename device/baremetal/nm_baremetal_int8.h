@@ -27,9 +27,10 @@ static int32_t *q8_i(size_t byte) {
     return (int32_t *)((uint8_t *)q8_net + byte);
 }
 
-// Fills q8_net (obs_mean 0, obs_std 1, in_scale 1/32, random int8 weights, small biases,
-// multipliers near 2^30 and a shift of 7: activations stay inside int8 without
-// saturating everywhere). Returns 0 when the network does not fit.
+// Fills q8_net (obs_mean 0, obs_std 1, in_scale 1/4096, random int8 weights, small biases,
+// multipliers of 22-23 bits and shift 0, as the exporter picks them for such layers:
+// activations stay inside int16 without saturating everywhere). Returns 0 when the
+// network does not fit.
 static int q8_setup(void) {
     size_t bytes;
     if (!nm_q8_net_bytes(sizes, N_LAYERS, &bytes) || bytes > sizeof(q8_net)
@@ -42,7 +43,7 @@ static int q8_setup(void) {
         *q8_f(4 * (sizes[0] + i)) = 1.0f;
     }
     off = 8 * (size_t)sizes[0];
-    *q8_f(off) = 1.0f / 32.0f;
+    *q8_f(off) = 1.0f / 4096.0f;
     off += 4;
     for (size_t l = 0; l < N_LAYERS; l++) {
         size_t rows = nm_q8_pad(sizes[l + 1]), cols = nm_q8_pad(sizes[l]);
@@ -60,10 +61,10 @@ static int q8_setup(void) {
         off += 4 * rows;
         if (l + 1 < N_LAYERS) {
             for (size_t c = 0; c < rows; c++) {
-                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(1 << 29, (1 << 30) + (1 << 29)) : 0;
+                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(1 << 22, 1 << 23) : 0;
             }
             off += 4 * rows;
-            *q8_i(off) = 7;
+            *q8_i(off) = 0;
             off += 4;
         } else {
             for (size_t c = 0; c < rows; c++) {
@@ -102,8 +103,8 @@ static void q8_reference(float *out, const float *x) {
             if (l + 1 < N_LAYERS) {
                 int64_t t = (acc * mult[c] + ((int64_t)1 << 31)) >> 32;
                 int64_t v = (t + (((int64_t)1 << r) >> 1)) >> r;
-                int64_t lo = acts[l] == NM_ACT_RELU ? 0 : -128;
-                b[c] = (int32_t)(v < lo ? lo : v > 127 ? 127 : v);
+                int64_t lo = acts[l] == NM_ACT_RELU ? 0 : -NM_Q8_AMAX - 1;
+                b[c] = (int32_t)(v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v);
             } else {
                 float y = (float)acc * *q8_f(off + rows * cols + 4 * rows + 4 * c);
                 if (acts[l] == NM_ACT_RELU) {

@@ -128,6 +128,9 @@ def check_q8_values(sizes, acts, net, clamp):
     if len(net) != q8_net_bytes(sizes):
         raise PolicyValueError("int8 net has %d bytes, sizes %r need %d" % (len(net), sizes, q8_net_bytes(sizes)))
     n = len(acts)
+    if max(sizes[:-1]) > 512:
+        raise PolicyValueError("an int8 layer takes at most 512 inputs, this one %d (its int32 accumulators "
+                               "could overflow)" % max(sizes[:-1]))
     for i in range(n - 1):
         if acts[i] > 1:
             raise PolicyValueError("layer %d: an int8 hidden layer is identity or relu, not %s" % (i, ACTIVATIONS[acts[i]]))
@@ -148,8 +151,8 @@ def check_q8_values(sizes, acts, net, clamp):
         n_out, rows = sizes[li + 1], _pad4(sizes[li + 1])
         off_b = off + rows * _pad4(sizes[li])
         for c, b in enumerate(struct.unpack_from("<%di" % n_out, net, off_b)):
-            if not -(1 << 30) <= b <= 1 << 30:
-                raise PolicyValueError("layer %d: bias[%d] outside -2^30..2^30" % (li, c))
+            if not -(1 << 24) <= b <= 1 << 24:
+                raise PolicyValueError("layer %d: bias[%d] outside -2^24..2^24" % (li, c))
         if li < n - 1:
             for c, m in enumerate(struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows)):
                 if m < 1:
@@ -731,9 +734,9 @@ class PythonQ8Policy(Policy):
         for i in range(self.obs_dim):
             t = _f32(_f32(_f32(x[i] - self.mean[i]) / self.std[i]) * self.inv)
             if t >= 0.0:
-                q.append(127 if t > 127.0 else int(_f32(t + 0.5)))
+                q.append(32767 if t > 32767.0 else int(_f32(t + 0.5)))
             else:
-                q.append(-int(_f32(0.5 - t)) if t >= -127.0 else -127)
+                q.append(-int(_f32(0.5 - t)) if t >= -32767.0 else -32767)
         n = len(self.layers)
         for li in range(n):
             w, bias, extra, act = self.layers[li]
@@ -741,11 +744,11 @@ class PythonQ8Policy(Policy):
             if li == n - 1:
                 break
             mult, r = extra
-            lo, rnd = (0 if act == 1 else -128), (1 << r) >> 1
+            lo, hi, rnd = (0 if act == 1 else -32768), 32767, (1 << r) >> 1
             q = []
             for c in range(len(accs)):
                 v = (((accs[c] * mult[c] + (1 << 31)) >> 32) + rnd) >> r
-                q.append(lo if v < lo else 127 if v > 127 else v)
+                q.append(lo if v < lo else hi if v > hi else v)
         y = []
         for c in range(len(accs)):
             v = _f32(_f32(accs[c]) * extra[c])

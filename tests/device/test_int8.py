@@ -32,11 +32,13 @@ def int8_policy(sizes, acts, seed=0, n_obs=60):
 
 
 def run_policy_script(run_mp, path, obs, backend, natmod_dir=None):
-    pre = f"import sys\nsys.path.insert(0, {str(natmod_dir)!r})\n" if natmod_dir else ""
+    pre = "k = None\n"
+    if natmod_dir:
+        pre = f"import sys\nsys.path.insert(0, {str(natmod_dir)!r})\nimport nm_kernels_natmod as k\n"
     script = pre + f"""
 from array import array
 from neuromotor_rt import Policy
-p = Policy.load({str(path)!r}, backend={backend!r})
+p = Policy.load({str(path)!r}, backend={backend!r}, kernels=k)
 rows = {obs.tolist()!r}
 res = []
 for r in rows:
@@ -63,7 +65,7 @@ def test_natmod_and_python_backends_agree(run_mp, natmod_x64_dir, tmp_path):
     (tmp_path / "p.nmp").write_bytes(encode(qp))
     ref = qp.forward(obs)
     head, got = run_policy_script(run_mp, tmp_path / "p.nmp", obs, "native", natmod_x64_dir)
-    assert head[:3] == ["int8", "native", "True"]
+    assert head == ["int8", "native", "True", "natmod"]
     assert np.array_equal(got, ref)
     head, got = run_policy_script(run_mp, tmp_path / "p.nmp", obs, "python")
     assert head[:3] == ["int8", "python", "True"]

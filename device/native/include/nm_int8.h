@@ -12,7 +12,7 @@
  * Entry points:
  *   nm_q8_dense(y, x, w, bias, mult, shift, n_in, n_out, act)
  *       one quantised dense layer: int32 accumulation of int8 weights times
- *       int8 activations, requantised to the next layer's int8 scale;
+ *       int16 activations, requantised to the next layer's scale;
  *   nm_q8_dense_acc(acc, x, w, bias, n_in, n_out)
  *       the same layer's raw int32 accumulators (the last layer);
  *   nm_q8_quantize_input(q, x, mean, std, in_scale, n)
@@ -31,7 +31,11 @@
  * 4k+1's, 4k+2's, 4k+3's. A word of one row is what SXTB16 splits into the
  * pairs (w0, w2) and (w1, w3).
  *
- * Activation vectors between layers are int16 holding values in -128..127,
+ * Activations are 16-bit: the observation and each hidden layer's output are
+ * int16 vectors (-32768..32767; 0..32767 after relu), quantised with one scale
+ * per layer: weights carry the 8-bit error, activations add next to none, and
+ * SMLAD multiplies 16-bit halves anyway. Then 127 * 32767 * n_in + 2^24 < 2^31
+ * bounds every accumulator for n_in <= NM_Q8_MAX_IN. Vectors hold
  * P entries in "pair order": group g holds x[4g], x[4g+2], x[4g+1], x[4g+3],
  * so each 32-bit word is one SMLAD operand. Every path reads this order.
  *
@@ -40,7 +44,7 @@
  *     acc = bias[c] + sum_j w[c][j] * x[j]                  (int32)
  *     t   = (acc * mult[c] + 2^31) >> 32                     (64-bit product, arithmetic shift)
  *     v   = (t + (2^r >> 1)) >> r                            (rounds half up)
- *     y   = clamp(v, 0, 127) after relu, else clamp(v, -128, 127)
+ *     y   = clamp(v, 0, 32767) after relu, else clamp(v, -32768, 32767)
  *
  * qnet (the int8 policy file's payload), every section 4-byte aligned:
  *     f32 obs_mean[s0], f32 obs_std[s0], f32 in_scale,
@@ -49,7 +53,7 @@
  *     f32 action_scale[sL], f32 action_offset[sL]
  *
  * Forward:
- *     q0[i]  = round(clamp(((x[i] - obs_mean[i]) / obs_std[i]) * (1 / in_scale), -127, 127))
+ *     q0[i]  = round(clamp(((x[i] - obs_mean[i]) / obs_std[i]) * (1 / in_scale), -32767, 32767))
  *              in float32, rounding half away from zero
  *     hidden layers as above; the last layer's acc[c] then gives
  *     out[c] = act((float)acc[c] * deq[c]) * action_scale[c] + action_offset[c]
@@ -63,7 +67,9 @@
 #include "nm_kernels.h"
 
 #define NM_Q8_GROUP 4
-#define NM_Q8_BIAS_MAX (1L << 30)   // |bias| bound: acc cannot leave int32 for n_in <= 65535
+#define NM_Q8_AMAX 32767            // activations: int16
+#define NM_Q8_MAX_IN 512            // inputs per layer: 127 * 32767 * 512 + 2^24 < 2^31
+#define NM_Q8_BIAS_MAX (1L << 24)
 #define NM_Q8_SHIFT_MAX 31
 
 #if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && defined(__ARM_ARCH_7EM__)
@@ -167,7 +173,7 @@ NM_INLINE void nm_q8_group_dsp(int32_t *a, const int8_t **p, uint32_t x02, uint3
 // Two groups per iteration with the loop in the same asm block: GCC would otherwise
 // spill the loop bound (4 accumulators, 3 pointers/counters and 5 temporaries fill
 // the core registers), ~1.25 instructions per multiply-add.
-NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
+NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
     const nm_u32a *xp = (const nm_u32a *)x;
     size_t n2 = ng / 2;
     if (n2) {
@@ -191,10 +197,11 @@ NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, si
     if (ng & 1) {
         nm_q8_group_dsp(a, &w, xp[0], xp[1]);
     }
+    return w;
 }
 #else
 // Portable: unsigned sums wrap (no undefined overflow for any weights).
-NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
+NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
     uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
     for (size_t g = 0; g < ng; g++, x += NM_Q8_GROUP, w += 16) {
         const int32_t x0 = x[0], x2 = x[1], x1 = x[2], x3 = x[3];
@@ -207,38 +214,43 @@ NM_INLINE void nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, si
     a[1] = (int32_t)a1;
     a[2] = (int32_t)a2;
     a[3] = (int32_t)a3;
+    return w;
 }
 #endif
 
 /* ---------------------------------------------------------------------------
- * Requantisation of one accumulator (see the top of this file).
+ * Requantisation of one accumulator (see the top of this file). shifted is a
+ * constant where this is inlined: a layer whose shift is 0 (the exporter's
+ * choice whenever its multipliers keep 22 bits) skips the second rounding.
  */
-NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu) {
+NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu,
+    const int shifted) {
     #if NM_Q8_DSP
     int32_t t;
     __asm__ ("smmulr %0, %1, %2" : "=r" (t) : "r" (acc), "r" (mult));
-    int32_t v = (int32_t)((uint32_t)t + (uint32_t)round) >> r; // |t| <= 2^30 for valid files
-    return relu ? (int32_t)__builtin_arm_usat(v, 7) : (int32_t)__builtin_arm_ssat(v, 8);
+    int32_t v = shifted ? (int32_t)((uint32_t)t + (uint32_t)round) >> r : t; // |t| <= 2^30 for valid files
+    return relu ? (int32_t)__builtin_arm_usat(v, 15) : (int32_t)__builtin_arm_ssat(v, 16);
     #else
     int32_t t = (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
-    int32_t v = (int32_t)(((int64_t)t + round) >> r);
-    return v < (relu ? 0 : -128) ? (relu ? 0 : -128) : v > 127 ? 127 : v;
+    int32_t v = shifted ? (int32_t)(((int64_t)t + round) >> r) : t;
+    const int32_t lo = relu ? 0 : -NM_Q8_AMAX - 1;
+    return v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
     #endif
 }
 
-// relu is a constant where this is inlined, so each activation gets its own loop.
+// relu and shifted are constants where this is inlined: each case gets its own loop.
 NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
-    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, const int relu) {
-    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP, nb = nm_blocks(n_out);
+    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, const int relu, const int shifted) {
+    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
     const int32_t r = shift & NM_Q8_SHIFT_MAX, round = (int32_t)(((uint32_t)1 << r) >> 1);
-    for (size_t k = 0; k < nb; k++, w += 16 * ng, bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
+    for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
         int32_t a[4] = { bias[0], bias[1], bias[2], bias[3] };
-        nm_q8_block_acc(a, x, w, ng);
+        w = nm_q8_block_acc(a, x, w, ng);
         // Rows 4k..4k+3 in pair order: 4k, 4k+2, 4k+1, 4k+3.
-        y[0] = (int16_t)nm_q8_requant(a[0], mult[0], round, r, relu);
-        y[1] = (int16_t)nm_q8_requant(a[2], mult[2], round, r, relu);
-        y[2] = (int16_t)nm_q8_requant(a[1], mult[1], round, r, relu);
-        y[3] = (int16_t)nm_q8_requant(a[3], mult[3], round, r, relu);
+        y[0] = (int16_t)nm_q8_requant(a[0], mult[0], round, r, relu, shifted);
+        y[1] = (int16_t)nm_q8_requant(a[2], mult[2], round, r, relu, shifted);
+        y[2] = (int16_t)nm_q8_requant(a[1], mult[1], round, r, relu, shifted);
+        y[3] = (int16_t)nm_q8_requant(a[3], mult[3], round, r, relu, shifted);
     }
 }
 
@@ -246,32 +258,40 @@ NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, c
  * One hidden layer: y (nm_q8_pad(n_out) int16, pair order) from x
  * (nm_q8_pad(n_in) int16, pair order). w, bias, mult as in qnet; shift is
  * the layer's right shift (only its low 5 bits are used). y must not overlap
- * x or the weights. act: NM_ACT_RELU clamps at 0, anything else is identity.
+ * x or the weights. act: NM_ACT_RELU clamps to 0..32767, anything else is
+ * identity (-32768..32767). n_in <= NM_Q8_MAX_IN.
  */
 static inline void nm_q8_dense(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
     const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, int act) {
+    const int shifted = (shift & NM_Q8_SHIFT_MAX) != 0;
     if (act == NM_ACT_RELU) {
-        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1);
+        if (shifted) {
+            nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1, 1);
+        } else {
+            nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1, 0);
+        }
+    } else if (shifted) {
+        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0, 1);
     } else {
-        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0);
+        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0, 0);
     }
 }
 
 // The layer's int32 accumulators, natural row order, nm_q8_pad(n_out) of them.
 static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t *w, const int32_t *bias,
     size_t n_in, size_t n_out) {
-    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP, nb = nm_blocks(n_out);
-    for (size_t k = 0; k < nb; k++, w += 16 * ng, bias += NM_BLOCK, acc += NM_BLOCK) {
+    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
+    for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, acc += NM_BLOCK) {
         for (int i = 0; i < 4; i++) {
             acc[i] = bias[i];
         }
-        nm_q8_block_acc(acc, x, w, ng);
+        w = nm_q8_block_acc(acc, x, w, ng);
     }
 }
 
 /* ---------------------------------------------------------------------------
  * Observation to int8 (pair order, nm_q8_pad(n) entries, padding 0). x is
- * finite (the caller checked); a NaN from a corrupt mean/std becomes -127.
+ * finite (the caller checked); a NaN from a corrupt mean/std becomes -32767.
  */
 static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float *mean, const float *std,
     float in_scale, size_t n) {
@@ -283,9 +303,9 @@ static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float 
         float t = nm_divf(x[i] - mean[i], std[i]) * inv;
         int32_t v;
         if (t >= 0.0f) {
-            v = t > 127.0f ? 127 : (int32_t)(t + 0.5f);
+            v = t > (float)NM_Q8_AMAX ? NM_Q8_AMAX : (int32_t)(t + 0.5f);
         } else {
-            v = t >= -127.0f ? -(int32_t)(0.5f - t) : -127;
+            v = t >= -(float)NM_Q8_AMAX ? -(int32_t)(0.5f - t) : -NM_Q8_AMAX;
         }
         q[nm_q8_slot(i)] = (int16_t)v;
     }
@@ -349,7 +369,8 @@ enum {
     NM_Q8_BAD_DEQ,        // deq <= 0 for a real row
     NM_Q8_BAD_MULT,       // mult outside 1..2^31-1
     NM_Q8_BAD_SHIFT,      // shift outside 0..31
-    NM_Q8_BAD_BIAS,       // |bias| > 2^30
+    NM_Q8_BAD_BIAS,       // |bias| > 2^24
+    NM_Q8_BAD_WIDTH,      // a layer with more than NM_Q8_MAX_IN inputs
 };
 
 typedef struct {
@@ -367,6 +388,11 @@ static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uin
     nm_q8_fault_t *f) {
     const size_t s0 = sizes[0], sl = sizes[n_layers];
     const nm_f32a *v = qnet;
+    for (size_t l = 0; l < n_layers; l++) {
+        if (sizes[l] > NM_Q8_MAX_IN) {
+            return nm_q8_fail(f, NM_Q8_BAD_WIDTH, (int)l, sizes[l]);
+        }
+    }
     for (size_t l = 0; l + 1 < n_layers; l++) {
         if (acts[l] != NM_ACT_IDENTITY && acts[l] != NM_ACT_RELU) {
             return nm_q8_fail(f, NM_Q8_BAD_ACT, (int)l, 0);

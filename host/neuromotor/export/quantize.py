@@ -15,8 +15,10 @@ import numpy as np
 from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec, clamp
 
 F32 = np.float32
-QMAX = 127
-BIAS_MAX = 1 << 30
+QMAX = 127             # weights
+AMAX = 32767           # activations (int16)
+MAX_IN = 512           # inputs per layer: 127 * 32767 * 512 + 2^24 < 2^31, no accumulator overflows
+BIAS_MAX = 1 << 24
 SHIFT_MAX = 31
 MULT_MAX = (1 << 31) - 1
 
@@ -76,6 +78,9 @@ class QuantizedPolicy:
             raise InvalidPolicyError("int8 policy needs weights, biases and activations per layer and "
                                      "multipliers and a shift per hidden layer")
         sizes = self.sizes
+        if max(sizes[:-1]) > MAX_IN:
+            raise InvalidPolicyError(f"an int8 layer takes at most {MAX_IN} inputs, this one "
+                                     f"{max(sizes[:-1])} (its int32 accumulators could overflow)")
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             if w.ndim != 2 or b.shape != (w.shape[0],) or (i and w.shape[1] != sizes[i]):
                 raise InvalidPolicyError(f"layer {i}: weight {w.shape} and bias {b.shape} do not match")
@@ -102,7 +107,7 @@ class QuantizedPolicy:
         for i, b in enumerate(self.biases):
             if np.any(np.abs(b) > BIAS_MAX):
                 raise InvalidPolicyError(f"layer {i}: bias[{int(np.argmax(np.abs(b) > BIAS_MAX))}] outside "
-                                         f"-2^30..2^30")
+                                         "-2^24..2^24")
         for i, (m, s) in enumerate(zip(self.mults, self.shifts)):
             if m.shape != (sizes[i + 1],) or np.any(m < 1) or np.any(m > MULT_MAX):
                 bad = int(np.argmax((m < 1) | (m > MULT_MAX))) if m.shape == (sizes[i + 1],) else -1
@@ -156,12 +161,12 @@ def _wrap32(a: np.ndarray) -> np.ndarray:
 
 
 def quantize_input(obs, mean, std, in_scale) -> np.ndarray:
-    """nm_q8_quantize_input: the int8 observation (as int64), rounded half away from zero
+    """nm_q8_quantize_input: the int16 observation (as int64), rounded half away from zero
     in float32."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         t = ((np.asarray(obs, F32) - mean) / std) * (F32(1) / F32(in_scale))
-        pos = np.where(t > QMAX, F32(QMAX), np.trunc(t + F32(0.5)))
-        neg = np.where(t >= -QMAX, -np.trunc(F32(0.5) - t), F32(-QMAX))
+        pos = np.where(t > AMAX, F32(AMAX), np.trunc(t + F32(0.5)))
+        neg = np.where(t >= -AMAX, -np.trunc(F32(0.5) - t), F32(-AMAX))
         return np.where(t >= 0, pos, neg).astype(np.int64)
 
 
@@ -170,7 +175,7 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: int, relu: bool) -> np.
     acc is int32-ranged and mult < 2^31, so the product fits int64."""
     t = (acc * mult + (1 << 31)) >> 32
     v = (t + ((1 << shift) >> 1)) >> shift
-    return np.clip(v, 0 if relu else -128, QMAX)
+    return np.clip(v, 0 if relu else -AMAX - 1, AMAX)
 
 
 def tanh_f32(x: np.ndarray) -> np.ndarray:
@@ -209,14 +214,21 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
     obs = np.asarray(calib_obs, F32)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or not len(obs) or not np.isfinite(obs).all():
         raise InvalidPolicyError(f"calibration observations must be finite, shape (n, {spec.obs_dim})")
+    # Each input gets the whole int8 range: its calibrated range r goes into obs_std (the
+    # file's obs_std is the run's times r) and into layer 0's weights (W diag(r)).
     x0 = (obs - spec.obs_mean) / spec.obs_std
-    in_scale = F32(max(float(np.abs(x0).max()), 1e-6) / QMAX)
+    r = np.abs(x0).max(axis=0).astype(np.float64)
+    r = np.where(r > 1e-6, r, 1.0)
+    obs_std = (spec.obs_std * r).astype(F32)
+    in_scale = F32(1.0 / AMAX)
     n = len(spec.weights)
     weights, biases, mults, shifts = [], [], [], []
     s_x = np.float64(in_scale)
     q = None  # the integer input of the layer being quantised, as the chain so far computes it
     deq = None
     for i, (w, b, act) in enumerate(zip(spec.weights, spec.biases, spec.activations)):
+        if i == 0:
+            w = w * (obs_std / spec.obs_std).astype(np.float64)[None, :]
         s_w = _row_scales(w)
         wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
         bq = np.clip(np.round(b / (s_x * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
@@ -226,17 +238,19 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
             deq = (s_x * s_w).astype(F32)
             break
         if q is None:
-            q = quantize_input(obs, spec.obs_mean, spec.obs_std, in_scale)
+            q = quantize_input(obs, spec.obs_mean, obs_std, in_scale)
         acc = _wrap32(q @ wq.T.astype(np.int64) + bq)
         y = acc * (s_x * s_w)
         if act == "relu":
             y = np.maximum(y, 0)
-        s_y = float(np.abs(y).max()) / QMAX
+        s_y = float(np.abs(y).max()) / AMAX
         # The multipliers must stay below 1/2 (mult < 2^31 at shift 0).
         s_y = max(s_y, 2.0 * s_x * s_w.max() * (1 + 1e-6), 1e-12)
         m_real = s_x * s_w / s_y
+        # The smallest shift that leaves the largest multiplier 22 bits: the kernels skip the
+        # shift's rounding step for a layer whose shift is 0.
         r = 0
-        while r < SHIFT_MAX and m_real.max() * 2.0 ** (33 + r) < MULT_MAX:
+        while r < SHIFT_MAX and m_real.max() * 2.0 ** (32 + r) < 2.0 ** 22:
             r += 1
         m = np.clip(np.round(m_real * 2.0 ** (32 + r)), 1, MULT_MAX).astype(np.int64)
         mults.append(m)
@@ -244,7 +258,7 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         q = requantize(acc, m, r, act == "relu")
         s_x = np.float64(s_y)
     return QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
-                           activations=list(spec.activations), obs_mean=spec.obs_mean, obs_std=spec.obs_std,
+                           activations=list(spec.activations), obs_mean=spec.obs_mean, obs_std=obs_std,
                            in_scale=in_scale, action_scale=spec.action_scale, action_offset=spec.action_offset,
                            action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
 
