@@ -53,6 +53,13 @@ def trained(server, tmp_path_factory):
         # the button runs one episode of the trained policy on the pendulum
         b.evaluate("document.getElementById('run').click()")
         episode = b.wait_for("window.nmState.episodeReturn", timeout=30)
+        # the downloaded file chosen in the page's file input plays an episode too
+        b.evaluate("window.nmState.episodeReturn = null; window.nmState.loaded = null")
+        root = b.send("DOM.getDocument")["root"]["nodeId"]
+        node = b.send("DOM.querySelector", {"nodeId": root, "selector": "#file"})["nodeId"]
+        b.send("DOM.setFileInputFiles", {"nodeId": node, "files": [str(files[0])]})
+        chosen = b.wait_for("window.nmState.episodeReturn", timeout=30)
+        loaded = b.evaluate("window.nmState.loaded")
         # a damaged file (one payload byte changed: CRC) is refused with the runtime's message
         bad = bytearray(data)
         bad[len(bad) // 2] ^= 0x40
@@ -61,7 +68,7 @@ def trained(server, tmp_path_factory):
         urls = b.requested_urls()
     return {"state": state, "wall": wall, "file": files[0], "data": data, "obs": obs,
             "actions": np.array(actions, np.float32).reshape(len(obs), 1), "urls": urls,
-            "episode": episode, "error": error}
+            "episode": episode, "chosen": chosen, "loaded": loaded, "error": error}
 
 
 def test_first_visit_trains_and_reports(trained):
@@ -90,7 +97,8 @@ def test_downloaded_policy_equals_host_forward_pass(trained):
 
 
 def test_page_runs_policies_and_refuses_a_damaged_one(trained):
-    assert -2000 < trained["episode"] < 0
+    assert -2000 < trained["episode"] < 0 and -2000 < trained["chosen"] < 0
+    assert trained["loaded"] == {"obsDim": 3, "actDim": 1}
     assert "CRC" in trained["error"] or "checksum" in trained["error"].lower(), trained["error"]
     assert "\n" not in trained["error"].strip()
 
