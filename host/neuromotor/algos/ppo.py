@@ -204,10 +204,9 @@ class PPO:
         for t in range(T):
             self.b_raw[:, t] = self.obs
             x = self.b_obs[:, t]  # _normalize's arithmetic, written in place (its trailing 1 is there)
-            if cfg.normalize_obs:
+            if cfg.normalize_obs:  # in float64, rounded to float32 once on the way out
                 np.subtract(self.obs, obs_mean, out=tmp)
-                np.divide(tmp, obs_std, out=tmp)
-                x[..., :o] = tmp
+                np.divide(tmp, obs_std, out=x[..., :o], casting="same_kind")
             else:
                 x[..., :o] = self.obs
             mean = self.actor.forward(self.actor_v, x, self._workspace(self.actor, x))
@@ -246,13 +245,16 @@ class PPO:
     def _gae(self):
         """Advantages A_t = sum_l (gamma lambda)^l delta_{t+l}, cut at episode ends."""
         cfg, T = self.cfg, self.T
-        adv = np.zeros_like(self.b_rew)
+        # Only the recursion runs step by step; the terms of every step are computed at once.
+        alive = F32(1) - self.b_done
+        delta = self.b_rew + F32(cfg.gamma) * self.b_val[:, 1:] * alive - self.b_val[:, :T]
+        carry = F32(cfg.gamma * cfg.gae_lambda) * alive
+        adv = np.empty_like(self.b_rew)
         last = np.zeros_like(self.b_rew[:, 0])
         for t in range(T - 1, -1, -1):
-            alive = F32(1) - self.b_done[:, t]
-            delta = self.b_rew[:, t] + F32(cfg.gamma) * self.b_val[:, t + 1] * alive - self.b_val[:, t]
-            last = delta + F32(cfg.gamma * cfg.gae_lambda) * alive * last
-            adv[:, t] = last
+            np.multiply(carry[:, t], last, out=adv[:, t])
+            adv[:, t] += delta[:, t]
+            last = adv[:, t]
         return adv, adv + self.b_val[:, :T]
 
     def _update(self):
