@@ -26,6 +26,7 @@ What the env returns is checked at every step: an exception in `step` or
 training stops before it evaluates or checkpoints anything.
 """
 
+import dataclasses
 import difflib
 import functools
 import importlib
@@ -121,6 +122,13 @@ def _time_limit(env):
     return None
 
 
+def _make_registered(gymnasium, env_id: str, kwargs: dict):
+    """gymnasium.make without the env checker and the OrderEnforcing wrapper: GymVec resets
+    every env before its first step, and each wrapper is a Python call per env and step."""
+    spec = dataclasses.replace(gymnasium.spec(env_id), order_enforce=False)
+    return gymnasium.make(spec, disable_env_checker=True, **kwargs)
+
+
 def make_env(name: str, kwargs: dict):
     """One gymnasium env for `name` (an id or module:attr) with `kwargs`, wrapped so that its
     np_random can be set; its episodes end at its own time limit, kwargs' max_episode_steps,
@@ -137,7 +145,7 @@ def make_env(name: str, kwargs: dict):
                 if env_id not in gymnasium.registry:
                     raise UserError(f"environment {name!r}: {name.partition(':')[0]!r} has no attribute or "
                                     f"registered gymnasium id {env_id!r}")
-                env = gymnasium.make(env_id, disable_env_checker=True, **kwargs)
+                env = _make_registered(gymnasium, env_id, kwargs)
             elif not callable(target):
                 raise UserError(f"environment {name!r} is a {type(target).__name__}, not a gymnasium.Env "
                                 "class or a function that returns one")
@@ -149,7 +157,7 @@ def make_env(name: str, kwargs: dict):
                 if limit is not None:
                     env = TimeLimit(env, limit)
         else:
-            env = gymnasium.make(name, disable_env_checker=True, **kwargs)
+            env = _make_registered(gymnasium, name, kwargs)
     except UserError:
         raise
     except Exception as exc:
