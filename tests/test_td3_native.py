@@ -357,3 +357,32 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
         assert np.array_equal(algo.replay.data, before["replay"]) and np.array_equal(algo.env.state, before["env_state"]), label
     assert _step(good) == 0  # the good arguments do run
     assert not np.array_equal(train_before[0], algo._native[1].params)
+
+
+def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
+    """nm_pendulum.h against PendulumVec from far-out states (angles of many turns, the speed
+    limit) with torques beyond +-2 (action scale 3): state, observation and reward equal."""
+    P, steps = 16, 300
+    algo = _td3(list(range(P)), "native", learning_starts=10 ** 6)
+    rng = np.random.default_rng(5)
+    start = np.stack([rng.uniform(-40, 40, P), rng.uniform(-8, 8, P)], axis=1)
+    algo.env.set_state(start)
+    ref = PendulumVec(P)
+    ref.set_state(start)
+    obs = algo._native_envs[1]
+    obs[...] = ref._observe()
+    uniform = rng.uniform(-1, 1, (steps, P, 1)).astype(np.float32)
+    explore, idx, noise = np.zeros((steps, P, 1), np.float32), np.zeros((steps, P, 3, 1), np.uint32), np.zeros(
+        (steps, P, 2, 1, 1), np.float32)
+    hyper = algo._native_hyper[:5] + (3.0, 0.0)
+    at_speed_limit = 0
+    for i in range(steps):
+        pos = i % algo.replay.capacity
+        _nm_host.td3_step(algo._native_nets, algo.replay.data, algo._native_envs, (explore, uniform, idx, noise), i,
+                          pos, min(i, algo.replay.capacity), True, False, False, hyper)
+        want_obs, want_reward, _ = ref.step(uniform[i] * np.float32(3.0))
+        np.testing.assert_array_equal(algo.env.state, ref.state)
+        np.testing.assert_array_equal(obs, want_obs)
+        np.testing.assert_array_equal(algo.replay.data[:, pos, algo.row.reward][:, 0], want_reward)
+        at_speed_limit += int(np.sum(np.abs(ref.state[:, 1]) == 8))
+    assert np.any(np.abs(uniform * 3) > 2) and at_speed_limit  # both clips were taken
