@@ -21,10 +21,14 @@ MicroPython beside half of the paper's measured optimised times.
     .venv/bin/python benchmarks/board_inference.py [--boards qemu-m7,qemu-m4f] [-n 1000] [--json]
     .venv/bin/python benchmarks/board_inference.py --validation   # bare-metal only, seconds
 
+int8 rows: the same network quantised to int8 (per-channel weights, calibrated on
+random observations; docs/policy-format.md, version 3), deployed and timed the same
+way, and the bare-metal program's int8 run (make NM_INT8=1) on the Arm cores.
+
 Writes benchmarks/results/board_inference.json and .png; with --json the last
 line is one JSON object: per board, per backend median_us, p99_us,
 instructions_per_mac, cycles_per_mac, predicted µs per real board (+ bare-metal
-figures, overhead_ratio and the validation rows).
+figures, overhead_ratio and the validation rows; "int8": the same per board).
 """
 
 import argparse
@@ -59,7 +63,14 @@ def make_policy(path):
     return spec
 
 
-def bench_board(name, policy, n, predict_mhz, log):
+def make_int8_policy(spec, path):
+    from neuromotor.export import quantize, write_policy
+    spec.action_low, spec.action_high = -np.full(SIZES[-1], 10, np.float32), np.full(SIZES[-1], 10, np.float32)
+    calib = np.random.default_rng(1).normal(0, 1, (1000, SIZES[0])).astype(np.float32)
+    write_policy(quantize(spec, calib), path)
+
+
+def bench_board(name, policy, n, predict_mhz, log, int8_policy=None):
     from neuromotor.bench import bench_port
     from neuromotor import boards
     from neuromotor.deploy import deploy
@@ -68,15 +79,25 @@ def bench_board(name, policy, n, predict_mhz, log):
         b = boards.start(name, instance=instance, build=True, die_with_parent=True, cycles=True)
         log(f"{name}: running on {b.port} (QEMU pid {b.pid}); deploying")
         deploy(b.port, str(policy), log=lambda s: None)
-        return bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
+        res = bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
+        if int8_policy is not None:
+            log(f"{name}: deploying the int8 policy")
+            deploy(b.port, str(int8_policy), log=lambda s: None)
+            res["int8"] = bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
+        return res
     finally:
         boards.stop(instance)
 
 
-def baremetal(name, log):
+def baremetal(name, log, int8=False):
     try:
         from neuromotor.boards.baremetal import run_baremetal
-        r = run_baremetal(name, sizes=SIZES, acts=list(ACTS), repeat=200)
+        # The bare-metal Makefile takes NM_INT8 from the environment (the int8 run).
+        os.environ["NM_INT8"] = "1" if int8 else "0"
+        try:
+            r = run_baremetal(name, sizes=SIZES, acts=list(ACTS), repeat=200)
+        finally:
+            del os.environ["NM_INT8"]
         return {"instructions": r["instructions_per_inference"], "instructions_per_mac": r["instructions_per_mac"],
                 "cycles": r["cycles_per_inference"], "cycles_per_mac": r["cycles_per_mac"],
                 "predicted_us": {n: p["us"] for n, p in r["predicted"].items()},
@@ -84,6 +105,69 @@ def baremetal(name, log):
     except Exception as exc:  # no bare-metal build for this core (e.g. RISC-V)
         log(f"{name}: no bare-metal figure ({exc})")
         return None
+
+
+def backend_entry(res, bm):
+    entry = {"port": res["port"], "backends": {}, "unavailable": res["unavailable"], "baremetal": bm}
+    for b, s in res["backends"].items():
+        entry["backends"][b] = {k: s.get(k) for k in (
+            "median_us", "p99_us", "min_us", "mean_us", "instructions", "instructions_per_mac",
+            "instructions_median_per_call", "predicted_us", "predicted_khz", "alloc_per_call",
+            "cycles", "cycles_per_mac", "cycles_per_instruction")}
+        entry["backends"][b]["predicted_boards_us"] = {n: p["us"] for n, p in
+                                                       (s.get("predicted_boards") or {}).items()}
+    if bm and "native" in entry["backends"]:
+        entry["overhead_ratio"] = entry["backends"]["native"]["instructions"] / bm["instructions"]
+    return entry
+
+
+def table_rows(name, e, tag=""):
+    lines = []
+    bm = e["baremetal"]
+    if bm:
+        preds = "  ".join(f"{n} {us:.1f}" for n, us in bm["predicted_us"].items())
+        lines.append(f"{name:10s} {'bare-metal C' + tag:17s} {bm['instructions']:10.0f} "
+                     f"{bm['instructions_per_mac']:9.2f} {bm['cycles']:10.0f} {bm['cycles_per_mac']:8.2f} "
+                     f"{1.0:6.2f}  {preds}")
+        g = bm.get("generic")
+        if g:
+            preds = "  ".join(f"{n} {p['us']:.1f}" for n, p in g["predicted"].items())
+            lines.append(f"{name:10s} {'generic C':17s} {g['instructions']:10.0f} {g['instructions_per_mac']:9.2f} "
+                         f"{g['cycles']:10.0f} {g['cycles_per_mac']:8.2f} "
+                         f"{g['instructions'] / bm['instructions']:6.2f}  {preds}")
+    for b, s in e["backends"].items():
+        ratio = f"{s['instructions'] / bm['instructions']:6.2f}" if bm else f"{'-':>6s}"
+        cyc = f"{s['cycles']:10.0f} {s['cycles_per_mac']:8.2f}" if s.get("cycles") else f"{'-':>10s} {'-':>8s}"
+        preds = "  ".join(f"{n} {us:.1f}" for n, us in s["predicted_boards_us"].items())
+        lines.append(f"{name:10s} {b + tag:17s} {s['instructions']:10.0f} {s['instructions_per_mac']:9.2f} "
+                     f"{cyc} {ratio}  {preds}")
+    for b, why in e["unavailable"].items():
+        lines.append(f"{name:10s} {b + tag:17s} unavailable: {why}")
+    return lines
+
+
+def int8_targets(results):
+    """The int8 goals: rv32imc <= 8 instr/MAC from MicroPython; ARMv7E-M <= 1.5 bare metal
+    and the MicroPython call <= 1.15x bare metal."""
+    out = []
+    for name, e in results.items():
+        q = e.get("int8")
+        if not q:
+            continue
+        native = q["backends"].get("native")
+        if name == "qemu-rv32" and native:
+            v = native["instructions_per_mac"]
+            out.append({"board": name, "what": "int8 from MicroPython, instr/MAC", "value": v, "goal": 8.0,
+                        "met": v <= 8.0})
+        if name in ("qemu-m4f", "qemu-m7") and q["baremetal"]:
+            v = q["baremetal"]["instructions_per_mac"]
+            out.append({"board": name, "what": "int8 bare metal, instr/MAC", "value": v, "goal": 1.5,
+                        "met": v <= 1.5})
+            if native:
+                v = q["overhead_ratio"]
+                out.append({"board": name, "what": "int8 MicroPython call / bare metal", "value": v,
+                            "goal": 1.15, "met": v <= 1.15})
+    return out
 
 
 def validation_rows(bare):
@@ -137,53 +221,32 @@ def main(argv=None):
         return 0 if rows else 1
     tmp = Path(tempfile.mkdtemp(prefix="nm-bench-"))
     policy = tmp / "policy_13_64_64_4.nmp"
-    make_policy(policy)
+    spec = make_policy(policy)
+    int8_policy = tmp / "policy_13_64_64_4_int8.nmp"
+    make_int8_policy(spec, int8_policy)
     results = {}
     t0 = time.monotonic()
     for name in boards:
         try:
-            res = bench_board(name, policy, args.n, args.predict_mhz, log)
+            res = bench_board(name, policy, args.n, args.predict_mhz, log, int8_policy)
         except Exception as exc:
             log(f"{name}: skipped ({exc})")
             continue
         bm = baremetal(name, log)
-        entry = {"port": res["port"], "backends": {}, "unavailable": res["unavailable"], "baremetal": bm}
-        for b, s in res["backends"].items():
-            entry["backends"][b] = {k: s.get(k) for k in (
-                "median_us", "p99_us", "min_us", "mean_us", "instructions", "instructions_per_mac",
-                "instructions_median_per_call", "predicted_us", "predicted_khz", "alloc_per_call",
-                "cycles", "cycles_per_mac", "cycles_per_instruction")}
-            entry["backends"][b]["predicted_boards_us"] = {n: p["us"] for n, p in
-                                                           (s.get("predicted_boards") or {}).items()}
-        if bm and "native" in entry["backends"]:
-            entry["overhead_ratio"] = entry["backends"]["native"]["instructions"] / bm["instructions"]
+        entry = backend_entry(res, bm)
+        if "int8" in res:
+            entry["int8"] = backend_entry(res["int8"], baremetal(name, log, int8=True))
         results[name] = entry
     shutil.rmtree(tmp, ignore_errors=True)
 
     lines = [f"13->64->64->4 ReLU policy ({macs(SIZES)} multiply-adds), emulated boards: instructions counted "
              f"(QEMU -icount shift=0), cycles from the cycle model; 'pred' = predicted µs at each real board's clock",
-             f"{'board':10s} {'backend':12s} {'instr':>10s} {'instr/MAC':>9s} {'cycles':>10s} {'cyc/MAC':>8s} "
+             f"{'board':10s} {'backend':17s} {'instr':>10s} {'instr/MAC':>9s} {'cycles':>10s} {'cyc/MAC':>8s} "
              f"{'vs C':>6s}  predicted µs"]
     for name, e in results.items():
-        bm = e["baremetal"]
-        if bm:
-            preds = "  ".join(f"{n} {us:.1f}" for n, us in bm["predicted_us"].items())
-            lines.append(f"{name:10s} {'bare-metal C':12s} {bm['instructions']:10.0f} {bm['instructions_per_mac']:9.2f} "
-                         f"{bm['cycles']:10.0f} {bm['cycles_per_mac']:8.2f} {1.0:6.2f}  {preds}")
-            g = bm.get("generic")
-            if g:
-                preds = "  ".join(f"{n} {p['us']:.1f}" for n, p in g["predicted"].items())
-                lines.append(f"{name:10s} {'generic C':12s} {g['instructions']:10.0f} {g['instructions_per_mac']:9.2f} "
-                             f"{g['cycles']:10.0f} {g['cycles_per_mac']:8.2f} "
-                             f"{g['instructions'] / bm['instructions']:6.2f}  {preds}")
-        for b, s in e["backends"].items():
-            ratio = f"{s['instructions'] / bm['instructions']:6.2f}" if bm else f"{'-':>6s}"
-            cyc = f"{s['cycles']:10.0f} {s['cycles_per_mac']:8.2f}" if s.get("cycles") else f"{'-':>10s} {'-':>8s}"
-            preds = "  ".join(f"{n} {us:.1f}" for n, us in s["predicted_boards_us"].items())
-            lines.append(f"{name:10s} {b:12s} {s['instructions']:10.0f} {s['instructions_per_mac']:9.2f} "
-                         f"{cyc} {ratio}  {preds}")
-        for b, why in e["unavailable"].items():
-            lines.append(f"{name:10s} {b:12s} unavailable: {why}")
+        lines += table_rows(name, e)
+        if e.get("int8"):
+            lines += table_rows(name, e["int8"], " int8")
     rows = validation_rows({n: e["baremetal"] for n, e in results.items()})
     lines += [""] + validation_lines(rows)
     targets = []
@@ -196,6 +259,10 @@ def main(argv=None):
                              f"(half the paper's optimised {PAPER_OPTIMISED_US[real]:.0f} µs): "
                              f"{'met' if us <= goal else 'NOT met'}")
     lines.append("design goals on qemu-m7: native <= 2.5 instr/MAC; MicroPython overhead <= 1.15x bare-metal C")
+    int8_goals = int8_targets(results)
+    for t in int8_goals:
+        lines.append(f"{t['board']}: {t['what']} {t['value']:.2f}, goal <= {t['goal']}: "
+                     f"{'met' if t['met'] else 'NOT met'}")
     lines.append(f"({time.monotonic() - t0:.0f} s)")
     print("\n".join(lines), file=sys.stderr if args.json else sys.stdout)
 
@@ -203,7 +270,7 @@ def main(argv=None):
     summary = {"network": "-".join(map(str, SIZES)), "macs": macs(SIZES), "predict_mhz": args.predict_mhz,
                "clock": "instruction-count time (QEMU -icount shift=0, 1 instruction = 1 ns guest); cycles from "
                         "the cycle model (docs/timing-model.md)",
-               "boards": results, "validation": rows, "targets": targets}
+               "boards": results, "validation": rows, "targets": targets, "int8_targets": int8_goals}
     write_json(out / "board_inference.json", summary)
     plot(results, out / "board_inference.png", args.predict_mhz)
     if args.json:
@@ -219,6 +286,13 @@ def plot(results, path, mhz):
             vals.append(e["baremetal"]["instructions"])
         for b, s in e["backends"].items():
             labels.append(f"{name}\n{b}")
+            vals.append(s["instructions"])
+        q = e.get("int8") or {}
+        if q.get("baremetal"):
+            labels.append(f"{name}\nbare-metal C int8")
+            vals.append(q["baremetal"]["instructions"])
+        for b, s in q.get("backends", {}).items():
+            labels.append(f"{name}\n{b} int8")
             vals.append(s["instructions"])
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(vals)), 4))
     bars = ax.bar(range(len(vals)), vals, color=["#777" if "bare" in x else "#3a7" if "native" in x else "#c55"
