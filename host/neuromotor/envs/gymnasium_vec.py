@@ -101,9 +101,13 @@ class _AgentRng:
     @neuromotor_rng.setter
     def neuromotor_rng(self, state):
         if state is not None:
-            bitgen = getattr(np.random, state["bit_generator"])()
-            bitgen.state = state
-            self.env.np_random = np.random.Generator(bitgen)
+            # A Generator of its own for the env (never the agent's object), made once: later
+            # states are set into it (a new bit generator costs ten times as much).
+            own = getattr(self, "_neuromotor_generator", None)
+            if own is None or self.env.np_random is not own or type(own.bit_generator).__name__ != state["bit_generator"]:
+                own = self._neuromotor_generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
+                self.env.np_random = own
+            own.bit_generator.state = state
 
 
 @functools.lru_cache(maxsize=None)
@@ -328,10 +332,18 @@ class GymVec:
         return self._observations(obs, "reset")
 
     def _reset_round(self, rngs, mask):
-        states = [rngs[i].bit_generator.state if m else None for i, m in enumerate(mask)]
-        self._guard("reset", self.vec.set_attr, RNG_ATTR, states)
+        envs = getattr(self.vec, "envs", None)  # SyncVectorEnv: the envs are here, reachable one by one
+        if envs is None:
+            states = [rngs[i].bit_generator.state if m else None for i, m in enumerate(mask)]
+            self._guard("reset", self.vec.set_attr, RNG_ATTR, states)
+        else:  # (set_attr and get_attr would visit every env in every round)
+            for i in np.flatnonzero(mask):
+                self._guard("reset", setattr, envs[i], RNG_ATTR, rngs[i].bit_generator.state)
         obs, _ = self._guard("reset", self.vec.reset, options={"reset_mask": mask})
-        after = self._guard("reset", self.vec.get_attr, RNG_ATTR)
+        if envs is None:
+            after = self._guard("reset", self.vec.get_attr, RNG_ATTR)
+        else:
+            after = {i: self._guard("reset", getattr, envs[i], RNG_ATTR) for i in np.flatnonzero(mask)}
         for i in np.flatnonzero(mask):
             rngs[i].bit_generator.state = after[i]
         return obs
