@@ -221,3 +221,7 @@ def test_export_quantize_reports_accuracy_and_refuses_past_max_error(pendulum_ru
     assert code == 0 and "nm_q8_mlp" in (tmp_path / "p8.h").read_text()
     code, _, err = _cli("export", str(pendulum_run), "-o", str(tmp_path / "x.nmp"), "--max-error", "0.1")
     assert code == 2 and "--quantize int8 only" in err
+    code, _, err = _cli("export", str(out), "-o", str(tmp_path / "proj"), "--format", "platformio")
+    assert code == 2 and "float32 policies; this one is int8" in err
+    code, _, _ = _cli("export", str(out), "-o", str(tmp_path / "copy.nmp"))      # an int8 file converts as is
+    assert code == 0 and (tmp_path / "copy.nmp").read_bytes() == out.read_bytes()

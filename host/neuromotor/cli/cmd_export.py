@@ -75,6 +75,9 @@ def run(args) -> int:
 
         check_project_dir(args.output)
         spec = load_spec(args.run, args.agent)
+        if getattr(spec, "dtype", "float32") != "float32":
+            raise UserError(f"{args.run}: the PlatformIO project runs float32 policies; this one is "
+                            f"{spec.dtype} (use --format c-header)")
         out = write_platformio_project(spec, args.output)
         print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "
               f"environments teensy41, esp32, esp32c3, stm32f405, stm32h743)")
