@@ -201,6 +201,8 @@ class PPO:
         # The statistics change only after the rollout: one mean and std for all its steps.
         obs_mean, obs_std = self.obs_mean[:, None], self._obs_std()[:, None]
         tmp = self._norm_tmp
+        x = self.b_obs[:, 0]
+        ws_actor, ws_critic = self._workspace(self.actor, x), self._workspace(self.critic, x)
         for t in range(T):
             self.b_raw[:, t] = self.obs
             x = self.b_obs[:, t]  # _normalize's arithmetic, written in place (its trailing 1 is there)
@@ -209,9 +211,9 @@ class PPO:
                 np.divide(tmp, obs_std, out=x[..., :o], casting="same_kind")
             else:
                 x[..., :o] = self.obs
-            mean = self.actor.forward(self.actor_v, x, self._workspace(self.actor, x))
+            mean = self.actor.forward(self.actor_v, x, ws_actor)
             self.b_mean[:, t] = mean
-            self.b_val[:, t] = self._value(x)
+            self.b_val[:, t] = self.critic.forward(self.critic_v, x, ws_critic)[..., 0]
             action = self.b_act[:, t]
             np.multiply(std, noise[:, t], out=action)
             action += mean
@@ -219,7 +221,7 @@ class PPO:
             # (np.minimum/np.maximum: np.clip's Python-level checks cost more than the clamp)
             clipped = np.minimum(np.maximum(action, self.low), self.high)
             obs, reward, terminated, truncated, final_obs = self.episodes.step(clipped.reshape(P * E, a))
-            reward, terminated, truncated = (x.reshape(P, E) for x in (reward, terminated, truncated))
+            reward, terminated, truncated = reward.reshape(P, E), terminated.reshape(P, E), truncated.reshape(P, E)
             if np.count_nonzero(truncated):  # (count_nonzero: a tenth of .any()'s cost here)
                 # Time-out is not failure: bootstrap with the value of the final observation.
                 value = self._value(self._normalize(final_obs.reshape(P, E, o)))
@@ -348,7 +350,7 @@ class PPO:
               + (np.square(std_old) + np.square(mean_old - mean)) / (2 * np.square(std)) - 0.5).sum(-1).mean(1)
         # dL/dlogp = -A r / B where the unclipped term is the minimum, else 0.
         unclipped = np.where(adv >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
-        dlogp = (-adv * ratio * unclipped / B).astype(F32)[..., None]
+        dlogp = (-adv * ratio * unclipped / B).astype(F32, copy=False)[..., None]
         # dlogp/dmu = z / std and dlogp/dlog_std = z^2 - 1; d entropy/dlog_std = 1.
         self.log_std_g[...] = (dlogp * (z2 - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
         self.actor.backward(self.actor_v, ws, dlogp * z / std, self.actor_gv)

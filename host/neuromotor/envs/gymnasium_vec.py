@@ -103,11 +103,30 @@ class _AgentRng:
         if state is not None:
             # A Generator of its own for the env (never the agent's object), made once: later
             # states are set into it (a new bit generator costs ten times as much).
-            own = getattr(self, "_neuromotor_generator", None)
-            if own is None or self.env.np_random is not own or type(own.bit_generator).__name__ != state["bit_generator"]:
-                own = self._neuromotor_generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
-                self.env.np_random = own
+            own = self.__dict__.get("_neuromotor_generator")
+            if own is None or type(own.bit_generator).__name__ != state["bit_generator"]:
+                own = self.__dict__["_neuromotor_generator"] = np.random.Generator(
+                    getattr(np.random, state["bit_generator"])())
             own.bit_generator.state = state
+            if self.env.np_random is not own:
+                self.env.np_random = own
+
+    def draw_from(self, relay) -> None:
+        """The next reset draws from `relay`, a Generator the envs of one agent that reset in the
+        same call share, in env order."""
+        self.__dict__["_neuromotor_relay"] = relay
+        self.env.np_random = relay
+
+    def reset(self, **kwargs):
+        result = self.env.reset(**kwargs)
+        relay = self.__dict__.pop("_neuromotor_relay", None)
+        if relay is not None:
+            # The agent's next env draws on from where this one stopped; this env keeps a
+            # Generator of its own in that state for what it draws while stepping.
+            state = self.env.np_random.bit_generator.state
+            relay.bit_generator.state = state
+            self.neuromotor_rng = state
+        return result
 
 
 @functools.lru_cache(maxsize=None)
@@ -315,7 +334,13 @@ class GymVec:
         pending = list(np.flatnonzero(mask))
         obs = None
         # Envs that share a Generator (an agent's envs) draw from it one after the other, in
-        # env order: each round resets at most one env per Generator.
+        # env order. A SyncVectorEnv resets its envs in env order in this process: one call
+        # with an agent's envs relaying one Generator. Elsewhere each round resets at most one
+        # env per Generator.
+        envs = getattr(self.vec, "envs", None)
+        if envs is not None and pending:
+            obs = self._reset_relayed(envs, rngs, mask)
+            pending = []
         while pending:
             now, later, taken = np.zeros(self.num_envs, bool), [], set()
             for i in pending:
@@ -331,19 +356,24 @@ class GymVec:
         self.truncated[mask] = False
         return self._observations(obs, "reset")
 
-    def _reset_round(self, rngs, mask):
-        envs = getattr(self.vec, "envs", None)  # SyncVectorEnv: the envs are here, reachable one by one
-        if envs is None:
-            states = [rngs[i].bit_generator.state if m else None for i, m in enumerate(mask)]
-            self._guard("reset", self.vec.set_attr, RNG_ATTR, states)
-        else:  # (set_attr and get_attr would visit every env in every round)
-            for i in np.flatnonzero(mask):
-                self._guard("reset", setattr, envs[i], RNG_ATTR, rngs[i].bit_generator.state)
+    def _reset_relayed(self, envs, rngs, mask):
+        relays = {}  # id of an agent's Generator -> (it, a copy its envs draw from in turn)
+        for i in np.flatnonzero(mask):
+            if id(rngs[i]) not in relays:
+                relay = np.random.Generator(type(rngs[i].bit_generator)())
+                relay.bit_generator.state = rngs[i].bit_generator.state
+                relays[id(rngs[i])] = rngs[i], relay
+            self._guard("reset", envs[i].draw_from, relays[id(rngs[i])][1])
         obs, _ = self._guard("reset", self.vec.reset, options={"reset_mask": mask})
-        if envs is None:
-            after = self._guard("reset", self.vec.get_attr, RNG_ATTR)
-        else:
-            after = {i: self._guard("reset", getattr, envs[i], RNG_ATTR) for i in np.flatnonzero(mask)}
+        for rng, relay in relays.values():
+            rng.bit_generator.state = relay.bit_generator.state
+        return obs
+
+    def _reset_round(self, rngs, mask):
+        states = [rngs[i].bit_generator.state if m else None for i, m in enumerate(mask)]
+        self._guard("reset", self.vec.set_attr, RNG_ATTR, states)
+        obs, _ = self._guard("reset", self.vec.reset, options={"reset_mask": mask})
+        after = self._guard("reset", self.vec.get_attr, RNG_ATTR)
         for i in np.flatnonzero(mask):
             rngs[i].bit_generator.state = after[i]
         return obs
