@@ -61,9 +61,10 @@ def run(args) -> int:
     # Checked before the (slow) load; the resolved target makes a symlink write through.
     checks.source("source", args.run)
     checks.int_range("--agent", args.agent, 0)
+    checks.int_range("--calibration", args.calibration, 1)
+    checks.int_range("--heldout", args.heldout, 1)
+    checks.int_range("--seed", args.seed, 0, 2**32 - 1)
     if args.quantize:
-        checks.int_range("--calibration", args.calibration, 1)
-        checks.int_range("--heldout", args.heldout, 1)
         if args.max_error is not None and not 0 < args.max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {args.max_error}")
         if args.format == "platformio":
