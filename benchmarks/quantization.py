@@ -52,8 +52,9 @@ def returns(spec, policy, episodes, seed, env_name=None, env_kwargs=None):
     return rollout(factory, episodes, seed, lambda obs, t: policy.forward(obs))
 
 
-def hil_returns(path, episodes, seed, log):
-    """The int8 file played on an emulated qemu-m4f, hardware in the loop."""
+def hil_returns(path, episodes, seed, env_name, env_kwargs, log):
+    """The int8 file played on an emulated qemu-m4f, hardware in the loop (a policy file
+    names no env: the run's is given)."""
     from neuromotor import boards
     from neuromotor.deploy import deploy
     from neuromotor.hil import run_hil
@@ -61,7 +62,8 @@ def hil_returns(path, episodes, seed, log):
     try:
         b = boards.start("qemu-m4f", instance=instance, build=True, die_with_parent=True)
         deploy(b.port, str(path), log=lambda s: None)
-        return run_hil(b.port, str(path), episodes=episodes, seed=seed, log=log)
+        return run_hil(b.port, str(path), episodes=episodes, seed=seed, log=log, env_name=env_name,
+                       env_kwargs=env_kwargs)
     finally:
         boards.stop(instance)
 
@@ -85,7 +87,7 @@ def compare(name, run, episodes, calibration, heldout, seed, hil, hil_episodes, 
     if hil:
         path = tmp / f"{name}_int8.nmp"
         write_policy(qp, path)
-        h = hil_returns(path, hil_episodes, seed_eval, log)
+        h = hil_returns(path, hil_episodes, seed_eval, spec.meta.get("env"), spec.meta.get("env_kwargs"), log)
         row["hil"] = {k: h[k] for k in ("returns", "host_returns", "return_mean", "returns_match", "backend",
                                         "max_action_rel_diff", "device_median_us", "rtt_median_us", "episodes")}
         # The first hil_episodes of the comparison's episodes (same seeds), on the board.
