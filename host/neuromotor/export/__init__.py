@@ -2,7 +2,8 @@
 float32 or int8 (quantize, int8)."""
 
 from neuromotor.export.c_header import render_c_header, write_c_header
-from neuromotor.export.int8 import DEFAULT_MAX_ERROR, QuantizationError, action_error, quantize_checked, rollout_observations
+from neuromotor.export.int8 import (DEFAULT_MAX_ERROR, QuantizationError, action_error, quantize_checked,
+                                    rollout_observations)
 from neuromotor.export.policy_file import (
     BadMagicError,
     ChecksumError,
@@ -23,8 +24,8 @@ from neuromotor.export.policy_file import (
 from neuromotor.export.quantize import QuantizedPolicy, quantize
 
 __all__ = [
-    "DEFAULT_MAX_ERROR", "QuantizationError", "QuantizedPolicy", "action_error", "quantize", "quantize_checked",
-    "rollout_observations", "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
+    "DEFAULT_MAX_ERROR", "QuantizationError", "QuantizedPolicy", "action_error", "quantize",
+    "quantize_checked", "rollout_observations", "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
     "UnsupportedVersionError", "decode", "encode", "layout", "pack_clamp", "pack_layer", "pack_net",
     "read_policy", "render_c_header", "unpack_layer", "write_c_header", "write_policy",
 ]
