@@ -24,8 +24,8 @@ from neuromotor.export.policy_file import (
 from neuromotor.export.quantize import QuantizedPolicy, quantize
 
 __all__ = [
-    "DEFAULT_MAX_ERROR", "QuantizationError", "QuantizedPolicy", "action_error", "quantize",
-    "quantize_checked", "rollout_observations", "BadMagicError", "ChecksumError", "PolicyFormatError", "PolicyValueError", "TruncatedPolicyError",
-    "UnsupportedVersionError", "decode", "encode", "layout", "pack_clamp", "pack_layer", "pack_net",
-    "read_policy", "render_c_header", "unpack_layer", "write_c_header", "write_policy",
+    "BadMagicError", "ChecksumError", "DEFAULT_MAX_ERROR", "PolicyFormatError", "PolicyValueError",
+    "QuantizationError", "QuantizedPolicy", "TruncatedPolicyError", "UnsupportedVersionError", "action_error",
+    "decode", "encode", "layout", "pack_clamp", "pack_layer", "pack_net", "quantize", "quantize_checked",
+    "read_policy", "render_c_header", "rollout_observations", "unpack_layer", "write_c_header", "write_policy",
 ]
