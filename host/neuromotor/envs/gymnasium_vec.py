@@ -88,8 +88,9 @@ class _AgentRng:
     """Mixed into a gymnasium.Wrapper (_wrapper_class): the `neuromotor_rng` attribute reads and
     replaces the wrapped env's np_random by a bit-generator state (a dict that pickles)."""
 
-    def __init__(self, env):
+    def __init__(self, env, max_episode_steps: int):
         super().__init__(env)
+        self.neuromotor_max_episode_steps = max_episode_steps
         # Steps go straight to the wrapped env: this wrapper only carries the Generator, and
         # a wrapper's step is one more Python call per env and step.
         self.step = env.step
@@ -146,19 +147,23 @@ def _time_limit(env):
 
 
 def _make_registered(gymnasium, env_id: str, kwargs: dict):
-    """gymnasium.make without the env checker and the OrderEnforcing wrapper: GymVec resets
-    every env before its first step, and each wrapper is a Python call per env and step."""
-    spec = dataclasses.replace(gymnasium.spec(env_id), order_enforce=False)
-    return gymnasium.make(spec, disable_env_checker=True, **kwargs)
+    """gymnasium.make without the env checker and the OrderEnforcing and TimeLimit wrappers
+    (each one more Python call per env and step): GymVec resets every env before its first
+    step, and whoever steps a registry env truncates its episodes at max_episode_steps (see
+    neuromotor.envs). Returns the env and its time limit (kwargs' or the registry's, or None)."""
+    kwargs = dict(kwargs)
+    spec = gymnasium.spec(env_id)
+    limit = kwargs.pop("max_episode_steps", None) or spec.max_episode_steps
+    spec = dataclasses.replace(spec, order_enforce=False, max_episode_steps=None)
+    return gymnasium.make(spec, disable_env_checker=True, **kwargs), limit
 
 
 def make_env(name: str, kwargs: dict):
     """One gymnasium env for `name` (an id or module:attr) with `kwargs`, wrapped so that its
-    np_random can be set; its episodes end at its own time limit, kwargs' max_episode_steps,
-    or DEFAULT_MAX_EPISODE_STEPS."""
+    np_random can be set. Its episodes end at its own time limit, kwargs' max_episode_steps,
+    or DEFAULT_MAX_EPISODE_STEPS: the wrapper's `neuromotor_max_episode_steps`, where whoever
+    steps it truncates them."""
     gymnasium = _gymnasium()
-    from gymnasium.wrappers import TimeLimit
-
     kwargs = dict(kwargs)
     try:
         if ":" in name:
@@ -168,7 +173,7 @@ def make_env(name: str, kwargs: dict):
                 if env_id not in gymnasium.registry:
                     raise UserError(f"environment {name!r}: {name.partition(':')[0]!r} has no attribute or "
                                     f"registered gymnasium id {env_id!r}")
-                env = _make_registered(gymnasium, env_id, kwargs)
+                env, limit = _make_registered(gymnasium, env_id, kwargs)
             elif not callable(target):
                 raise UserError(f"environment {name!r} is a {type(target).__name__}, not a gymnasium.Env "
                                 "class or a function that returns one")
@@ -177,18 +182,15 @@ def make_env(name: str, kwargs: dict):
                 env = target(**kwargs)
                 if not isinstance(env, gymnasium.Env):
                     raise UserError(f"environment {name!r} returned a {type(env).__name__}, not a gymnasium.Env")
-                if limit is not None:
-                    env = TimeLimit(env, limit)
+                limit = limit or _time_limit(env)
         else:
-            env = _make_registered(gymnasium, name, kwargs)
+            env, limit = _make_registered(gymnasium, name, kwargs)
     except UserError:
         raise
     except Exception as exc:
         raise UserError(f"environment {name!r} could not be made with kwargs {json.dumps(kwargs, default=str)} "
                         f"({_one_line(exc)})") from None
-    if _time_limit(env) is None:
-        env = TimeLimit(env, DEFAULT_MAX_EPISODE_STEPS)
-    return _wrapper_class()(env)
+    return _wrapper_class()(env, limit or DEFAULT_MAX_EPISODE_STEPS)
 
 
 def _check_name(name: str) -> None:
@@ -266,7 +268,7 @@ class GymEnv:
             lo32, hi32 = low.astype(np.float32), high.astype(np.float32)
             if not (np.isfinite(lo32).all() and np.isfinite(hi32).all()):
                 raise UserError(f"environment {name!r}: action bounds {_space_text(act_space)} do not fit in float32")
-            return cls(name, kwargs, vector, obs_space.shape, lo32, hi32, _time_limit(env))
+            return cls(name, kwargs, vector, obs_space.shape, lo32, hi32, env.neuromotor_max_episode_steps)
         finally:
             env.close()
 
