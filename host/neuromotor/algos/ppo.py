@@ -81,6 +81,14 @@ CONFIGS = {
 }
 
 
+def _batch_mean(x: np.ndarray, axis=1) -> np.ndarray:
+    """x.mean(axis) of a float32 array as NumPy computes it (the float32 sum divided by the
+    count), without the Python layers around it, which cost more than the arithmetic here."""
+    total = np.add.reduce(x, axis)
+    count = math.prod(x.shape[i] for i in ((axis,) if isinstance(axis, int) else axis))
+    return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
+
+
 class PPO:
     """PPO for a population of agents: ``PPO(PPO.Config(...), env_factory, seeds)``.
 
@@ -320,7 +328,7 @@ class PPO:
         ws = self._workspace(self.critic, x)
         v = self.critic.forward(self.critic_v, x, ws)
         dv = v - ret[..., None]
-        loss = np.square(dv).mean((1, 2))
+        loss = _batch_mean(np.square(dv), (1, 2))
         dv *= F32(2.0 / x.shape[1])
         self.critic.backward(self.critic_v, ws, dv, self.critic_gv)
         self.critic_opt.step(self.critic_p, self.critic_g)
@@ -334,25 +342,27 @@ class PPO:
         r = pi(a | s) / pi_old(a | s).
         """
         cfg, B, a = self.cfg, x.shape[1], self.act_dim
+        # (np.add.reduce is what .sum() calls, without its Python wrapper)
+        add = np.add.reduce
         ws = self._workspace(self.actor, x)
         mean = self.actor.forward(self.actor_v, x, ws)
         std = np.exp(self.log_std)
         z = (act - mean) / std
         z2 = np.square(z)
-        logp = -0.5 * z2.sum(-1) - self.log_std.sum(-1) - F32(0.5 * a * LOG_2PI)
+        logp = -0.5 * add(z2, -1) - add(self.log_std, -1) - F32(0.5 * a * LOG_2PI)
         ratio = np.exp(logp - logp_old)
         clipped = np.minimum(np.maximum(ratio, 1 - cfg.clip_coef), 1 + cfg.clip_coef)
-        entropy = self.log_std.sum((1, 2)) + 0.5 * a * (1 + LOG_2PI)
-        loss = -np.minimum(ratio * adv, clipped * adv).mean(1) - cfg.ent_coef * entropy
+        entropy = add(self.log_std, (1, 2)) + 0.5 * a * (1 + LOG_2PI)
+        loss = -_batch_mean(np.minimum(ratio * adv, clipped * adv)) - cfg.ent_coef * entropy
         # KL of diagonal Gaussians, summed over action dims, mean over the minibatch.
         std_old = np.exp(log_std_old)
-        kl = (self.log_std - log_std_old
-              + (np.square(std_old) + np.square(mean_old - mean)) / (2 * np.square(std)) - 0.5).sum(-1).mean(1)
+        kl = _batch_mean(add(self.log_std - log_std_old
+                             + (np.square(std_old) + np.square(mean_old - mean)) / (2 * np.square(std)) - 0.5, -1))
         # dL/dlogp = -A r / B where the unclipped term is the minimum, else 0.
         unclipped = np.where(adv >= 0, ratio <= 1 + cfg.clip_coef, ratio >= 1 - cfg.clip_coef)
         dlogp = (-adv * ratio * unclipped / B).astype(F32, copy=False)[..., None]
         # dlogp/dmu = z / std and dlogp/dlog_std = z^2 - 1; d entropy/dlog_std = 1.
-        self.log_std_g[...] = (dlogp * (z2 - 1)).sum(1, keepdims=True) - F32(cfg.ent_coef)
+        self.log_std_g[...] = add(dlogp * (z2 - 1), 1, keepdims=True) - F32(cfg.ent_coef)
         self.actor.backward(self.actor_v, ws, dlogp * z / std, self.actor_gv)
         return loss, kl
 
