@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+from neuromotor.config import MAX_COUNT, MAX_SEED
 from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
 
@@ -44,14 +45,15 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
         raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if isinstance(agent, bool) or not isinstance(agent, int) or agent < 0:
         raise UserError(f"agent must be a non-negative integer, got {agent!r}")
+    for name, value, lo, hi in (("calibration", calibration, 1, MAX_COUNT), ("heldout", heldout, 1, MAX_COUNT),
+                                ("seed", seed, 0, MAX_SEED)):
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise UserError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
     if quantize is not None:
         if quantize != "int8":
             raise UserError(f"quantize must be 'int8' (or None for float32), got {quantize!r}")
         if format == "platformio":
             raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
-        for name, value in (("calibration", calibration), ("heldout", heldout)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"{name} must be a positive number of observations, got {value!r}")
         if max_error is not None and not 0 < max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {max_error}")
     elif max_error is not None:
@@ -61,6 +63,9 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
 
         check_project_dir(path)
         spec = load_spec(source, agent)
+        if getattr(spec, "dtype", "float32") != "float32":
+            raise UserError(f"{os.fspath(source)}: the PlatformIO project runs float32 policies; this one is "
+                            f"{spec.dtype} (use --format c-header)")
         return Path(write_platformio_project(spec, path)), spec, {}
     target = check_target(path, protected=protected_paths(source, path))
     spec = load_spec(source, agent)
