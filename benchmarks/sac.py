@@ -31,8 +31,8 @@ evaluated by the same loop on `gymnasium.make(id)`: 10 deterministic episodes, e
 
 Each row runs at --threads (BLAS for neuromotor; torch and BLAS for SB3). Training time
 excludes evaluation; CPU time is reported too because on a shared machine wall time mostly
-measures the neighbours. "per update" is the wall time of a step after the warm-up (one env
-step and one gradient step) in milliseconds. Prints a table, writes benchmarks/results/sac.json.
+measures the neighbours. "ms/update" and "cpu ms/u" are the wall and CPU time of a step after the
+warm-up (one env step and one gradient step) in milliseconds. Prints a table, writes benchmarks/results/sac.json.
 """
 
 import argparse
@@ -92,10 +92,11 @@ def phase_config(phase: dict, learning_starts=None, **overrides):
     return dataclasses.replace(cfg, **overrides)
 
 
-def per_update_ms(wall_total: float, wall_warmup: float, steps: int, learning_starts: int):
-    """Milliseconds per step after the warm-up (an env step and a gradient step), None without one."""
+def per_update_ms(total: float, warmup: float, steps: int, learning_starts: int):
+    """Milliseconds (wall or CPU) per step after the warm-up (an env step and a gradient step),
+    None without one."""
     updates = steps - learning_starts
-    return 1e3 * (wall_total - wall_warmup) / updates if updates > 0 else None
+    return 1e3 * (total - warmup) / updates if updates > 0 else None
 
 
 def ours(phase: dict, seed: int, steps: int, threads: int, train_env: str, cfg) -> dict:
@@ -106,7 +107,7 @@ def ours(phase: dict, seed: int, steps: int, threads: int, train_env: str, cfg) 
         warmup = min(steps, cfg.learning_starts)
         for _ in range(warmup):
             algo.advance()
-        t_warm = time.perf_counter() - t0
+        t_warm, c_warm = time.perf_counter() - t0, time.process_time() - c0
         for _ in range(steps - warmup):
             algo.advance()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -114,7 +115,8 @@ def ours(phase: dict, seed: int, steps: int, threads: int, train_env: str, cfg) 
                               phase["gym_id"], seed)
     return {"seed": seed, "trained_on": name, "wall_s": wall, "cpu_s": cpu, "returns": returns.tolist(),
             "return_mean": float(returns.mean()), "updates": algo.critic.opt.t,
-            "per_update_ms": per_update_ms(wall, t_warm, steps, cfg.learning_starts)}
+            "per_update_ms": per_update_ms(wall, t_warm, steps, cfg.learning_starts),
+            "per_update_cpu_ms": per_update_ms(cpu, c_warm, steps, cfg.learning_starts)}
 
 
 def sb3_settings(cfg) -> dict:
@@ -139,13 +141,13 @@ def sb3(phase: dict, seed: int, steps: int, threads: int, cfg) -> dict:
         sys.exit("the SB3 rows need stable-baselines3 and torch: run `make compare` first")
 
     class WarmupClock(BaseCallback):
-        """The wall time at which the warm-up ends (learning_starts env steps taken)."""
+        """The wall and CPU time at which the warm-up ends (learning_starts env steps taken)."""
 
         warm = None
 
         def _on_step(self):
             if self.warm is None and self.num_timesteps >= cfg.learning_starts:
-                self.warm = time.perf_counter()
+                self.warm = time.perf_counter(), time.process_time()
             return True
 
     settings = sb3_settings(cfg)
@@ -160,19 +162,22 @@ def sb3(phase: dict, seed: int, steps: int, threads: int, cfg) -> dict:
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         returns = gym_returns(lambda obs: model.predict(obs, deterministic=True)[0], phase["gym_id"], seed)
     env.close()
-    t_warm = (clock.warm - t0) if clock.warm is not None else wall
+    t_warm, c_warm = (clock.warm[0] - t0, clock.warm[1] - c0) if clock.warm is not None else (wall, cpu)
     return {"seed": seed, "trained_on": phase["gym_id"], "wall_s": wall, "cpu_s": cpu, "returns": returns.tolist(),
             "return_mean": float(returns.mean()), "torch": torch.__version__, "updates": int(model._n_updates),
-            "per_update_ms": per_update_ms(wall, t_warm, steps, cfg.learning_starts)}
+            "per_update_ms": per_update_ms(wall, t_warm, steps, cfg.learning_starts),
+            "per_update_cpu_ms": per_update_ms(cpu, c_warm, steps, cfg.learning_starts)}
 
 
 def summary(runs: list, solved_at) -> dict:
     means = [r["return_mean"] for r in runs]
     per_update = [r["per_update_ms"] for r in runs if r.get("per_update_ms") is not None]
+    per_update_cpu = [r["per_update_cpu_ms"] for r in runs if r.get("per_update_cpu_ms") is not None]
     out = {"seeds": [r["seed"] for r in runs], "wall_s_mean": statistics.mean(r["wall_s"] for r in runs),
            "cpu_s_mean": statistics.mean(r["cpu_s"] for r in runs), "return_mean": statistics.mean(means),
            "return_min": min(means), "return_max": max(means),
-           "per_update_ms_mean": statistics.mean(per_update) if per_update else None}
+           "per_update_ms_mean": statistics.mean(per_update) if per_update else None,
+           "per_update_cpu_ms_mean": statistics.mean(per_update_cpu) if per_update_cpu else None}
     if solved_at is not None:
         out["solved"] = sum(m >= solved_at for m in means)
     return out
@@ -232,6 +237,7 @@ def main():
                           "cpu": sb3_s["cpu_s_mean"] / ours_s["cpu_s_mean"]}
                 if ours_s["per_update_ms_mean"] and sb3_s["per_update_ms_mean"]:
                     versus["per_update"] = sb3_s["per_update_ms_mean"] / ours_s["per_update_ms_mean"]
+                    versus["per_update_cpu"] = sb3_s["per_update_cpu_ms_mean"] / ours_s["per_update_cpu_ms_mean"]
                 result.setdefault("sb3_over", {})[row] = versus
                 result.setdefault("return_at_least_sb3_per_seed", {})[row] = [
                     a["return_mean"] >= b["return_mean"] for a, b in zip(runs[row], runs["sb3"])]
@@ -241,22 +247,24 @@ def main():
     print(f"\nSAC vs SB3 SAC, {args.threads} thread(s) per row; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, load {load0[0]:.1f} at start, {doc['load_avg_1min_end']:.1f} at end")
     print(f"{'phase':22} {'trainer':18} {'steps':>7} {'seeds':>5} {'wall s':>8} {'cpu s':>8} {'ms/update':>9} "
-          f"{'return':>9} {'min':>9} {'max':>9} {'solved':>7}")
+          f"{'cpu ms/u':>9} {'return':>9} {'min':>9} {'max':>9} {'solved':>7}")
     for name, result in doc["phases"].items():
         for trainer, row in result["rows"].items():
             s = row["summary"]
             solved = f"{s['solved']}/{len(s['seeds'])}" if "solved" in s else "-"
-            per_update = f"{s['per_update_ms_mean']:9.2f}" if s["per_update_ms_mean"] is not None else f"{'-':>9}"
+            per_update = " ".join(f"{s[k]:9.2f}" if s[k] is not None else f"{'-':>9}"
+                                  for k in ("per_update_ms_mean", "per_update_cpu_ms_mean"))
             print(f"{result['gym_id']:22} {trainer:18} {result['steps']:>7} {len(s['seeds']):>5} "
                   f"{s['wall_s_mean']:8.2f} {s['cpu_s_mean']:8.2f} {per_update} {s['return_mean']:9.1f} "
                   f"{s['return_min']:9.1f} {s['return_max']:9.1f} {solved:>7}")
         for trainer, r in result.get("sb3_over", {}).items():
             wins = result["return_at_least_sb3_per_seed"][trainer]
             same = " (the same update as SB3's)" if ROWS[trainer]["shared_minibatch"] else " (RLtools' update)"
-            per_update = f", {r['per_update']:.2f}x per update" if "per_update" in r else ""
+            per_update = (f", {r['per_update']:.2f}x wall and {r['per_update_cpu']:.2f}x CPU per update"
+                          if "per_update" in r else "")
             print(f"{result['gym_id']}: SB3 time / {trainer} time{same} {r['wall']:.2f}x wall, {r['cpu']:.2f}x CPU"
                   f"{per_update}; return >= SB3's on {sum(wins)}/{len(wins)} seeds")
-    print("(wall/cpu s: mean per seed, training only; ms/update: wall per step after the warm-up; "
+    print("(wall/cpu s: mean per seed, training only; ms/update, cpu ms/u: wall and CPU time per step after the warm-up; "
           "return: mean over seeds of 10 deterministic episodes)")
     write_json(args.out, doc)
     print(f"wrote {args.out}")
