@@ -264,3 +264,39 @@ def test_the_checkpoint_knows_its_env_kwargs(cli, tmp_path):
     assert code == 0, err
     assert json.loads((run / "config.json").read_text())["vector"] == "async"
     assert int(_arrays(run)["steps"]) == 200 and int(before["steps"]) == 100
+
+
+def test_envs_of_one_agent_draw_in_turn_in_sync_and_async_vector_envs():
+    """A SyncVectorEnv resets an agent's envs in one call through a relayed Generator, an
+    AsyncVectorEnv in rounds: the same initial states and the same streams afterwards."""
+    from neuromotor.envs.gymnasium_vec import GymEnv
+
+    out = []
+    for vector in ("sync", "async"):
+        env = GymEnv.probe("Pendulum-v1", {}, vector)(6)
+        try:
+            agents = [np.random.default_rng(s) for s in (3, 4)]
+            rngs = [g for g in agents for _ in range(3)]
+            first = env.reset(rngs)
+            again = env.reset(rngs, mask=np.array([1, 0, 1, 1, 1, 0], bool))
+            out.append((first, again, [g.bit_generator.state for g in agents]))
+        finally:
+            env.close()
+    (f1, a1, s1), (f2, a2, s2) = out
+    np.testing.assert_array_equal(f1, f2)
+    np.testing.assert_array_equal(a1, a2)
+    assert s1 == s2 and not np.array_equal(f1[0], f1[1])  # env 1 drew after env 0
+
+
+def test_registered_envs_end_at_their_time_limit_when_stepped_past_it():
+    """The adapter counts the time limit itself (gymnasium's TimeLimit is left out): stepped
+    past it, as `hil --steps` may, an env reports truncated there and evaluation stops."""
+    from neuromotor.evaluation import episode_returns
+
+    env = env_class("Pendulum-v1", {"max_episode_steps": 5})(2)
+    obs = env.reset([np.random.default_rng(0), np.random.default_rng(1)])
+    seen = []
+    returns = episode_returns(env, obs, lambda o, t: seen.append(t) or np.zeros((2, 1), np.float32), 50)
+    assert seen == [0, 1, 2, 3, 4] and env.truncated.all() and (returns < 0).all()
+    env.step(np.zeros((2, 1), np.float32))  # past the end: those envs restart first
+    assert not env.truncated.any()

@@ -149,8 +149,8 @@ def _time_limit(env):
 def _make_registered(gymnasium, env_id: str, kwargs: dict):
     """gymnasium.make without the env checker and the OrderEnforcing and TimeLimit wrappers
     (each one more Python call per env and step): GymVec resets every env before its first
-    step, and whoever steps a registry env truncates its episodes at max_episode_steps (see
-    neuromotor.envs). Returns the env and its time limit (kwargs' or the registry's, or None)."""
+    step and counts every env's steps to its time limit itself. Returns the env and its time
+    limit (kwargs' or the registry's, or None)."""
     kwargs = dict(kwargs)
     spec = gymnasium.spec(env_id)
     limit = kwargs.pop("max_episode_steps", None) or spec.max_episode_steps
@@ -161,8 +161,8 @@ def _make_registered(gymnasium, env_id: str, kwargs: dict):
 def make_env(name: str, kwargs: dict):
     """One gymnasium env for `name` (an id or module:attr) with `kwargs`, wrapped so that its
     np_random can be set. Its episodes end at its own time limit, kwargs' max_episode_steps,
-    or DEFAULT_MAX_EPISODE_STEPS: the wrapper's `neuromotor_max_episode_steps`, where whoever
-    steps it truncates them."""
+    or DEFAULT_MAX_EPISODE_STEPS: the wrapper's `neuromotor_max_episode_steps`, where GymVec
+    truncates them as gymnasium's TimeLimit would."""
     gymnasium = _gymnasium()
     kwargs = dict(kwargs)
     try:
@@ -292,6 +292,7 @@ class GymVec:
         self.truncated = np.zeros(num_envs, bool)  # ended by the env's own time limit at the last step
         self._ended = np.zeros(num_envs, bool)     # ended at the last step and not reset since
         self._reset_pending = False                # any of _ended
+        self._elapsed = np.zeros(num_envs, np.int64)  # steps since each env's reset, for the time limit
         thunks = [functools.partial(make_env, factory.name, factory.kwargs)] * num_envs
         try:
             # A population shard's worker process (daemonic) cannot start processes of its own;
@@ -356,6 +357,7 @@ class GymVec:
         self._ended &= ~mask
         self._reset_pending = np.count_nonzero(self._ended) > 0
         self.truncated[mask] = False
+        self._elapsed[mask] = 0
         return self._observations(obs, "reset")
 
     def _reset_relayed(self, envs, rngs, mask):
@@ -387,6 +389,7 @@ class GymVec:
                             "lower the learning rates (--set actor_lr=..., critic_lr=...) and train a new run")
         if self._reset_pending:  # an evaluation steps past episode ends: restart those envs, whose rewards it ignores
             self._guard("reset", self.vec.reset, options={"reset_mask": self._ended.copy()})
+            self._elapsed[self._ended] = 0
         # (np.minimum/np.maximum: np.clip's Python-level checks cost more than the clamp)
         actions = np.minimum(np.maximum(actions, self.action_low), self.action_high).astype(self._act_dtype,
                                                                                            copy=False)
@@ -397,7 +400,11 @@ class GymVec:
             raise UserError(f"environment {self.name!r} returned a non-finite reward ({reward[i]}) in env {i}; "
                             "stopped before it reached training")
         terminated = np.array(terminated, bool)
-        np.greater(truncated, terminated, out=self.truncated)  # truncated and not terminated
+        # gymnasium's TimeLimit, for all envs at once (make_env leaves it out)
+        self._elapsed += 1
+        limit = np.greater_equal(self._elapsed, self.max_episode_steps)
+        limit |= truncated
+        np.greater(limit, terminated, out=self.truncated)  # truncated and not terminated
         np.logical_or(terminated, self.truncated, out=self._ended)
         self._reset_pending = np.count_nonzero(self._ended) > 0
         return self._observations(obs, "step"), reward, terminated
