@@ -84,6 +84,21 @@ def test_population_member_equals_agent_trained_alone():
     np.testing.assert_allclose(pop.obs_mean[1], alone.obs_mean[0])
 
 
+@pytest.mark.parametrize("hidden", [((8,), (8,)), ((8,), (6,))])
+def test_rollout_acts_and_values_as_the_networks_alone_do(hidden):
+    """With one action and equal hidden layers the rollout runs actor and critic stacked; its
+    means and values are bit for bit what each network computes by itself."""
+    cfg = replace(TINY, actor_hidden=hidden[0], critic_hidden=hidden[1])
+    algo = pendulum_ppo(replace(cfg, num_steps=25), seeds=(1, 2))
+    algo.actor_p[: algo.actor.size] += np.float32(0.3)  # weights away from their init, actor != critic
+    assert (algo._joint is not None) == (hidden[0] == hidden[1])
+    algo._rollout()
+    for t in range(algo.T):
+        x = algo.b_obs[:, t]
+        np.testing.assert_array_equal(algo.b_mean[:, t], algo.actor.forward(algo.actor_v, x))
+        np.testing.assert_array_equal(algo.b_val[:, t], algo.critic.forward(algo.critic_v, x)[..., 0])
+
+
 @pytest.mark.parametrize("env", ["pendulum", "ant"])
 def test_checkpoint_continues_bit_exactly(env):
     if env == "ant":
