@@ -46,9 +46,10 @@ def test_armv6m_instruction_counts(m0_run):
     assert m0_run["macs"] == 13 * 64 + 64 * 64 + 64 * 4
     # soft float: __aeabi_fmul and __aeabi_fadd per multiply-add
     assert 100 < ipm["float"] < 250
-    # the portable int8 kernel (LDRSB has no immediate offset on ARMv6-M) with the float
-    # input quantisation and output at the edges
-    assert ipm["int8"] < 13
+    # the Thumb-1 int8 block kernel (4.25 per multiply-add; the portable C one, whose
+    # LDRSB has no immediate offset on ARMv6-M, gives 12.1 in all) with the requantisation
+    # and the float input quantisation and output at the edges
+    assert ipm["int8"] < 11
     assert ipm["float"] / ipm["int8"] > 10
 
 
