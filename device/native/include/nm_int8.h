@@ -276,6 +276,28 @@ NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8
 }
 #endif
 
+/* (acc * mult + 2^31) >> 32 in 64 bits, truncated to int32. ARMv6-M has no
+ * 32x32->64 multiply (libgcc's __aeabi_lmul, ~40 instructions a call), so
+ * there it is summed from 16-bit halves: with acc = ah * 2^16 + al and
+ * mult = mh * 2^16 + ml (ah, mh arithmetic shifts; al, ml 0..65535), every
+ * partial product fits in 32 bits, and the bits below 2^32 carry in through
+ * the 16-bit sum s. Same bits for any acc and mult (modulo 2^32);
+ * -DNM_Q8_MULHR16=1 selects it anywhere. */
+#if !defined(NM_Q8_MULHR16) && defined(__thumb__) && !defined(__thumb2__)
+#define NM_Q8_MULHR16 1
+#endif
+NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
+    #if NM_Q8_MULHR16
+    const int32_t ah = acc >> 16, mh = mult >> 16;
+    const uint32_t al = (uint32_t)acc & 0xffffu, ml = (uint32_t)mult & 0xffffu;
+    const int32_t hl = ah * (int32_t)ml, lh = (int32_t)al * mh;
+    const uint32_t s = ((al * ml) >> 16) + ((uint32_t)hl & 0xffffu) + ((uint32_t)lh & 0xffffu) + 0x8000u;
+    return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(hl >> 16) + (uint32_t)(lh >> 16) + (s >> 16));
+    #else
+    return (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
+    #endif
+}
+
 /* ---------------------------------------------------------------------------
  * Requantisation of one accumulator (see the top of this file). shifted is a
  * constant where this is inlined: a layer whose shift is 0 (the exporter's
@@ -289,7 +311,7 @@ NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_
     int32_t v = shifted ? (int32_t)((uint32_t)t + (uint32_t)round) >> r : t; // |t| <= 2^30 for valid files
     return relu ? (int32_t)__builtin_arm_usat(v, 15) : (int32_t)__builtin_arm_ssat(v, 16);
     #else
-    int32_t t = (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
+    int32_t t = nm_q8_mulhr(acc, mult);
     int32_t v = shifted ? (int32_t)(((int64_t)t + round) >> r) : t;
     const int32_t lo = relu ? 0 : -NM_Q8_AMAX - 1;
     return v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
