@@ -3,11 +3,9 @@
 
 import json
 import os
-from pathlib import Path
 
 from neuromotor.cli import checks
 from neuromotor.errors import UserError
-from neuromotor.safe_write import check_target
 
 
 def register(subparsers) -> None:
@@ -41,24 +39,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _protected(source: str, output: str) -> list:
-    """What an export must never replace: its source, and the files of any run directory."""
-    from neuromotor.runs import ADDED_FILES, CONFIG, LOCK, OWN_FILES
-
-    names = OWN_FILES + ADDED_FILES + (LOCK,)  # ADDED_FILES: the board's own policy file of a run
-    src = Path(source)
-    paths = [src] if src.is_file() else [src / name for name in names]
-    out_dir = Path(os.path.realpath(output)).parent if output else None
-    if out_dir is not None and (out_dir / CONFIG).is_file():
-        paths += [out_dir / name for name in names]
-    return paths
-
-
 def run(args) -> int:
-    from neuromotor.export import write_c_header, write_policy
-    from neuromotor.runs import load_spec
+    from neuromotor.api._export import export_policy
 
-    # Checked before the (slow) load; the resolved target makes a symlink write through.
+    # Checked before the (slow) load, under the options' own names.
     checks.source("source", args.run)
     checks.int_range("--agent", args.agent, 0)
     checks.int_range("--calibration", args.calibration, 1)
@@ -71,33 +55,18 @@ def run(args) -> int:
             raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
     elif args.max_error is not None:
         raise UserError("--max-error applies to --quantize int8 only")
+    out, spec, report = export_policy(args.run, args.output, args.format, args.agent, args.quantize,
+                                      args.max_error, args.calibration, args.heldout, args.seed)
     if args.format == "platformio":
-        from neuromotor.export.platformio import check_project_dir, write_platformio_project
-
-        check_project_dir(args.output)
-        spec = load_spec(args.run, args.agent)
-        if getattr(spec, "dtype", "float32") != "float32":
-            raise UserError(f"{args.run}: the PlatformIO project runs float32 policies; this one is "
-                            f"{spec.dtype} (use --format c-header)")
-        out = write_platformio_project(spec, args.output)
         print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "
               f"environments teensy41, esp32, esp32c3, stm32f405, stm32h743)")
         return 0
-    target = check_target(args.output, protected=_protected(args.run, args.output))
-    spec = load_spec(args.run, args.agent)
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")
-    report = {}
-    if args.quantize:
-        from neuromotor.export import DEFAULT_MAX_ERROR, quantize_checked
-
-        if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
-            raise UserError(f"{args.run}: --quantize needs a float policy with action limits (a run directory)")
-        max_error = DEFAULT_MAX_ERROR if args.max_error is None else args.max_error
-        spec, report = quantize_checked(spec, args.calibration, args.heldout, args.seed, max_error)
+    target = os.path.realpath(out)
+    if report:
         print(f"int8: max action error {report['max_error']:.4g} ({100 * report['max_error_frac']:.2f}% of the "
               f"action range), mean {report['mean_error']:.4g} ({100 * report['mean_error_frac']:.2f}%) on "
               f"{report['heldout_obs']} held-out observations; calibrated on {report['calibration_obs']}")
-    (write_c_header if fmt == "c-header" else write_policy)(spec, target)
     dtype = getattr(spec, "dtype", "float32")
     print(f"wrote {args.output} ({fmt}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
           f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")
