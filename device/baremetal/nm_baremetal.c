@@ -85,22 +85,7 @@ __attribute__((noinline, noipa, used)) void nm_mark(void) {
 // ---- minimal runtime: what GCC may call, semihosting, the timer ----------------------
 
 #ifndef NM_ARDUINO
-void *memcpy(void *dst, const void *src, size_t n) {
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    while (n--) {
-        *d++ = *s++;
-    }
-    return dst;
-}
-
-void *memset(void *dst, int c, size_t n) {
-    uint8_t *d = dst;
-    while (n--) {
-        *d++ = (uint8_t)c;
-    }
-    return dst;
-}
+#include "nm_libc.c" // one translation unit: the PlatformIO build compiles this file alone
 
 static int semihost(int op, const void *arg) {
     register int r0 __asm__ ("r0") = op;

@@ -37,24 +37,6 @@ void nm_port_exit(int code) {
     }
 }
 
-// GCC may turn loops into these calls; there is no C library.
-void *memcpy(void *dst, const void *src, size_t n) {
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    while (n--) {
-        *d++ = *s++;
-    }
-    return dst;
-}
-
-void *memset(void *dst, int c, size_t n) {
-    uint8_t *d = dst;
-    while (n--) {
-        *d++ = (uint8_t)c;
-    }
-    return dst;
-}
-
 extern uint32_t _estack, _sidata, _sdata, _edata, _sbss, _ebss;
 
 void Reset_Handler(void) {

@@ -28,24 +28,6 @@ void nm_port_exit(int code) {
     }
 }
 
-// GCC may turn loops into these calls; there is no C library.
-void *memcpy(void *dst, const void *src, size_t n) {
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-    while (n--) {
-        *d++ = *s++;
-    }
-    return dst;
-}
-
-void *memset(void *dst, int c, size_t n) {
-    uint8_t *d = dst;
-    while (n--) {
-        *d++ = (uint8_t)c;
-    }
-    return dst;
-}
-
 // Called by start.S with the stack set up: clear .bss, then run.
 void nm_start(void) {
     extern uint32_t _sbss, _ebss;
