@@ -12,11 +12,7 @@
 # incrementally. $(NEUROMOTOR_CACHE)/firmware/<BOARD>.elf links to the result.
 # The last line printed is the path of the firmware ELF.
 
-NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
-PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-REPO := $(abspath $(PORT_DIR)/../..)
-NATIVE_DIR := $(REPO)/device/native
-JOBS ?= 2
+include $(dir $(lastword $(MAKEFILE_LIST)))port_common.mk
 
 BOARD ?= qemu-m7
 BOARD_DIR := $(REPO)/boards/$(BOARD)
@@ -24,11 +20,6 @@ ifeq ($(wildcard $(BOARD_DIR)/mpconfigboard.mk),)
 $(error BOARD=$(BOARD): no emulated board here (expected $(BOARD_DIR)/mpconfigboard.mk; emulated boards: $(notdir $(patsubst %/mpconfigboard.mk,%,$(wildcard $(REPO)/boards/qemu-*/mpconfigboard.mk)))))
 endif
 COMMON_DIR := $(REPO)/boards/qemu-common
-
-MPY_SRC := $(shell $(PORT_DIR)/fetch_micropython.sh)
-ifeq ($(MPY_SRC),)
-$(error fetching MicroPython failed (device/port/fetch_micropython.sh))
-endif
 
 # Every user C module in device/native (one folder each with a micropython.mk).
 NATIVE_MK := $(wildcard $(NATIVE_DIR)/*/micropython.mk)

