@@ -13,13 +13,11 @@ predicted at the clock of each real board the emulated core stands for (qemu-m7:
 teensy41 600 MHz, stm32h743 480 MHz; qemu-m4f: stm32f405 168 MHz; qemu-rv32:
 esp32c3 160 MHz) - predictions, not measurements.
 
-Validation: a generic-library forward pass (device/baremetal/nm_generic.c: nested
-loops, separate bias and activation passes, -O3) through the same model, beside the
-RLtools paper's measured "generic" column; and our fused kernel called from
-MicroPython beside half of the paper's measured optimised times.
+The model against the paper's measured figures (the generic forward pass, and the
+fused kernel against half the optimised times, at the paper's clocks with the flash
+and heap terms) is benchmarks/cycle_validation.py.
 
     .venv/bin/python benchmarks/board_inference.py [--boards qemu-m7,qemu-m4f] [-n 1000] [--json]
-    .venv/bin/python benchmarks/board_inference.py --validation   # bare-metal only, seconds
 
 int8 rows: the same network quantised to int8 (per-channel weights, calibrated on
 random observations; docs/policy-format.md, version 3), deployed and timed the same
@@ -28,7 +26,7 @@ way, and the bare-metal program's int8 run (make NM_INT8=1) on the Arm cores.
 Writes benchmarks/results/board_inference.json and .png; with --json the last
 line is one JSON object: per board, per backend median_us, p99_us,
 instructions_per_mac, cycles_per_mac, predicted µs per real board (+ bare-metal
-figures, overhead_ratio and the validation rows; "int8": the same per board).
+figures and overhead_ratio; "int8": the same per board).
 """
 
 import argparse
@@ -46,9 +44,6 @@ from benchutil import RESULTS, macs, plt, save_png, write_json
 
 SIZES = (13, 64, 64, 4)
 ACTS = ("relu", "relu", "identity")
-# RLtools paper, Table 2: measured 13->64->64->4 inference on the boards, µs.
-PAPER_GENERIC_US = {"stm32f405": 743.0, "stm32h743": 133.0, "teensy41": 64.0}
-PAPER_OPTIMISED_US = {"stm32f405": 293.0, "stm32h743": 53.0, "teensy41": 41.0}
 
 
 def make_policy(path):
@@ -170,34 +165,6 @@ def int8_targets(results):
     return out
 
 
-def validation_rows(bare):
-    """Generic loops predicted vs the paper's measured generic figures, per real board."""
-    rows = []
-    for name, bm in bare.items():
-        g = bm and bm.get("generic")
-        if not g:
-            continue
-        for real, p in g["predicted"].items():
-            if real in PAPER_GENERIC_US:
-                meas = PAPER_GENERIC_US[real]
-                rows.append({"board": real, "emulated": name, "cycles": g["cycles"],
-                             "cycles_per_mac": g["cycles_per_mac"], "clock_mhz": p["clock_mhz"],
-                             "predicted_us": p["us"], "measured_us": meas,
-                             "error": p["us"] / meas - 1.0})
-    return sorted(rows, key=lambda r: list(PAPER_GENERIC_US).index(r["board"]))
-
-
-def validation_lines(rows):
-    lines = ["validation: generic nested loops (device/baremetal/nm_generic.c, -O3) through the cycle model "
-             "vs the RLtools paper's measured generic column",
-             f"{'board':10s} {'model':9s} {'cycles':>8s} {'cyc/MAC':>8s} {'MHz':>5s} {'pred µs':>8s} "
-             f"{'paper µs':>9s} {'error':>7s}"]
-    for r in rows:
-        lines.append(f"{r['board']:10s} {r['emulated']:9s} {r['cycles']:8.0f} {r['cycles_per_mac']:8.2f} "
-                     f"{r['clock_mhz']:5.0f} {r['predicted_us']:8.1f} {r['measured_us']:9.0f} {100 * r['error']:+6.1f}%")
-    return lines
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--boards", default=None, help="comma-separated emulated boards "
@@ -206,19 +173,10 @@ def main(argv=None):
     ap.add_argument("--predict-mhz", type=float, default=600.0)
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--validation", action="store_true",
-                    help="only the bare-metal runs and the validation table (no MicroPython boards)")
     args = ap.parse_args(argv)
     boards = args.boards.split(",") if args.boards else (
         ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else []))
     log = lambda s: print(s, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
-    if args.validation:
-        bare = {name: baremetal(name, log) for name in ("qemu-m4f", "qemu-m7")}
-        rows = validation_rows(bare)
-        print("\n".join(validation_lines(rows)), file=sys.stderr if args.json else sys.stdout)
-        if args.json:
-            print(json.dumps({"validation": rows, "baremetal": bare}))
-        return 0 if rows else 1
     tmp = Path(tempfile.mkdtemp(prefix="nm-bench-"))
     policy = tmp / "policy_13_64_64_4.nmp"
     spec = make_policy(policy)
@@ -247,17 +205,6 @@ def main(argv=None):
         lines += table_rows(name, e)
         if e.get("int8"):
             lines += table_rows(name, e["int8"], " int8")
-    rows = validation_rows({n: e["baremetal"] for n, e in results.items()})
-    lines += [""] + validation_lines(rows)
-    targets = []
-    for name, e in results.items():
-        for real, us in e["backends"].get("native", {}).get("predicted_boards_us", {}).items():
-            if real in PAPER_OPTIMISED_US:
-                goal = 0.5 * PAPER_OPTIMISED_US[real]
-                targets.append({"board": real, "predicted_us": us, "goal_us": goal, "met": us <= goal})
-                lines.append(f"native from MicroPython on {real}: predicted {us:.1f} µs, goal <= {goal:.1f} µs "
-                             f"(half the paper's optimised {PAPER_OPTIMISED_US[real]:.0f} µs): "
-                             f"{'met' if us <= goal else 'NOT met'}")
     lines.append("design goals on qemu-m7: native <= 2.5 instr/MAC; MicroPython overhead <= 1.15x bare-metal C")
     int8_goals = int8_targets(results)
     for t in int8_goals:
@@ -270,7 +217,7 @@ def main(argv=None):
     summary = {"network": "-".join(map(str, SIZES)), "macs": macs(SIZES), "predict_mhz": args.predict_mhz,
                "clock": "instruction-count time (QEMU -icount shift=0, 1 instruction = 1 ns guest); cycles from "
                         "the cycle model (docs/timing-model.md)",
-               "boards": results, "validation": rows, "targets": targets, "int8_targets": int8_goals}
+               "boards": results, "int8_targets": int8_goals}
     write_json(out / "board_inference.json", summary)
     plot(results, out / "board_inference.png", args.predict_mhz)
     if args.json:
