@@ -84,18 +84,20 @@ typedef struct {
     int x_written; // x is the copy-in buffer xbuf, not the caller's obs
 } nm_mlp_bufs_t;
 
-// The net: array('f') (float32 policy) or array('b') (int8 policy, nm_int8.h).
+// The net: array('f') (float32 policy) or array('b') (int8 policy, nm_int8.h),
+// from one buffer lookup: every Forward call makes this one.
 static void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
     mp_buffer_info_t info;
     mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
+    b->net.buf = info.buf;
+    b->net_bytes = info.len;
     b->q8 = info.typecode == 'b';
     if (b->q8) {
-        b->net.buf = info.buf;
         b->net.len = (info.len + 3) / 4;
-        b->net_bytes = info.len;
+    } else if (info.typecode == 'f') {
+        b->net.len = info.len / sizeof(float);
     } else {
-        b->net = nm_floats(obj, "net", NM_READ);
-        b->net_bytes = b->net.len * sizeof(float);
+        nm_floats(obj, "net", NM_READ); // raises its TypeError naming the typecode
     }
 }
 
@@ -195,10 +197,16 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
     }
 }
 
+// Out of line, so the integer kernel's registers and stack do not weigh on
+// the float path it would otherwise be inlined beside.
+static __attribute__((noinline)) void nm_run_q8(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+}
+
 // Checked buffers in, action out (clamped when limits were given).
 static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
     if (b->q8) {
-        nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+        nm_run_q8(l, b);
     } else {
         nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
     }
