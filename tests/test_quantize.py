@@ -15,7 +15,7 @@ from neuromotor.cli import main
 from neuromotor.errors import UserError
 from neuromotor.export import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
                                encode, quantize, read_policy, render_c_header)
-from neuromotor.export.quantize import net_bytes, pack_qnet, requantize, tanh_f32
+from neuromotor.export.quantize import AMAX, net_bytes, pack_qnet, quantize_input, requantize, tanh_f32
 from neuromotor.policy import InvalidPolicyError, PolicySpec
 
 sys.path.insert(0, str(Path(__file__).parent / "device"))
@@ -91,12 +91,12 @@ def _qnet_offsets(qp):
     s0, (n_in, n1, n2, n3) = qp.obs_dim, qp.sizes
     pad = lambda n: -(-n // 4) * 4  # noqa: E731
     hlen = (16 + 2 * 4 + 3 + 1 + 3) & ~3
-    l0 = hlen + 8 * s0 + 4
+    l0 = hlen + 8 * s0
     l0_bias = l0 + pad(n1) * pad(n_in)
     l1 = l0_bias + 8 * pad(n1) + 4
     l2 = l1 + pad(n2) * pad(n1) + 8 * pad(n2) + 4
     l2_deq = l2 + pad(n3) * pad(n2) + 4 * pad(n3)
-    return dict(mean=hlen, in_scale=hlen + 8 * s0, bias0=l0_bias, mult0=l0_bias + 4 * pad(n1),
+    return dict(mean=hlen, in_mul=hlen + 4 * s0, bias0=l0_bias, mult0=l0_bias + 4 * pad(n1),
                 shift0=l0_bias + 8 * pad(n1), deq=l2_deq)
 
 
@@ -107,8 +107,8 @@ def _patch(data: bytes, offset: int, fmt: str, value) -> bytes:
 
 
 BAD = [
-    ("in_scale", "<f", 0.0, "in_scale .* must be positive"),
-    ("in_scale", "<f", float("nan"), "non-finite values: in_scale"),
+    ("in_mul", "<f", 0.0, r"in_mul .* must be positive, got 0 at index 0"),
+    ("in_mul", "<f", float("nan"), r"non-finite values: in_mul\[0\]"),
     ("mean", "<f", float("inf"), "non-finite values: obs_mean"),
     ("deq", "<f", 0.0, r"deq\[0\] must be positive"),
     ("deq", "<f", float("nan"), "non-finite values: deq"),
@@ -225,3 +225,36 @@ def test_export_quantize_reports_accuracy_and_refuses_past_max_error(pendulum_ru
     assert code == 2 and "float32 policies; this one is int8" in err
     code, _, _ = _cli("export", str(out), "-o", str(tmp_path / "copy.nmp"))      # an int8 file converts as is
     assert code == 0 and (tmp_path / "copy.nmp").read_bytes() == out.read_bytes()
+
+
+def test_input_rounding_is_exact_half_away_from_zero_in_c_and_numpy(tmp_path):
+    """float32 t + 0.5f would round 0.49999997 up to 1 first; the kernels round t's bits."""
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is needed (make system installs it)")
+    f32 = np.float32
+    edges = [0.0, -0.0, 1e-45, np.nextafter(f32(0.5), f32(0)), 0.5, 1.5, 2.5, -0.5, -2.5,
+             np.nextafter(f32(-0.5), f32(0)), 8388607.5, 32766.5, np.nextafter(f32(32767.5), f32(0)),
+             32767.5, -32767.5, 65536.0, 3e38, np.inf, -np.inf]
+    t = np.concatenate([np.array(edges, f32), np.random.default_rng(3).uniform(-40000, 40000, 2000).astype(f32)])
+    (tmp_path / "t.bin").write_bytes(t.tobytes())
+    (tmp_path / "main.c").write_text("""
+#include <stdio.h>
+#include "nm_int8.h"
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "rb");
+    float t;
+    while (fread(&t, 4, 1, f) == 1) {
+        printf("%d\\n", (int)nm_q8_round_f32(t));
+    }
+    return 0;
+}
+""")
+    subprocess.run(["gcc", "-O2", "-std=c99", "-ffp-contract=off", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    str(tmp_path / "main.c")], check=True, capture_output=True)
+    got = np.array(subprocess.run([str(tmp_path / "t"), str(tmp_path / "t.bin")], capture_output=True, text=True,
+                                  check=True).stdout.split(), np.int64)
+    ref = quantize_input(t, f32(0), f32(1))
+    np.testing.assert_array_equal(got, ref)
+    exact = np.clip(np.sign(t.astype(np.float64)) * np.floor(np.abs(t.astype(np.float64)) + 0.5), -AMAX, AMAX)
+    np.testing.assert_array_equal(ref, exact)
+    assert list(ref[:10]) == [0, 0, 0, 0, 1, 2, 3, -1, -3, 0]

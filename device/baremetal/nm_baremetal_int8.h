@@ -27,7 +27,7 @@ static int32_t *q8_i(size_t byte) {
     return (int32_t *)((uint8_t *)q8_net + byte);
 }
 
-// Fills q8_net (obs_mean 0, obs_std 1, in_scale 1/4096, random int8 weights, small biases,
+// Fills q8_net (obs_mean 0, in_mul 4096, random int8 weights, small biases,
 // multipliers of 22-23 bits and shift 0, as the exporter picks them for such layers:
 // activations stay inside int16 without saturating everywhere). Returns 0 when the
 // network does not fit.
@@ -40,11 +40,9 @@ static int q8_setup(void) {
     size_t off = 0;
     for (size_t i = 0; i < sizes[0]; i++) {
         *q8_f(4 * i) = 0.0f;
-        *q8_f(4 * (sizes[0] + i)) = 1.0f;
+        *q8_f(4 * (sizes[0] + i)) = 4096.0f;
     }
     off = 8 * (size_t)sizes[0];
-    *q8_f(off) = 1.0f / 4096.0f;
-    off += 4;
     for (size_t l = 0; l < N_LAYERS; l++) {
         size_t rows = nm_q8_pad(sizes[l + 1]), cols = nm_q8_pad(sizes[l]);
         int8_t *w = (int8_t *)q8_net + off;
@@ -85,11 +83,11 @@ static int q8_setup(void) {
 static void q8_reference(float *out, const float *x) {
     static int32_t a[MAX_WIDTH], b[MAX_WIDTH];
     static int16_t q[4 * MAX_WIDTH];
-    nm_q8_quantize_input(q, x, q8_f(0), q8_f(4 * sizes[0]), *q8_f(8 * sizes[0]), sizes[0]);
+    nm_q8_quantize_input(q, x, q8_f(0), q8_f(4 * sizes[0]), sizes[0]);
     for (size_t i = 0; i < sizes[0]; i++) {
         a[i] = q[nm_q8_slot(i)];
     }
-    size_t off = 8 * (size_t)sizes[0] + 4;
+    size_t off = 8 * (size_t)sizes[0];
     for (size_t l = 0; l < N_LAYERS; l++) {
         size_t n_in = sizes[l], n_out = sizes[l + 1], rows = nm_q8_pad(n_out), cols = nm_q8_pad(n_in);
         const int8_t *w = (const int8_t *)q8_net + off;

@@ -112,7 +112,7 @@ def q8_layer_bytes(n_in, n_out, last):
 def q8_net_bytes(sizes):
     """Bytes of an int8 net (nm_int8.h's qnet)."""
     n = len(sizes) - 1
-    total = 8 * sizes[0] + 4 + 8 * sizes[-1]
+    total = 8 * sizes[0] + 8 * sizes[-1]
     for i in range(n):
         total += q8_layer_bytes(sizes[i], sizes[i + 1], i == n - 1)
     return total
@@ -135,18 +135,16 @@ def check_q8_values(sizes, acts, net, clamp):
         if acts[i] > 1:
             raise PolicyValueError("layer %d: an int8 hidden layer is identity or relu, not %s" % (i, ACTIVATIONS[acts[i]]))
     s0, sl = sizes[0], sizes[-1]
-    head = struct.unpack_from("<%df" % (2 * s0 + 1), net, 0)
-    for i in range(2 * s0 + 1):
+    head = struct.unpack_from("<%df" % (2 * s0), net, 0)
+    for i in range(2 * s0):
         v = head[i]
         if v - v != 0.0:
-            name = "obs_mean[%d]" % i if i < s0 else "obs_std[%d]" % (i - s0) if i < 2 * s0 else "in_scale"
+            name = "obs_mean[%d]" % i if i < s0 else "in_mul[%d]" % (i - s0)
             raise PolicyValueError("policy has non-finite values: %s" % name)
     for i in range(s0):
         if not head[s0 + i] > 0.0:
-            raise PolicyValueError("obs_std must be positive, got %r at index %d" % (head[s0 + i], i))
-    if not head[2 * s0] > 0.0:
-        raise PolicyValueError("in_scale (input scale) must be positive, got %r" % head[2 * s0])
-    off = 8 * s0 + 4
+            raise PolicyValueError("in_mul (input multiplier) must be positive, got %r at index %d" % (head[s0 + i], i))
+    off = 8 * s0
     for li in range(n):
         n_out, rows = sizes[li + 1], _pad4(sizes[li + 1])
         off_b = off + rows * _pad4(sizes[li])
@@ -704,10 +702,10 @@ class PythonQ8Policy(Policy):
     def __init__(self, sizes, acts, net, clamp=None):
         Policy.__init__(self, sizes, acts, net, clamp)
         s0, sl, n = sizes[0], sizes[-1], len(acts)
-        head = struct.unpack_from("<%df" % (2 * s0 + 1), net, 0)
-        self.mean, self.std, self.inv = head[:s0], head[s0:2 * s0], _f32(1.0 / head[2 * s0])
+        head = struct.unpack_from("<%df" % (2 * s0), net, 0)
+        self.mean, self.mul = head[:s0], head[s0:2 * s0]
         self.layers = []
-        off = 8 * s0 + 4
+        off = 8 * s0
         for li in range(n):
             n_in, n_out = sizes[li], sizes[li + 1]
             cols, rows = _pad4(n_in), _pad4(n_out)
@@ -732,11 +730,9 @@ class PythonQ8Policy(Policy):
         x = _finite_obs(obs, self.obs_dim)
         q = []
         for i in range(self.obs_dim):
-            t = _f32(_f32(_f32(x[i] - self.mean[i]) / self.std[i]) * self.inv)
-            if t >= 0.0:
-                q.append(32767 if t > 32767.0 else int(_f32(t + 0.5)))
-            else:
-                q.append(-int(_f32(0.5 - t)) if t >= -32767.0 else -32767)
+            t = _f32(_f32(x[i] - self.mean[i]) * self.mul[i])
+            v = int(abs(t) + 0.5) if abs(t) < 32767.0 else 32767  # exact: t has 24 bits, a float 53
+            q.append(-v if t < 0.0 else v)
         n = len(self.layers)
         for li in range(n):
             w, bias, extra, act = self.layers[li]

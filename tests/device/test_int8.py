@@ -82,11 +82,11 @@ def test_device_refuses_every_bad_int8_file_in_one_line(run_mp, tmp_path):
     qp, _ = int8_policy([6, 5, 7, 2], ["relu", "relu", "tanh"])
     good = encode(qp)
     hlen, s0 = 28, 6
-    in_scale, mult0 = hlen + 8 * s0, hlen + 8 * s0 + 4 + 8 * 8 + 4 * 8
+    in_mul, mult0 = hlen + 4 * s0, hlen + 8 * s0 + 8 * 8 + 4 * 8
     shift0, deq = mult0 + 4 * 8, len(good) - 4 - 8 * 2 - 8 * 2 - 4 * 4
     files = {
-        "scale0": _patch(good, in_scale, "<f", 0.0),
-        "nan": _patch(good, in_scale, "<f", float("nan")),
+        "scale0": _patch(good, in_mul, "<f", 0.0),
+        "nan": _patch(good, in_mul, "<f", float("nan")),
         "deq0": _patch(good, deq, "<f", 0.0),
         "dtype": _patch(good, 16 + 2 * 4 + 3, "<B", 7),
         "mult": _patch(good, mult0, "<i", -3),
@@ -108,8 +108,8 @@ for name in {list(files)!r}:
 """
     out = dict(line.split(" | ", 1) for line in run_mp(script).stdout.splitlines())
     assert out["good"] == "ok int8"
-    assert out["scale0"].startswith("PolicyValueError | in_scale (input scale) must be positive")
-    assert out["nan"] == "PolicyValueError | policy has non-finite values: in_scale"
+    assert out["scale0"].startswith("PolicyValueError | in_mul (input multiplier) must be positive")
+    assert out["nan"] == "PolicyValueError | policy has non-finite values: in_mul[0]"
     assert out["deq0"].startswith("PolicyValueError | output scale deq[0] must be positive")
     assert out["dtype"] == "PolicyFileError | unknown dtype code 7 (0 float32, 1 int8)"
     assert out["mult"] == "PolicyValueError | layer 0: requantisation multiplier[0] outside 1..2^31-1"
@@ -142,7 +142,7 @@ t(lambda: k.mlp(out, x, q, lay, array('f', [0] * (len(scr) - 1))))
 t(lambda: k.mlp(out, x, q, array('H', [3, 6, 5, 7, 2, 2, 1, 2]), scr))
 t(lambda: k.mlp(out, x, array('B', bytes(len(q))), lay, scr))
 t(lambda: k.Forward(out, q, lay, q, x))
-bad = array('b', q); bad[{6 * 8}:{6 * 8 + 4}] = array('b', bytes(4))
+bad = array('b', q); bad[{6 * 4}:{6 * 4 + 4}] = array('b', bytes(4))
 t(lambda: k.mlp(out, x, bad, lay, scr))
 t(lambda: k.Forward(out, bad, lay, scr, array('f', [0] * 6)))
 x[2] = float('nan')
@@ -159,8 +159,8 @@ t(lambda: k.mlp(out, x, q, lay, scr))
         "ValueError net (int8): layer 0 index 0: an int8 hidden layer must be identity or relu",
         "TypeError net: expected array('f'), got typecode 'B'",
         "TypeError scratch: expected array('f'), got typecode 'b'",
-        "ValueError net (int8): index 0: in_scale must be positive",
-        "ValueError net (int8): index 0: in_scale must be positive",
+        "ValueError net (int8): index 0: in_mul (input multiplier) must be positive",
+        "ValueError net (int8): index 0: in_mul (input multiplier) must be positive",
         "ValueError obs[2] is not finite",
     ]
 

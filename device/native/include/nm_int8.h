@@ -6,8 +6,10 @@
  * buffer belongs to the caller. On ARMv7E-M (Cortex-M4/M7) the multiply-adds
  * use the dual 16-bit SMLAD with SXTB16, selected at compile time as the float
  * ISA paths of nm_kernels.h are. No float operation happens inside a layer:
- * floats appear only where the observation is quantised and where the last
- * layer's int32 accumulators are turned back into an action.
+ * floats appear only where the observation is quantised (a subtraction and a
+ * multiplication per input: the file holds the reciprocal, so cores without an
+ * FPU run no soft-float division there) and where the last layer's int32
+ * accumulators are turned back into an action.
  *
  * Entry points:
  *   nm_q8_dense(y, x, w, bias, mult, shift, n_in, n_out, act)
@@ -15,7 +17,7 @@
  *       int16 activations, requantised to the next layer's scale;
  *   nm_q8_dense_acc(acc, x, w, bias, n_in, n_out)
  *       the same layer's raw int32 accumulators (the last layer);
- *   nm_q8_quantize_input(q, x, mean, std, in_scale, n)
+ *   nm_q8_quantize_input(q, x, mean, mul, n)
  *       normalise and quantise an observation;
  *   nm_q8_mlp(out, x, qnet, sizes, acts, n_layers, scratch)
  *       the whole int8 policy forward on caller-provided buffers;
@@ -47,14 +49,14 @@
  *     y   = clamp(v, 0, 32767) after relu, else clamp(v, -32768, 32767)
  *
  * qnet (the int8 policy file's payload), every section 4-byte aligned:
- *     f32 obs_mean[s0], f32 obs_std[s0], f32 in_scale,
+ *     f32 obs_mean[s0], f32 in_mul[s0],
  *     per hidden layer: i8 w[R*P], i32 bias[R], i32 mult[R], i32 shift,
  *     last layer:       i8 w[R*P], i32 bias[R], f32 deq[R],
  *     f32 action_scale[sL], f32 action_offset[sL]
  *
  * Forward:
- *     q0[i]  = round(clamp(((x[i] - obs_mean[i]) / obs_std[i]) * (1 / in_scale), -32767, 32767))
- *              in float32, rounding half away from zero
+ *     t      = (x[i] - obs_mean[i]) * in_mul[i]                 (float32)
+ *     q0[i]  = clamp(t rounded half away from zero (exactly), -32767, 32767)
  *     hidden layers as above; the last layer's acc[c] then gives
  *     out[c] = act((float)acc[c] * deq[c]) * action_scale[c] + action_offset[c]
  *
@@ -112,7 +114,7 @@ NM_INLINE int nm_q8_layer_bytes(size_t n_in, size_t n_out, int last, size_t *out
 }
 
 static inline int nm_q8_net_bytes(const uint16_t *sizes, size_t n_layers, size_t *out) {
-    size_t total = 8 * (size_t)sizes[0] + 4 + 8 * (size_t)sizes[n_layers];
+    size_t total = 8 * (size_t)sizes[0] + 8 * (size_t)sizes[n_layers];
     size_t s;
     for (size_t i = 0; i < n_layers; i++) {
         if (!nm_q8_layer_bytes(sizes[i], sizes[i + 1], i + 1 == n_layers, &s)
@@ -370,24 +372,40 @@ static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t 
 }
 
 /* ---------------------------------------------------------------------------
- * Observation to int8 (pair order, nm_q8_pad(n) entries, padding 0). x is
- * finite (the caller checked); a NaN from a corrupt mean/std becomes -32767.
+ * A float32 rounded half away from zero and clamped to -32767..32767, from its
+ * bits: exact (no float addition that could round first), and on cores
+ * without an FPU a few integer instructions instead of soft-float compares,
+ * an addition and a conversion. |t| >= 2^15 (inf and NaN too) saturates by
+ * the sign bit.
  */
-static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float *mean, const float *std,
-    float in_scale, size_t n) {
-    const float inv = nm_divf(1.0f, in_scale);
+NM_INLINE int32_t nm_q8_round_f32(float t) {
+    union { float f; uint32_t u; } b = { t };
+    const uint32_t u = b.u;
+    const uint32_t e = (u >> 23) & 0xffu;
+    int32_t v;
+    if (e < 126) {                                  // |t| < 0.5
+        v = 0;
+    } else if (e > 127 + 14) {
+        v = NM_Q8_AMAX;
+    } else {                                        // |t| = m * 2^(e - 150), shift 9..24
+        const uint32_t m = (u & 0x7fffffu) | 0x800000u, s = 150 - e;
+        v = (int32_t)((m + ((uint32_t)1 << (s - 1))) >> s);
+        v = v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
+    }
+    return (u >> 31) ? -v : v;
+}
+
+/* ---------------------------------------------------------------------------
+ * Observation to int16 (pair order, nm_q8_pad(n) entries, padding 0). x is
+ * finite (the caller checked).
+ */
+static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float *mean, const float *mul,
+    size_t n) {
     for (size_t i = n; i < nm_q8_pad(n); i++) {
         q[nm_q8_slot(i)] = 0;
     }
     for (size_t i = 0; i < n; i++) {
-        float t = nm_divf(x[i] - mean[i], std[i]) * inv;
-        int32_t v;
-        if (t >= 0.0f) {
-            v = t > (float)NM_Q8_AMAX ? NM_Q8_AMAX : (int32_t)(t + 0.5f);
-        } else {
-            v = t >= -(float)NM_Q8_AMAX ? -(int32_t)(0.5f - t) : -NM_Q8_AMAX;
-        }
-        q[nm_q8_slot(i)] = (int16_t)v;
+        q[nm_q8_slot(i)] = (int16_t)nm_q8_round_f32((x[i] - mean[i]) * mul[i]);
     }
 }
 
@@ -404,8 +422,8 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
     int32_t *acc = (int32_t *)(nxt + widest);
     const size_t s0 = sizes[0], sl = sizes[n_layers];
     const nm_f32a *f = qnet;
-    nm_q8_quantize_input(cur, x, (const float *)f, (const float *)f + s0, f[2 * s0], s0);
-    const uint8_t *p = (const uint8_t *)qnet + 4 * (2 * s0 + 1);
+    nm_q8_quantize_input(cur, x, (const float *)f, (const float *)f + s0, s0);
+    const uint8_t *p = (const uint8_t *)qnet + 8 * s0;
     const float *deq = NULL;
     for (size_t l = 0; l < n_layers; l++) {
         const size_t n_in = sizes[l], n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
@@ -443,9 +461,8 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
 enum {
     NM_Q8_OK = 0,
     NM_Q8_BAD_ACT,        // a hidden layer with an activation other than identity/relu
-    NM_Q8_NONFINITE,      // NaN or inf in obs_mean, obs_std, in_scale, deq, action_scale/offset
-    NM_Q8_BAD_STD,        // obs_std <= 0
-    NM_Q8_BAD_IN_SCALE,   // in_scale <= 0
+    NM_Q8_NONFINITE,      // NaN or inf in obs_mean, in_mul, deq, action_scale/offset
+    NM_Q8_BAD_IN_MUL,     // in_mul <= 0
     NM_Q8_BAD_DEQ,        // deq <= 0 for a real row
     NM_Q8_BAD_MULT,       // mult outside 1..2^31-1
     NM_Q8_BAD_SHIFT,      // shift outside 0..31
@@ -478,20 +495,17 @@ static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uin
             return nm_q8_fail(f, NM_Q8_BAD_ACT, (int)l, 0);
         }
     }
-    for (size_t i = 0; i < 2 * s0 + 1; i++) {
+    for (size_t i = 0; i < 2 * s0; i++) {
         if (!nm_finite(v[i])) {
             return nm_q8_fail(f, NM_Q8_NONFINITE, -1, i);
         }
     }
     for (size_t i = 0; i < s0; i++) {
         if (!(v[s0 + i] > 0.0f)) {
-            return nm_q8_fail(f, NM_Q8_BAD_STD, -1, i);
+            return nm_q8_fail(f, NM_Q8_BAD_IN_MUL, -1, i);
         }
     }
-    if (!(v[2 * s0] > 0.0f)) {
-        return nm_q8_fail(f, NM_Q8_BAD_IN_SCALE, -1, 0);
-    }
-    const uint8_t *p = (const uint8_t *)qnet + 4 * (2 * s0 + 1);
+    const uint8_t *p = (const uint8_t *)qnet + 8 * s0;
     for (size_t l = 0; l < n_layers; l++) {
         const size_t n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
         const nm_i32a *bias = (const nm_i32a *)(p + rows * nm_q8_pad(sizes[l]));

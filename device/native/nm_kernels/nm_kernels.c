@@ -105,7 +105,7 @@ static void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
 static void nm_check_q8_values(const nm_layout_t *l, const void *qnet) {
     static const char *const what[] = {
         "", ": an int8 hidden layer must be identity or relu", ": value is not finite",
-        ": obs_std must be positive", ": in_scale must be positive", ": deq (output scale) must be positive",
+        ": in_mul (input multiplier) must be positive", ": deq (output scale) must be positive",
         ": requantisation multiplier outside 1..2^31-1", ": requantisation shift outside 0..31",
         ": bias outside -2^24..2^24", ": more than 512 inputs (int32 accumulators could overflow)",
     };

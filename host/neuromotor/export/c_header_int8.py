@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from neuromotor.export.quantize import QuantizedPolicy, pack_qnet
+from neuromotor.export.quantize import AMAX, QuantizedPolicy, pack_qnet
 from neuromotor.policy import ACTIVATIONS, InvalidPolicyError
 
 
@@ -33,7 +33,7 @@ def render_c_header_int8(qp: QuantizedPolicy, example_obs=None, guard: str = "NM
     qnet = pack_qnet(qp)
     if example_obs is None:
         rng = np.random.default_rng(0)
-        example_obs = qp.obs_mean + qp.obs_std * rng.standard_normal(qp.obs_dim).astype(np.float32)
+        example_obs = qp.obs_mean + rng.standard_normal(qp.obs_dim).astype(np.float32) * (AMAX / qp.in_mul)
     example_obs = np.asarray(example_obs, np.float32)
     if example_obs.shape != (qp.obs_dim,) or not np.isfinite(example_obs).all():
         raise InvalidPolicyError(f"example observation must be {qp.obs_dim} finite values")

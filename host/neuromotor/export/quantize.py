@@ -35,8 +35,7 @@ class QuantizedPolicy:
     deq: np.ndarray          # float32 (act_dim,)
     activations: list
     obs_mean: np.ndarray
-    obs_std: np.ndarray
-    in_scale: float          # scale of the int8 observation
+    in_mul: np.ndarray       # float32 (obs_dim,): 1 / (obs_std * input scale), what the device multiplies by
     action_scale: np.ndarray
     action_offset: np.ndarray
     action_low: np.ndarray
@@ -50,8 +49,7 @@ class QuantizedPolicy:
         self.biases = [np.ascontiguousarray(b, np.int64) for b in self.biases]
         self.mults = [np.ascontiguousarray(m, np.int64) for m in self.mults]
         self.shifts = [int(s) for s in self.shifts]
-        self.in_scale = F32(self.in_scale)
-        for name in ("deq", "obs_mean", "obs_std", "action_scale", "action_offset", "action_low", "action_high"):
+        for name in ("deq", "obs_mean", "in_mul", "action_scale", "action_offset", "action_low", "action_high"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), F32))
         self.validate()
 
@@ -89,21 +87,19 @@ class QuantizedPolicy:
                 raise InvalidPolicyError(f"layer {i}: activation {a!r} is not one of {ACTIVATIONS}")
             if i < n - 1 and a not in ("identity", "relu"):
                 raise InvalidPolicyError(f"layer {i}: an int8 hidden layer is identity or relu, not {a}")
-        vectors = [("obs_mean", self.obs_dim), ("obs_std", self.obs_dim), ("deq", self.act_dim),
+        vectors = [("obs_mean", self.obs_dim), ("in_mul", self.obs_dim), ("deq", self.act_dim),
                    ("action_scale", self.act_dim), ("action_offset", self.act_dim),
                    ("action_low", self.act_dim), ("action_high", self.act_dim)]
         for name, k in vectors:
             if getattr(self, name).shape != (k,):
                 raise InvalidPolicyError(f"{name} has shape {getattr(self, name).shape}, expected ({k},)")
-        for name, k in vectors[:2] + [("in_scale", 1)] + vectors[2:]:
-            v = np.atleast_1d(getattr(self, name))
+        for name, k in vectors:
+            v = getattr(self, name)
             if not np.isfinite(v).all():
                 raise InvalidPolicyError(f"policy has non-finite values: {name}[{int(np.argmin(np.isfinite(v)))}]")
-        if np.any(self.obs_std <= 0):
-            raise InvalidPolicyError(f"obs_std must be positive, got {self.obs_std.min():g} "
-                                     f"at index {int(self.obs_std.argmin())}")
-        if not self.in_scale > 0:
-            raise InvalidPolicyError(f"in_scale (input scale) must be positive, got {self.in_scale:g}")
+        if np.any(self.in_mul <= 0):
+            raise InvalidPolicyError(f"in_mul (input multiplier) must be positive, got {self.in_mul.min():g} "
+                                     f"at index {int(self.in_mul.argmin())}")
         for i, b in enumerate(self.biases):
             if np.any(np.abs(b) > BIAS_MAX):
                 raise InvalidPolicyError(f"layer {i}: bias[{int(np.argmax(np.abs(b) > BIAS_MAX))}] outside "
@@ -123,7 +119,7 @@ class QuantizedPolicy:
                                      f"> high {self.action_high[i]:g}")
 
     def input_q(self, obs: np.ndarray) -> np.ndarray:
-        return quantize_input(obs, self.obs_mean, self.obs_std, self.in_scale)
+        return quantize_input(obs, self.obs_mean, self.in_mul)
 
     def hidden(self, obs: np.ndarray) -> list:
         """Every layer's integer input (the observation first), as int64 arrays."""
@@ -160,14 +156,14 @@ def _wrap32(a: np.ndarray) -> np.ndarray:
     return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def quantize_input(obs, mean, std, in_scale) -> np.ndarray:
-    """nm_q8_quantize_input: the int16 observation (as int64), rounded half away from zero
-    in float32."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        t = ((np.asarray(obs, F32) - mean) / std) * (F32(1) / F32(in_scale))
-        pos = np.where(t > AMAX, F32(AMAX), np.trunc(t + F32(0.5)))
-        neg = np.where(t >= -AMAX, -np.trunc(F32(0.5) - t), F32(-AMAX))
-        return np.where(t >= 0, pos, neg).astype(np.int64)
+def quantize_input(obs, mean, in_mul) -> np.ndarray:
+    """nm_q8_quantize_input: the int16 observation (as int64). t is float32; its rounding
+    half away from zero is exact in float64 (t has 24 significant bits)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = (np.asarray(obs, F32) - mean) * in_mul
+        a = np.abs(t).astype(np.float64)
+        v = np.where(a < AMAX, np.floor(a + 0.5), AMAX)   # inf and NaN saturate, as in nm_q8_round_f32
+        return np.where(np.signbit(t), -v, v).astype(np.int64)
 
 
 def requantize(acc: np.ndarray, mult: np.ndarray, shift: int, relu: bool) -> np.ndarray:
@@ -214,13 +210,16 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
     obs = np.asarray(calib_obs, F32)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or not len(obs) or not np.isfinite(obs).all():
         raise InvalidPolicyError(f"calibration observations must be finite, shape (n, {spec.obs_dim})")
-    # Each input gets the whole int8 range: its calibrated range r goes into obs_std (the
-    # file's obs_std is the run's times r) and into layer 0's weights (W diag(r)).
+    # Each input gets the whole int16 range: its calibrated range r goes into in_mul (the
+    # run's obs_std times r, inverted) and into layer 0's weights (W diag(r)).
     x0 = (obs - spec.obs_mean) / spec.obs_std
     r = np.abs(x0).max(axis=0).astype(np.float64)
     r = np.where(r > 1e-6, r, 1.0)
     obs_std = (spec.obs_std * r).astype(F32)
     in_scale = F32(1.0 / AMAX)
+    # The device multiplies by this reciprocal (no soft-float division per input on cores
+    # without an FPU); it is rounded to float32 once, here.
+    in_mul = (1.0 / (obs_std.astype(np.float64) * np.float64(in_scale))).astype(F32)
     n = len(spec.weights)
     weights, biases, mults, shifts = [], [], [], []
     s_x = np.float64(in_scale)
@@ -238,7 +237,7 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
             deq = (s_x * s_w).astype(F32)
             break
         if q is None:
-            q = quantize_input(obs, spec.obs_mean, obs_std, in_scale)
+            q = quantize_input(obs, spec.obs_mean, in_mul)
         acc = _wrap32(q @ wq.T.astype(np.int64) + bq)
         y = acc * (s_x * s_w)
         if act == "relu":
@@ -258,8 +257,8 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         q = requantize(acc, m, r, act == "relu")
         s_x = np.float64(s_y)
     return QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
-                           activations=list(spec.activations), obs_mean=spec.obs_mean, obs_std=obs_std,
-                           in_scale=in_scale, action_scale=spec.action_scale, action_offset=spec.action_offset,
+                           activations=list(spec.activations), obs_mean=spec.obs_mean, in_mul=in_mul,
+                           action_scale=spec.action_scale, action_offset=spec.action_offset,
                            action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
 
 
@@ -301,13 +300,13 @@ def layer_bytes(n_in: int, n_out: int, last: bool) -> int:
 
 def net_bytes(sizes) -> int:
     n = len(sizes) - 1
-    return 8 * sizes[0] + 4 + 8 * sizes[-1] + sum(
+    return 8 * sizes[0] + 8 * sizes[-1] + sum(
         layer_bytes(a, b, i == n - 1) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])))
 
 
 def pack_qnet(qp: QuantizedPolicy) -> bytes:
     """The qnet nm_q8_mlp takes (the int8 file's payload without the limits)."""
-    parts = [_f32(qp.obs_mean, qp.obs_dim), _f32(qp.obs_std, qp.obs_dim), _f32([qp.in_scale], 1)]
+    parts = [_f32(qp.obs_mean, qp.obs_dim), _f32(qp.in_mul, qp.obs_dim)]
     n = len(qp.weights)
     for i, (w, b) in enumerate(zip(qp.weights, qp.biases)):
         rows = _pad4(w.shape[0])
@@ -322,9 +321,9 @@ def unpack_qnet(data: bytes, sizes, activations, limits) -> dict:
     s0, sl, n = sizes[0], sizes[-1], len(sizes) - 1
     f = lambda off, k: np.frombuffer(data, "<f4", k, off).astype(F32)  # noqa: E731
     i32 = lambda off, k: np.frombuffer(data, "<i4", k, off).astype(np.int64)  # noqa: E731
-    out = dict(obs_mean=f(0, s0), obs_std=f(4 * s0, s0), in_scale=f(8 * s0, 1)[0],
+    out = dict(obs_mean=f(0, s0), in_mul=f(4 * s0, s0),
                weights=[], biases=[], mults=[], shifts=[], activations=list(activations))
-    off = 8 * s0 + 4
+    off = 8 * s0
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
         rows, wb = _pad4(b), _pad4(a) * _pad4(b)
         out["weights"].append(unpack_weights(data[off:off + wb], a, b))
