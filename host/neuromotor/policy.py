@@ -48,8 +48,24 @@ def _nonfinite(name: str, a: np.ndarray) -> str:
     return f"{name} ({n_nan} NaN, {int(bad.sum()) - n_nan} inf of {a.size})"
 
 
+class LayerSizes:
+    """The layer widths of a policy whose `weights` are (out, in) per layer."""
+
+    @property
+    def sizes(self) -> list:
+        return [self.weights[0].shape[1]] + [w.shape[0] for w in self.weights]
+
+    @property
+    def obs_dim(self) -> int:
+        return self.sizes[0]
+
+    @property
+    def act_dim(self) -> int:
+        return self.sizes[-1]
+
+
 @dataclass
-class PolicySpec:
+class PolicySpec(LayerSizes):
     """A deployable policy: an MLP with its observation normalisation, action map and limits.
 
     Calling it (``spec(obs)``, the same as ``forward``) gives float32 actions for one
@@ -76,18 +92,6 @@ class PolicySpec:
             if getattr(self, name) is not None:
                 setattr(self, name, f32(getattr(self, name)))
         self.validate()
-
-    @property
-    def sizes(self) -> list:
-        return [self.weights[0].shape[1]] + [w.shape[0] for w in self.weights]
-
-    @property
-    def obs_dim(self) -> int:
-        return self.sizes[0]
-
-    @property
-    def act_dim(self) -> int:
-        return self.sizes[-1]
 
     @property
     def has_limits(self) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec, clamp
+from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, LayerSizes, PolicySpec, clamp
 
 F32 = np.float32
 QMAX = 127             # weights
@@ -24,7 +24,7 @@ MULT_MAX = (1 << 31) - 1
 
 
 @dataclass
-class QuantizedPolicy:
+class QuantizedPolicy(LayerSizes):
     """The contents of a dtype-int8 policy file. Hidden layers carry (w, bias, mult);
     `shifts[l]` is hidden layer l's right shift; the last layer carries (w, bias) and
     `deq` (float32 per row: the accumulator's scale)."""
@@ -52,18 +52,6 @@ class QuantizedPolicy:
         for name in ("deq", "obs_mean", "in_mul", "action_scale", "action_offset", "action_low", "action_high"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), F32))
         self.validate()
-
-    @property
-    def sizes(self) -> list:
-        return [self.weights[0].shape[1]] + [w.shape[0] for w in self.weights]
-
-    @property
-    def obs_dim(self) -> int:
-        return self.sizes[0]
-
-    @property
-    def act_dim(self) -> int:
-        return self.sizes[-1]
 
     has_limits = True
 
