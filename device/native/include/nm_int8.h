@@ -80,22 +80,6 @@
 #define NM_Q8_DSP 0
 #endif
 
-// nm_mlp_train.h declares nm_i32a too; C99 (clang's -std=c99) refuses a second typedef
-#ifndef NM_I32A_DEFINED
-#define NM_I32A_DEFINED
-#if defined(__GNUC__)
-typedef int32_t nm_i32a __attribute__((may_alias));
-#else
-typedef int32_t nm_i32a;
-#endif
-#endif
-#if defined(__GNUC__)
-typedef uint32_t nm_u32a __attribute__((may_alias));
-typedef float nm_f32a __attribute__((may_alias));
-#else
-typedef uint32_t nm_u32a;
-typedef float nm_f32a;
-#endif
 
 /* ---------------------------------------------------------------------------
  * Sizes, in bytes. 0 when the result does not fit in size_t, else 1.

@@ -43,6 +43,18 @@
 #define NM_INLINE static inline
 #endif
 
+// Views of float buffers as 32-bit words (bit tests, int8 payloads inside float-aligned
+// buffers) that the compiler must not assume are distinct from the floats.
+#if defined(__GNUC__)
+typedef int32_t nm_i32a __attribute__((may_alias));
+typedef uint32_t nm_u32a __attribute__((may_alias));
+typedef float nm_f32a __attribute__((may_alias));
+#else
+typedef int32_t nm_i32a;
+typedef uint32_t nm_u32a;
+typedef float nm_f32a;
+#endif
+
 enum {
     NM_ACT_IDENTITY = 0,
     NM_ACT_RELU = 1,

@@ -70,15 +70,6 @@ static inline int nm_train_scratch_size(const uint16_t *sizes, size_t n_layers, 
     return 1;
 }
 
-// nm_int8.h declares it too; C99 (clang's -std=c99) refuses a second typedef
-#ifndef NM_I32A_DEFINED
-#define NM_I32A_DEFINED
-#if defined(__GNUC__)
-typedef int32_t nm_i32a __attribute__((may_alias));
-#else
-typedef int32_t nm_i32a;
-#endif
-#endif
 
 #if NM_AVX2
 // d[i] = y[i] > 0 ? d[i] : 0 compared as integers, 8 at a time; returns how many it did.
