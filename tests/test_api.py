@@ -164,7 +164,7 @@ def test_new_user_trains_evaluates_exports_and_deploys_to_a_board(tmp_path):
         done = board.deploy(policy)
         assert done["backend"] == "native" and not done["dry_run"]
         hil = run.hil(board, episodes=1, steps=40)
-        assert hil.returns_match and len(hil.returns) == 1 and hil.rtt_median_us > 0
+        assert hil.returns_match and len(hil.returns) == 1
         bench = board.bench(n=50, backends=["native"], out=tmp_path / "bench")
         assert bench.json_path.is_file() and bench.png_path.is_file()
         assert [r["backend"] for r in bench.rows()] == ["native"] and "native" in bench.table
