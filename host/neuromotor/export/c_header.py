@@ -40,11 +40,17 @@ static inline int nm_policy_forward(float *action, const float *obs) {{
     {mlp}
     return 0;
 }}"""
+    return clamped_forward_c("static float scratch[NM_POLICY_SCRATCH_FLOATS];", mlp)
+
+
+def clamped_forward_c(scratch: str, mlp: str) -> str:
+    """nm_policy_forward for a policy with action limits: `scratch` declares the buffer
+    the `mlp` call (float or int8 kernels) works in."""
     return f"""/* Every action ends within nm_policy_clamp, whatever the network computed.
  * Returns 0, or -1 when an observation is NaN or inf: the action is then the
  * midpoint of the limits (the actuators' neutral command). */
 static inline int nm_policy_forward(float *action, const float *obs) {{
-    static float scratch[NM_POLICY_SCRATCH_FLOATS];
+    {scratch}
     int status = 0;
     if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) == NM_POLICY_OBS_DIM) {{
         {mlp}

@@ -6,8 +6,12 @@ import re
 
 import numpy as np
 
+from neuromotor.export import c_header  # (c_header imports this module: its names are read at call time)
 from neuromotor.export.quantize import AMAX, QuantizedPolicy, pack_qnet
 from neuromotor.policy import ACTIVATIONS, InvalidPolicyError
+
+Q8_MLP = """nm_q8_mlp(action, obs, nm_policy_qnet, nm_policy_layout + 1,
+            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);"""
 
 
 def _floats(values, per_line: int = 6) -> str:
@@ -86,24 +90,7 @@ static const float nm_policy_example_action[NM_POLICY_ACT_DIM] = {{
 }};
 
 #ifdef NM_INT8_H
-/* Every action ends within nm_policy_clamp, whatever the network computed.
- * Returns 0, or -1 when an observation is NaN or inf: the action is then the
- * midpoint of the limits (the actuators' neutral command). */
-static inline int nm_policy_forward(float *action, const float *obs) {{
-    static uint32_t scratch[NM_POLICY_SCRATCH_WORDS];
-    int status = 0;
-    if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) == NM_POLICY_OBS_DIM) {{
-        nm_q8_mlp(action, obs, nm_policy_qnet, nm_policy_layout + 1,
-            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);
-    }} else {{
-        for (int i = 0; i < NM_POLICY_ACT_DIM; i++) {{
-            action[i] = 0.5f * nm_policy_clamp[i] + 0.5f * nm_policy_clamp[NM_POLICY_ACT_DIM + i];
-        }}
-        status = -1;
-    }}
-    nm_clamp(action, nm_policy_clamp, NM_POLICY_ACT_DIM);
-    return status;
-}}
+{c_header.clamped_forward_c("static uint32_t scratch[NM_POLICY_SCRATCH_WORDS];", Q8_MLP)}
 #endif
 
 #endif /* {guard} */
