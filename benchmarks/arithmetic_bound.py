@@ -54,7 +54,10 @@ a true lower bound on the time; the rate with it is printed too. Products are de
 The peak: benchmarks/fma_peak.c, compiled now with the system gcc (-O2 -march=native),
 one thread, independent FMA chains (1 to 24) of 256-bit and 512-bit vectors, the fastest
 of many short repetitions; the clock from a chain of dependent one-cycle additions. The
-FP32 peak is the best 256/512-bit rate. Beside it, OpenBLAS SGEMM through NumPy (one
+FP32 peak counts 2 FLOPs per product at the highest FP32 product rate of any kernel:
+the FMAs, and plain multiplies alone and interleaved with FMAs (every product of a
+matrix product needs an FMA or a multiply, so if multiplies ran on pipes of their own,
+a mix would be the ceiling; where they share the FMA pipes, as on Zen 4, it is the FMAs'). Beside it, OpenBLAS SGEMM through NumPy (one
 thread) at the training shapes and at 2048^3: what a good library gets at these sizes.
 
 Achieved rates: a short run of our trainers through the real code paths (TD3 native,
@@ -309,14 +312,18 @@ def peak(madds: float, reps: int) -> dict:
         if f[0] == "clock":
             clocks.append(float(f[1]) / float(f[2]))
         else:
-            kernels.append({"kernel": f[0], "madds_per_instruction": int(f[1]), "chains": int(f[2]),
-                            "gflops": float(f[3]) / float(f[4]) / 1e9})
+            seconds = float(f[5])
+            kernels.append({"kernel": f[0], "products_per_instruction": int(f[1]), "chains": int(f[2]),
+                            "products_per_s": float(f[3]) / seconds, "gflops": float(f[4]) / seconds / 1e9})
     hz = max(clocks)
     for k in kernels:
         k["flops_per_cycle"] = k["gflops"] * 1e9 / hz
-    fp32 = max(k["gflops"] for k in kernels if k["kernel"].startswith("fma"))
+        k["products_per_cycle"] = k["products_per_s"] / hz
+    # every product of a matrix product costs an FMA or a multiply: the fastest FP32 product
+    # rate of any kernel, as multiply-adds of 2 FLOPs
+    fp32 = 2 * max(k["products_per_s"] for k in kernels if not k["kernel"].startswith("bf16")) / 1e9
     best = {w: max((k["gflops"] for k in kernels if k["kernel"] == w), default=None)
-            for w in ("fma256", "fma512", "bf16dot512")}
+            for w in ("fma256", "fma512", "mul256", "mul512", "fma+mul256", "bf16dot512")}
     return {"compiler": subprocess.run([gcc, "--version"], capture_output=True, text=True).stdout.splitlines()[0],
             "flags": "-O2 -march=native", "clock_ghz": hz / 1e9, "fp32_peak_gflops": fp32,
             "best_gflops": best, "kernels": kernels, "repetitions": reps, "madds_per_repetition": madds}
@@ -573,11 +580,14 @@ def main():
           f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end (1 min)")
     print(f"Peak (fma_peak.c, {pk['compiler']}, {pk['flags']}, one thread, best of {args.reps}): "
           f"clock {pk['clock_ghz']:.3f} GHz")
-    print(f"  {'kernel':12} {'madds/instr':>11} {'chains':>6} {'GFLOP/s':>9} {'FLOP/cycle':>10}")
+    print(f"  {'kernel':12} {'lanes':>5} {'chains':>6} {'GFLOP/s':>9} {'FLOP/cycle':>10} {'products/cycle':>14}")
     for k in pk["kernels"]:
-        print(f"  {k['kernel']:12} {k['madds_per_instruction']:>11} {k['chains']:>6} {k['gflops']:9.1f} "
-              f"{k['flops_per_cycle']:10.2f}")
-    print(f"  FP32 peak: {pk['fp32_peak_gflops']:.1f} GFLOP/s (bf16dot512 is not FP32 arithmetic)")
+        print(f"  {k['kernel']:12} {k['products_per_instruction']:>5} {k['chains']:>6} {k['gflops']:9.1f} "
+              f"{k['flops_per_cycle']:10.2f} {k['products_per_cycle']:14.2f}")
+    fp32_pc = {k["kernel"]: k["products_per_cycle"] for k in pk["kernels"] if not k["kernel"].startswith("bf16")}
+    print(f"  FP32 peak: {pk['fp32_peak_gflops']:.1f} GFLOP/s, 2 FLOPs per product at the most products per cycle "
+          f"of any FP32 kernel ({max(fp32_pc.values()):.2f}, {max(fp32_pc, key=fp32_pc.get)}); "
+          "bf16dot512 is not FP32 arithmetic")
     print(f"OpenBLAS SGEMM through NumPy {np.__version__}, one thread, best of {args.reps}:")
     for g in gemm:
         print(f"  {g['shape']:32} {g['m']:>5} x {g['k']:>5} x {g['n']:>5} {g['gflops']:8.1f} GFLOP/s "

@@ -15,8 +15,8 @@
  *
  * Every kernel runs `reps` times; the fastest counts (a shared machine only ever
  * slows a repetition down). Output, one line per kernel:
- *     name lanes chains flops_per_rep best_seconds
- * (lanes: multiply-adds per instruction)
+ *     name lanes chains products_per_rep flops_per_rep best_seconds
+ * (lanes: products per instruction; a multiply-add is 2 FLOPs, a multiply 1)
  * and "clock adds_per_rep best_seconds" first and last (the faster one counts: the clock
  * may still be rising at the start).
  */
@@ -37,10 +37,11 @@ static double now(void) {
 // The result of every kernel goes here, so that no loop is dead code.
 static volatile float sink;
 
-// acc = acc * a + b converges to b / (1 - a): no overflow, no subnormals.
-#define KERNEL(NAME, VEC, SET1, FMA, ADD, CVT, CHAINS)                        \
+// FMA: acc = acc * a + b converges to b / (1 - a): no overflow, no subnormals.
+#define KERNEL(NAME, VEC, SET1, FMA, ADD, CVT, CHAINS) KERNEL_A(NAME, VEC, SET1, FMA, ADD, CVT, CHAINS, 0.999f)
+#define KERNEL_A(NAME, VEC, SET1, FMA, ADD, CVT, CHAINS, A)                   \
     static void NAME(long iters) {                                             \
-        const VEC a = SET1(0.999f), b = SET1(1e-3f);                          \
+        const VEC a = SET1(A), b = SET1(1e-3f);                               \
         VEC acc[CHAINS];                                                       \
         for (int c = 0; c < CHAINS; c++) {                                     \
             acc[c] = SET1((float)c);                                           \
@@ -68,6 +69,38 @@ KERNEL(fma512_8, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_
 KERNEL(fma512_12, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32, 12)
 KERNEL(fma512_24, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, _mm512_cvtss_f32, 24)
 #endif
+
+// Multiplications alone, to show that splitting a multiply-add into a multiply and an
+// addition does not get more products per cycle. a = 1 + 2^-23: acc grows by a factor
+// of e per 8.4M iterations, far from overflow (and 1 would be folded away).
+#define MUL256(x, a, b) ((void)(b), _mm256_mul_ps(x, a))
+KERNEL_A(mul256_12, __m256, _mm256_set1_ps, MUL256, _mm256_add_ps, _mm256_cvtss_f32, 12, 1.00000012f)
+#ifdef __AVX512F__
+#define MUL512(x, a, b) ((void)(b), _mm512_mul_ps(x, a))
+KERNEL_A(mul512_12, __m512, _mm512_set1_ps, MUL512, _mm512_add_ps, _mm512_cvtss_f32, 12, 1.00000012f)
+#endif
+
+// Half the chains multiply-add, half multiply: if the multiplies ran on pipes of their
+// own, this would reach more products per cycle than either alone.
+static void fmamul256_12(long iters) {
+    const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-3f), m = _mm256_set1_ps(1.00000012f);
+    __m256 acc[12];
+    for (int c = 0; c < 12; c++) {
+        acc[c] = _mm256_set1_ps((float)c);
+    }
+    for (long i = 0; i < iters; i++) {
+        _Pragma("GCC unroll 32")
+        for (int c = 0; c < 12; c += 2) {
+            acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+            acc[c + 1] = _mm256_mul_ps(acc[c + 1], m);
+        }
+    }
+    __m256 sum = acc[0];
+    for (int c = 1; c < 12; c++) {
+        sum = _mm256_add_ps(sum, acc[c]);
+    }
+    sink = _mm256_cvtss_f32(sum);
+}
 
 #ifdef __AVX512BF16__
 // Not FP32: bfloat16 pairs multiplied and added into FP32 lanes, 32 multiply-adds per
@@ -120,6 +153,7 @@ typedef struct {
     const char *name;
     void (*fn)(long);
     int lanes, chains;
+    double flops_per_product; // 2 for a multiply-add, 1 for a multiply
 } kernel;
 
 int main(int argc, char **argv) {
@@ -131,14 +165,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     const kernel ks[] = {
-        {"fma256", fma256_1, 8, 1}, {"fma256", fma256_4, 8, 4}, {"fma256", fma256_8, 8, 8},
-        {"fma256", fma256_12, 8, 12},
+        {"fma256", fma256_1, 8, 1, 2}, {"fma256", fma256_4, 8, 4, 2}, {"fma256", fma256_8, 8, 8, 2},
+        {"fma256", fma256_12, 8, 12, 2}, {"mul256", mul256_12, 8, 12, 1}, {"fma+mul256", fmamul256_12, 8, 12, 1.5},
 #ifdef __AVX512F__
-        {"fma512", fma512_4, 16, 4}, {"fma512", fma512_8, 16, 8}, {"fma512", fma512_12, 16, 12},
-        {"fma512", fma512_24, 16, 24},
+        {"fma512", fma512_4, 16, 4, 2}, {"fma512", fma512_8, 16, 8, 2}, {"fma512", fma512_12, 16, 12, 2},
+        {"fma512", fma512_24, 16, 24, 2}, {"mul512", mul512_12, 16, 12, 1},
 #endif
 #ifdef __AVX512BF16__
-        {"bf16dot512", bf16dot512_12, 32, 12},
+        {"bf16dot512", bf16dot512_12, 32, 12, 2},
 #endif
     };
     // about as many cycles per repetition as a multiply-add kernel at 16 per cycle
@@ -147,8 +181,9 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++) {
         // the single chain is latency-bound: fewer iterations keep its time near the others'
         const long iters = (long)(madds / ks[k].lanes / ks[k].chains / (ks[k].chains == 1 ? 4 : 1));
-        const double flops = 2.0 * (double)iters * ks[k].lanes * ks[k].chains;
-        printf("%s %d %d %.0f %.9g\n", ks[k].name, ks[k].lanes, ks[k].chains, flops, best_of(ks[k].fn, iters, reps));
+        const double products = (double)iters * ks[k].lanes * ks[k].chains;
+        printf("%s %d %d %.0f %.0f %.9g\n", ks[k].name, ks[k].lanes, ks[k].chains, products,
+            ks[k].flops_per_product * products, best_of(ks[k].fn, iters, reps));
     }
     printf("clock %.0f %.9g\n", 100.0 * (double)clock_iters, best_of(clock_chain, clock_iters, reps));
     return 0;
