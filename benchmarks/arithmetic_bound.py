@@ -29,7 +29,8 @@ as one FLOP per operation (tanh, exp and log as one each). Three kinds of count:
   native, numpy   what the code runs: the native TD3 step (device/native/nm_host/nm_host.c
                   with nm_mlp_train.h: target nets on both critic minibatches at once,
                   the critic's input gradient for all of [a, s] in the actor update, Adam
-                  in 13 operations), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
+                  in 13 operations; the shapes' products, not the masked tail lanes of
+                  its AVX2 tiles), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
                   folded into augmented matrices with a constant column, Adam over those
                   too; SAC's actor gradient through both critics). The NumPy counts are
                   checked at every run against the matrix products the NumPy trainers
