@@ -1,16 +1,20 @@
 """The cycle model against the RLtools paper's measured "generic" inference times (Table 2).
 
-The generic forward pass (device/baremetal/nm_generic.c: compile-time sizes, each sum
-accumulated in the output buffer, -O3) runs as a bare-metal program on the emulated
-Cortex-M4F and Cortex-M7 under the cycle model (device/timing, docs/timing-model.md).
-Its core cycles (zero-wait memory) plus the board's flash term ([timing.flash] in
-board.toml: the const weights read from flash through its cache) give the prediction,
-at the clock the paper's board ran at (Appendix H: Crazyflie 168 MHz, PixRacer Pro
-460 MHz, Teensy 4.1 600 MHz), beside the paper's measured figure. The fused kernel's
-bare-metal figure is shown too (its packed weights are in RAM: no flash term); with
---micropython, also the fused kernel called from MicroPython on the emulated boards,
-plus the board's heap term ([timing.heap]: the policy's arrays in MicroPython's heap),
-at each real board's own clock, beside half of the paper's measured optimised time.
+The generic forward pass (device/baremetal/nm_generic.c: compile-time sizes, the network
+a global object read through its matrices' pointers, -O3 by default) runs as a bare-metal
+program on the emulated Cortex-M4F and Cortex-M7 under the cycle model (device/timing,
+docs/timing-model.md). For each paper board it is built the way the firmware the figure
+was measured in built it ([timing.generic] in board.toml: optimisation level, the
+firmware's code-generation flags, where the benchmark kept its buffers, whether the
+weights were const). Its core cycles (zero-wait memory) plus the memory term of where the
+weights were ([timing.flash] for const arrays, [timing.data] for initialised data) give
+the prediction, at the clock the paper's board ran at (Appendix H: Crazyflie 168 MHz,
+PixRacer Pro 460 MHz, Teensy 4.1 600 MHz), beside the paper's measured figure and the
+plain -O3 build. The fused kernel's bare-metal figure is shown too (its packed weights
+are in RAM: no flash term); with --micropython, also the fused kernel called from
+MicroPython on the emulated boards, plus the board's heap term ([timing.heap]: the
+policy's arrays in MicroPython's heap), at each real board's own clock, beside half of
+the paper's measured optimised time.
 
     .venv/bin/python benchmarks/cycle_validation.py [--micropython] [--json]
 
@@ -37,30 +41,44 @@ EMULATED = ("qemu-m4f", "qemu-m7")
 TARGET = 0.25
 
 
-def rows_from(bare):
-    """One row per paper board from {emulated: run_baremetal(...)}."""
+def paper_boards():
+    """[(real board, emulated board)] for the paper's boards, in the paper's order."""
+    from neuromotor.boards import cycles as cyc
+    pairs = {real: emu for emu in EMULATED for real, _, _ in cyc.real_boards(emu) if real in PAPER}
+    return [(real, pairs[real]) for real in PAPER if real in pairs]
+
+
+def rows_from(runs, plain):
+    """One row per paper board.
+
+    runs: {real board: run_baremetal(...) with that board's generic build};
+    plain: {emulated board: run_baremetal(...) of the default (-O3) build}.
+    """
     from neuromotor.boards import cycles as cyc
     rows = []
-    for emu, r in bare.items():
+    for real, emu in paper_boards():
+        if real not in runs:
+            continue
+        r, paper = runs[real], PAPER[real]
+        build = cyc.generic_build_of(real)
         g = r["generic"]
-        for real in (name for name, _, _ in cyc.real_boards(emu)):
-            if real not in PAPER:
-                continue
-            paper = PAPER[real]
-            flash = cyc.stream_cycles(cyc.flash_of(real), g["const_bytes"])
-            total = g["cycles"] + flash
-            us = total / paper["clock_hz"] * 1e6
-            rows.append({"board": real, "paper_board": paper["board"], "emulated": emu,
-                         "core_cycles": g["cycles"], "flash_cycles": flash, "cycles": total,
-                         "cycles_per_mac": total / r["macs"], "clock_mhz": paper["clock_hz"] / 1e6,
-                         "predicted_us": us, "measured_us": paper["generic_us"],
-                         "predicted_us_weights_in_ram": g["cycles"] / paper["clock_hz"] * 1e6,
-                         "error": us / paper["generic_us"] - 1.0,
-                         "within_target": abs(us / paper["generic_us"] - 1.0) <= TARGET,
-                         "fused_cycles": r["cycles_per_inference"],
-                         "fused_us": r["cycles_per_inference"] / paper["clock_hz"] * 1e6,
-                         "half_optimised_us": paper["optimised_us"] / 2})
-    return sorted(rows, key=lambda x: list(PAPER).index(x["board"]))
+        memory = cyc.stream_cycles(cyc.generic_weights_memory(real, build), g["const_bytes"])
+        total = g["cycles"] + memory
+        us = total / paper["clock_hz"] * 1e6
+        p = plain[emu]["generic"]
+        plain_us = (p["cycles"] + cyc.stream_cycles(cyc.flash_of(real), p["const_bytes"])) / paper["clock_hz"] * 1e6
+        rows.append({"board": real, "paper_board": paper["board"], "emulated": emu,
+                     "build": {k: build[k] for k in cyc.GENERIC_KEYS} if build else None,
+                     "core_cycles": g["cycles"], "memory_cycles": memory, "cycles": total,
+                     "cycles_per_mac": total / r["macs"], "clock_mhz": paper["clock_hz"] / 1e6,
+                     "predicted_us": us, "measured_us": paper["generic_us"],
+                     "error": us / paper["generic_us"] - 1.0,
+                     "within_target": abs(us / paper["generic_us"] - 1.0) <= TARGET,
+                     "plain_o3_us": plain_us, "plain_o3_error": plain_us / paper["generic_us"] - 1.0,
+                     "fused_cycles": r["cycles_per_inference"],
+                     "fused_us": r["cycles_per_inference"] / paper["clock_hz"] * 1e6,
+                     "half_optimised_us": paper["optimised_us"] / 2})
+    return rows
 
 
 def micropython_rows(n, log):
@@ -102,19 +120,25 @@ def micropython_table(rows):
 
 
 def table(rows):
-    lines = ["generic 13->64->64->4 (device/baremetal/nm_generic.c, -O3) through the cycle model vs the RLtools "
-             "paper's measured generic column (Table 2), at the paper's clocks",
-             f"{'board':10s} {'model':9s} {'core cyc':>9s} {'flash cyc':>9s} {'cyc/MAC':>8s} {'MHz':>4s} "
-             f"{'pred µs':>8s} {'paper µs':>8s} {'error':>7s}  {'in RAM':>6s} {'error':>7s}  "
+    lines = ["generic 13->64->64->4 (device/baremetal/nm_generic.c) built as each paper board's firmware built it "
+             "([timing.generic]), through the cycle model, vs the RLtools paper's measured generic column (Table 2), "
+             "at the paper's clocks",
+             f"{'board':10s} {'model':9s} {'build':26s} {'core cyc':>9s} {'mem cyc':>7s} {'cyc/MAC':>8s} {'MHz':>4s} "
+             f"{'pred µs':>8s} {'paper µs':>8s} {'error':>7s}  {'-O3 µs':>6s} {'error':>7s}  "
              f"{'fused µs':>8s} {'paper opt/2':>11s}"]
     for r in rows:
-        lines.append(f"{r['board']:10s} {r['emulated']:9s} {r['core_cycles']:9.0f} {r['flash_cycles']:9d} "
-                     f"{r['cycles_per_mac']:8.2f} {r['clock_mhz']:4.0f} {r['predicted_us']:8.1f} "
-                     f"{r['measured_us']:8.0f} {100 * r['error']:+6.1f}%  {r['predicted_us_weights_in_ram']:6.1f} "
-                     f"{100 * (r['predicted_us_weights_in_ram'] / r['measured_us'] - 1):+6.1f}%  {r['fused_us']:8.1f} "
+        b = r["build"]
+        build = f"{b['opt']} {b['buffers']}/{b['output']} {b['weights']}" if b else "-O3 (default)"
+        if b and "-fno-strict-aliasing" in b["cflags"]:
+            build += " nsa"
+        lines.append(f"{r['board']:10s} {r['emulated']:9s} {build:26s} {r['core_cycles']:9.0f} "
+                     f"{r['memory_cycles']:7d} {r['cycles_per_mac']:8.2f} {r['clock_mhz']:4.0f} "
+                     f"{r['predicted_us']:8.1f} {r['measured_us']:8.0f} {100 * r['error']:+6.1f}%  "
+                     f"{r['plain_o3_us']:6.1f} {100 * r['plain_o3_error']:+6.1f}%  {r['fused_us']:8.1f} "
                      f"{r['half_optimised_us']:11.1f}")
-    lines.append("(pred: const weights in flash where the board has [timing.flash]; in RAM: the same code with "
-                 "its weights in zero-wait RAM)")
+    lines.append("(build: optimisation level, buffers/output placement and where the weights are ([timing.generic]); "
+                 "nsa: -fno-strict-aliasing; mem cyc: the weights' memory term; -O3: the default build, const "
+                 "weights in flash)")
     met = sum(r["within_target"] for r in rows)
     lines.append(f"within {100 * TARGET:.0f}% of the measured figure: {met} of {len(rows)} boards")
     return lines
@@ -130,8 +154,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from neuromotor.boards.baremetal import run_baremetal
     out = sys.stderr if args.json else sys.stdout
-    bare = {emu: run_baremetal(emu, sizes=SIZES, acts=list(ACTS), repeat=200) for emu in EMULATED}
-    rows = rows_from(bare)
+    from neuromotor.boards.cycles import generic_build_of
+    plain = {emu: run_baremetal(emu, sizes=SIZES, acts=list(ACTS), repeat=200) for emu in EMULATED}
+    runs = {real: run_baremetal(emu, sizes=SIZES, acts=list(ACTS), repeat=200, generic=generic_build_of(real))
+            for real, emu in paper_boards()}
+    rows = rows_from(runs, plain)
     print("\n".join(table(rows)), file=out)
     mp_rows = None
     if args.micropython:

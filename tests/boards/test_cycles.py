@@ -103,6 +103,66 @@ def test_bad_flash_table_is_one_clear_error(monkeypatch):
         cyc.cached_memory("stm32h743", "heap")
 
 
+def test_generic_builds_are_the_documented_ones():
+    """[timing.generic]: how each paper board's firmware built and ran the generic pass."""
+    t = cyc.generic_build_of("teensy41")  # Teensyduino's default "Faster", strict aliasing
+    assert (t["opt"], t["cflags"], t["buffers"], t["output"], t["weights"]) == (
+        "-O2", ["-fsingle-precision-constant"], "local", "local", "data")
+    h = cyc.generic_build_of("stm32h743")  # PX4: MinSizeRel and px4_add_common_flags
+    assert (h["opt"], h["buffers"], h["output"], h["weights"]) == ("-Os", "object", "caller", "data")
+    assert {"-fno-strict-aliasing", "-fno-math-errno", "-fno-signed-zeros", "-fno-trapping-math",
+            "-freciprocal-math"} <= set(h["cflags"])
+    f = cyc.generic_build_of("stm32f405")  # the Crazyflie fork's in-tree Kbuild build
+    assert (f["opt"], f["buffers"], f["output"], f["weights"]) == ("-Os", "local", "caller", "flash")
+    assert "-fno-strict-aliasing" in f["cflags"]
+    assert h["extra"][0] == "-Os" and h["extra"][-2:] == ["-DNM_GENERIC_BUFFERS=2", "-DNM_GENERIC_OUTPUT=0"]
+    assert t["extra"][-2:] == ["-DNM_GENERIC_BUFFERS=1", "-DNM_GENERIC_OUTPUT=1"]
+    assert cyc.generic_build_of("esp32c3") is None
+    # where the weights are read from: const arrays in flash; initialised data in the
+    # STM32H743's AXI SRAM behind its D-cache (PX4's linker script); DTCM on the Teensy
+    assert cyc.generic_weights_memory("stm32f405", f) == cyc.flash_of("stm32f405")
+    assert cyc.generic_weights_memory("stm32h743", h) == {"wait_states": 0, "clock_divider": 2, "line_bytes": 32,
+                                                          "cache_bytes": 16384}
+    assert cyc.generic_weights_memory("teensy41", t) is None
+    assert cyc.generic_weights_memory("stm32h743", None) == cyc.flash_of("stm32h743")
+
+
+@pytest.mark.parametrize("table,match", [
+    ({"opt": "-O4", "buffers": "local", "output": "local", "weights": "data"}, "opt must be one of"),
+    ({"opt": "-O2", "cflags": ["-O3"], "buffers": "local", "output": "local", "weights": "data"},
+     "cflags must be a list of -f options"),
+    ({"opt": "-O2", "cflags": "-fno-strict-aliasing", "buffers": "local", "output": "local", "weights": "data"},
+     "cflags must be a list"),
+    ({"opt": "-O2", "cflags": ["-fno-x; rm -rf ~"], "buffers": "local", "output": "local", "weights": "data"},
+     "cflags must be"),
+    ({"opt": "-O2", "buffers": "heap", "output": "local", "weights": "data"}, "buffers must be one of"),
+    ({"opt": "-O2", "buffers": "local", "output": "object", "weights": "data"}, "output must be one of"),
+    ({"opt": "-O2", "buffers": "local", "output": "local", "weights": "rom"}, "weights must be one of"),
+    ({"opt": "-O2", "buffers": "local", "output": "local", "weights": "data", "lto": True}, "has unknown keys lto"),
+])
+def test_bad_generic_table_is_one_clear_error(monkeypatch, table, match):
+    monkeypatch.setattr(cyc, "timing_of", lambda name: {"core": "cortex-m7", "generic": table})
+    with pytest.raises(UserError, match=r"boards/teensy41/board.toml: \[timing.generic\] " + match) as exc:
+        cyc.generic_build_of("teensy41")
+    assert "\n" not in str(exc.value)
+
+
+def test_generic_builds_change_what_the_compiler_may_keep_in_registers():
+    """The same generic pass built per [timing.generic]: buffers the compiler can see are
+    its own keep the running sum in a register (the Teensy sketch), buffers held in an
+    object under -fno-strict-aliasing reload the pointers after every store (PX4)."""
+    _need("arm-none-eabi-gcc", "qemu-system-arm", "cc")
+    from neuromotor.boards.baremetal import run_baremetal
+    plain = run_baremetal("qemu-m7", sizes=(13, 64, 64, 4), repeat=20)["generic"]
+    teensy = run_baremetal("qemu-m7", sizes=(13, 64, 64, 4), repeat=20,
+                           generic=cyc.generic_build_of("teensy41"))["generic"]
+    px4 = run_baremetal("qemu-m7", sizes=(13, 64, 64, 4), repeat=20,
+                        generic=cyc.generic_build_of("stm32h743"))["generic"]
+    assert max(plain["max_abs_err"], teensy["max_abs_err"], px4["max_abs_err"]) <= 1e-5
+    assert teensy["cycles"] < 0.7 * plain["cycles"]
+    assert px4["cycles"] > 1.5 * plain["cycles"] and px4["instructions"] > 2 * plain["instructions"]
+
+
 def test_counter_file_is_checked(tmp_path):
     bad = tmp_path / "x.cycles"
     bad.write_bytes(b"not counters" * 10)
@@ -180,21 +240,29 @@ def test_bench_reports_modelled_cycles(tmp_path):
     assert j["cycles_per_mac"] == s["cycles_per_mac"] and set(j["predicted_boards_us"]) == {"teensy41", "stm32h743"}
 
 
-def test_validation_rows_use_the_papers_clocks_and_the_flash_term(monkeypatch):
-    """benchmarks/cycle_validation.py: the generic prediction is core cycles plus the board's
-    flash term, at the clock the paper's board ran at (PixRacer Pro 460 MHz, not 480)."""
+def test_validation_rows_use_the_papers_clocks_and_each_boards_generic_build(monkeypatch):
+    """benchmarks/cycle_validation.py: each board's prediction is its own generic build's core
+    cycles plus the memory term of where its weights were (flash for the Crazyflie's const
+    checkpoint, AXI SRAM for PX4's .data, DTCM on the Teensy), at the clock the paper's board
+    ran at (PixRacer Pro 460 MHz, not 480)."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import cycle_validation as cv
-    generic = {"cycles": 40000.0, "const_bytes": 21264}
-    bare = {"qemu-m4f": {"macs": 5184, "cycles_per_inference": 25000.0, "generic": {**generic, "cycles": 65000.0}},
-            "qemu-m7": {"macs": 5184, "cycles_per_inference": 10000.0, "generic": generic}}
-    rows = {r["board"]: r for r in cv.rows_from(bare)}
+
+    def run(cycles, fused):
+        return {"macs": 5184, "cycles_per_inference": fused, "generic": {"cycles": cycles, "const_bytes": 21264}}
+    runs = {"stm32f405": run(60000.0, 19806.0), "stm32h743": run(66000.0, 10234.0),
+            "teensy41": run(23000.0, 10234.0)}
+    plain = {"qemu-m4f": run(65000.0, 19806.0), "qemu-m7": run(38000.0, 10234.0)}
+    rows = {r["board"]: r for r in cv.rows_from(runs, plain)}
     assert list(rows) == ["stm32f405", "stm32h743", "teensy41"]
-    h7 = rows["stm32h743"]
-    assert h7["clock_mhz"] == 460 and h7["flash_cycles"] == 665 * 9 and h7["measured_us"] == 133
-    assert h7["predicted_us"] == pytest.approx((40000 + 665 * 9) / 460)
-    assert h7["predicted_us_weights_in_ram"] == pytest.approx(40000 / 460)
-    assert rows["stm32f405"]["predicted_us"] == pytest.approx((65000 + 1329 * 5) / 168)
-    t = rows["teensy41"]
-    assert t["flash_cycles"] == 0 and t["error"] == pytest.approx(40000 / 600 / 64 - 1)
-    assert t["within_target"] is True and rows["stm32f405"]["within_target"] is False
+    f4, h7, t = rows["stm32f405"], rows["stm32h743"], rows["teensy41"]
+    assert (f4["emulated"], h7["emulated"], t["emulated"]) == ("qemu-m4f", "qemu-m7", "qemu-m7")
+    assert f4["memory_cycles"] == 1329 * 5 and f4["predicted_us"] == pytest.approx((60000 + 1329 * 5) / 168)
+    assert h7["clock_mhz"] == 460 and h7["memory_cycles"] == 665 and h7["measured_us"] == 133
+    assert h7["predicted_us"] == pytest.approx((66000 + 665) / 460)
+    assert h7["plain_o3_us"] == pytest.approx((38000 + 665 * 9) / 460)
+    assert t["memory_cycles"] == 0 and t["error"] == pytest.approx(23000 / 600 / 64 - 1)
+    assert t["plain_o3_us"] == pytest.approx(38000 / 600)
+    assert h7["within_target"] is True and t["within_target"] is False
+    assert h7["build"]["opt"] == "-Os" and t["build"]["opt"] == "-O2"
+    assert "1 of 3 boards" in cv.table(list(rows.values()))[-1]

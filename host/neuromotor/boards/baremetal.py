@@ -37,7 +37,7 @@ BAREMETAL_DIR = REPO_ROOT / "device" / "baremetal"
 ACT_CODES = {"identity": 0, "linear": 0, "relu": 1, "tanh": 2}
 
 
-def _vars(board, sizes, acts, repeat):
+def _vars(board, sizes, acts, repeat, generic=None):
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2:
         raise UserError("bare metal: need at least an input and an output size")
@@ -46,13 +46,17 @@ def _vars(board, sizes, acts, repeat):
     codes = [ACT_CODES[a] if isinstance(a, str) else int(a) for a in acts]
     if len(codes) != len(sizes) - 1:
         raise UserError("bare metal: one activation per layer")
-    return [f"BOARD={board}", f"SIZES={','.join(map(str, sizes))}", f"ACTS={','.join(map(str, codes))}",
-            f"REPEAT={int(repeat)}"]
+    out = [f"BOARD={board}", f"SIZES={','.join(map(str, sizes))}", f"ACTS={','.join(map(str, codes))}",
+           f"REPEAT={int(repeat)}"]
+    if generic is not None:  # a real board's generic build (neuromotor.boards.cycles.generic_build_of)
+        out.append(f"GENERIC_EXTRA={' '.join(generic['extra'])}")
+    return out
 
 
-def build_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repeat: int = 200) -> str:
-    """Build the program; return the ELF path."""
-    res = subprocess.run(["make", "-s", "-C", str(BAREMETAL_DIR), *_vars(board, sizes, acts, repeat)],
+def build_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repeat: int = 200,
+                    generic=None) -> str:
+    """Build the program; return the ELF path. generic: a real board's generic build."""
+    res = subprocess.run(["make", "-s", "-C", str(BAREMETAL_DIR), *_vars(board, sizes, acts, repeat, generic)],
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise UserError(f"building the bare-metal program failed:\n{res.stdout}{res.stderr}")
@@ -60,15 +64,17 @@ def build_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, re
 
 
 def run_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repeat: int = 200,
-                  timeout: float = 120) -> dict:
+                  timeout: float = 120, generic=None) -> dict:
     """Build and run it under QEMU -icount shift=0 with the cycle model; return the measurement.
 
     instructions_per_inference and cycles_per_inference come from the plugin's marks
     (exact counts, the timing loop's own cost subtracted); instructions_timer is the
-    CMSDK timer's figure (40 instructions per tick) as a cross-check.
+    CMSDK timer's figure (40 instructions per tick) as a cross-check. generic: build the
+    generic loops the way a real board's measured firmware did ([timing.generic],
+    neuromotor.boards.cycles.generic_build_of); the fused kernel is unchanged.
     """
     b = load_board(board)
-    elf = build_baremetal(board, sizes, acts, repeat)
+    elf = build_baremetal(board, sizes, acts, repeat, generic)
     args = b.qemu["args"]
     machine = args[args.index("-machine") + 1]
     core = cyc.timing_of(board)["core"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -150,10 +151,11 @@ CACHED_KEYS = ("wait_states", "clock_divider", "line_bytes", "cache_bytes")
 
 
 def cached_memory(name: str, where: str) -> dict | None:
-    """A real board's [timing.flash] or [timing.heap] table, or None (zero-wait memory).
+    """A real board's [timing.flash], [timing.heap] or [timing.data] table, or None (zero-wait memory).
 
     flash: where a C program's const data lives; heap: where MicroPython's heap (a
-    deployed policy's arrays) lives. Each has all of CACHED_KEYS as non-negative integers.
+    deployed policy's arrays) lives; data: where a C program's initialised non-const data
+    (.data) lives. Each has all of CACHED_KEYS as non-negative integers.
     """
     f = timing_of(name).get(where)
     if f is None:
@@ -167,6 +169,51 @@ def cached_memory(name: str, where: str) -> dict | None:
 
 def flash_of(name: str) -> dict | None:
     return cached_memory(name, "flash")
+
+
+# [timing.generic]: how the firmware a published generic figure was measured in built and
+# ran the generic forward pass (device/baremetal/nm_generic.c, docs/timing-model.md).
+GENERIC_OPT = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
+GENERIC_BUFFERS = {"caller": 0, "local": 1, "object": 2}  # NM_GENERIC_BUFFERS
+GENERIC_OUTPUT = {"caller": 0, "local": 1}  # NM_GENERIC_OUTPUT
+GENERIC_WEIGHTS = ("flash", "data")  # const arrays ([timing.flash]) or initialised data ([timing.data])
+GENERIC_KEYS = ("opt", "cflags", "buffers", "output", "weights")
+_CFLAG = re.compile(r"-f[a-z0-9][a-z0-9-]*(=[a-z0-9-]+)?\Z")
+
+
+def generic_build_of(name: str) -> dict | None:
+    """A real board's [timing.generic] table checked, with the make flags it stands for, or None.
+
+    opt: the firmware's optimisation level; cflags: its other code-generation options
+    (-f... only); buffers/output: where the benchmark keeps the hidden layers' buffers and
+    the output (see nm_generic.c); weights: const ("flash") or initialised data ("data").
+    """
+    g = timing_of(name).get("generic")
+    if g is None:
+        return None
+    where = f"boards/{name}/board.toml: [timing.generic]"
+    unknown = sorted(set(g) - set(GENERIC_KEYS))
+    if unknown:
+        raise UserError(f"{where} has unknown keys {', '.join(unknown)} (known: {', '.join(GENERIC_KEYS)})")
+    if g.get("opt") not in GENERIC_OPT:
+        raise UserError(f"{where} opt must be one of {', '.join(GENERIC_OPT)}, not {g.get('opt')!r}")
+    cflags = g.get("cflags", [])
+    if not isinstance(cflags, list) or not all(isinstance(f, str) and _CFLAG.match(f) for f in cflags):
+        raise UserError(f"{where} cflags must be a list of -f options (e.g. \"-fno-strict-aliasing\"), "
+                        f"not {cflags!r}")
+    for key, known in (("buffers", GENERIC_BUFFERS), ("output", GENERIC_OUTPUT), ("weights", GENERIC_WEIGHTS)):
+        if g.get(key) not in known:
+            raise UserError(f"{where} {key} must be one of {', '.join(known)}, not {g.get(key)!r}")
+    extra = [g["opt"], *cflags, f"-DNM_GENERIC_BUFFERS={GENERIC_BUFFERS[g['buffers']]}",
+             f"-DNM_GENERIC_OUTPUT={GENERIC_OUTPUT[g['output']]}"]
+    return {**{k: g.get(k) for k in GENERIC_KEYS}, "cflags": list(cflags), "extra": extra}
+
+
+def generic_weights_memory(name: str, build: dict | None) -> dict | None:
+    """The cached memory a generic build's weights are read from (None: zero-wait)."""
+    if build is None or build["weights"] == "flash":
+        return flash_of(name)
+    return cached_memory(name, "data")
 
 
 def stream_cycles(mem: dict | None, nbytes: int) -> int:
