@@ -150,3 +150,57 @@ def test_warmup_actions():
     assert np.ptp(policy.replay.data[0, :40, act]) < np.ptp(uniform.replay.data[0, :40, act])  # tanh policy + 0.1 noise
     with pytest.raises(UserError, match="warmup_actions"):
         TD3(Config(warmup_actions="zero"), env_class("pendulum"), [0])
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_shared_minibatch_is_one_minibatch_per_update_for_critics_and_actor(backend, monkeypatch):
+    """SB3's scheme: both critics learn from one minibatch and one set of Bellman targets (so twin
+    critics that start equal stay equal), and the actor from the same minibatch; RLtools' gives
+    each its own. The random streams advance alike either way."""
+    def after(shared, steps=10):
+        algo = TD3(Config(**SMALL, shared_minibatch=shared, backend=backend), env_class("pendulum"), [3, 4])
+        for _ in range(SMALL["learning_starts"]):
+            algo.advance()
+        for arr in (algo.critic.params, algo.critic.target):  # critic 1 := critic 0, per agent
+            for layer in algo.critic.mlp.views(arr):
+                layer[:, 1] = layer[:, 0]
+        algo._native_setup()
+        for _ in range(steps):
+            algo.advance()
+        algo.sync_host()
+        return algo
+
+    shared, rltools = after(True), after(False)
+    for layer in shared.critic.mlp.views(shared.critic.params):
+        np.testing.assert_array_equal(layer[:, 0], layer[:, 1])
+    assert not np.array_equal(*(rltools.critic.mlp.views(rltools.critic.params)[0][:, c] for c in (0, 1)))
+    assert shared.critic.opt.t == 10 and shared.actor.opt.t == 5
+    np.testing.assert_array_equal(shared._rng_states(), rltools._rng_states())
+    if backend == "numpy":
+        seen = {}
+        critics, actor = shared._update_critics, shared._update_actor
+        monkeypatch.setattr(shared, "_update_critics", lambda b, n: seen.update(critic=b.copy(), noise=n) or critics(b, n))
+        monkeypatch.setattr(shared, "_update_actor", lambda b: seen.update(actor=b.copy()) or actor(b))
+        shared.advance()
+        P, B = 2, SMALL["batch_size"]
+        assert seen["critic"].shape == (P, 1, B, shared.row.width) and seen["noise"].shape == (P, 1, B, 1)
+        np.testing.assert_array_equal(seen["actor"], seen["critic"][:, 0])
+
+
+def test_shared_minibatch_from_the_cli_trains_and_resumes_exactly(tmp_path, cli):
+    fast = ["--set", "shared_minibatch=true", "--set", "batch_size=16", "--set", "learning_starts=50",
+            "--set", "eval_episodes=1", "--set", "eval_every=100", "--quiet"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert cli("train", "pendulum", "--steps", 160, "--run-dir", straight, *fast)[0] == 0
+    assert cli("train", "pendulum", "--steps", 110, "--run-dir", resumed, *fast)[0] == 0
+    code, _, err = cli("train", "--resume", resumed, "--steps", 160)
+    assert code == 0, err
+    for run_dir in (straight, resumed):
+        cfg, algo = runs.load(run_dir)
+        assert cfg["algo_config"].shared_minibatch is True and algo.local.cfg.shared_minibatch is True
+        assert algo.steps == 160
+        algo.close()
+    with np.load(straight / "checkpoint.npz") as a, np.load(resumed / "checkpoint.npz") as b:
+        assert a.files == b.files
+        for key in a.files:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)

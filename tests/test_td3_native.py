@@ -29,8 +29,9 @@ def _sync(dst, src):
     dst._native_setup()
 
 
-@pytest.mark.parametrize("isa", [0, 2], ids=["best", "sse2"])
-def test_native_update_equals_numpy_over_1000_updates(isa):
+@pytest.mark.parametrize("isa, shared", [(0, False), (2, False), (0, True)],
+                         ids=["best", "sse2", "best-shared_minibatch"])
+def test_native_update_equals_numpy_over_1000_updates(isa, shared):
     """Every update from the same state (the native side is set to NumPy's before each step),
     1,000 updates (500 with the actor and targets), replay wrapping, episode boundaries:
     after each, every entry of every parameter, target and Adam moment vector within 1e-4
@@ -41,7 +42,8 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
     switch, and Adam's division by the root of tiny second moments; 1e-5 is exceeded by a
     handful of entries in 1,000 updates (1.3e-5 on actor weights, 7e-5 on a critic's Adam m).
     Run freely, the two separate after some tens of updates, as any two float32 summation
-    orders do, so each update is compared from identical numbers."""
+    orders do, so each update is compared from identical numbers. Either update scheme: three
+    minibatches per step (RLtools') or one for both critics and the actor (shared_minibatch)."""
     updates = 1000 if isa == 0 else 200
     keys = ["actor", "actor_target", "critic", "critic_target", "actor_opt_m", "actor_opt_v",
             "critic_opt_m", "critic_opt_v", "replay"]  # replay: the transitions, native actions included
@@ -49,7 +51,7 @@ def test_native_update_equals_numpy_over_1000_updates(isa):
     worst, spread = {}, {}
     try:
         _nm_host.isa(isa)
-        kw = dict(learning_starts=20, buffer_size=500)
+        kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
         ref, nat = _td3([0, 3], "numpy", **kw), _td3([0, 3], "native", **kw)
         assert nat._native and not ref._native
         for _ in range(kw["learning_starts"] + updates):
@@ -87,9 +89,10 @@ def _agent(algo, k):
     return out
 
 
-def test_native_agent_alone_equals_agent_inside_a_population():
-    alone = _td3([5], "native", learning_starts=50)
-    population = _td3([2, 5, 9], "native", learning_starts=50)
+@pytest.mark.parametrize("backend, shared", [("native", False), ("native", True), ("numpy", True)])
+def test_agent_alone_equals_agent_inside_a_population(backend, shared):
+    alone = _td3([5], backend, learning_starts=50, shared_minibatch=shared)
+    population = _td3([2, 5, 9], backend, learning_starts=50, shared_minibatch=shared)
     for _ in range(260):  # an episode boundary (200), actor and target updates
         alone.advance()
         population.advance()
@@ -99,14 +102,15 @@ def test_native_agent_alone_equals_agent_inside_a_population():
     assert not np.array_equal(_agent(population, 0)["actor0"], a["actor0"])
 
 
-def test_native_state_dict_round_trip_continues_exactly():
-    a = _td3([4, 6], "native", learning_starts=50)
+@pytest.mark.parametrize("shared", [False, True], ids=["rltools", "shared_minibatch"])
+def test_native_state_dict_round_trip_continues_exactly(shared):
+    a = _td3([4, 6], "native", learning_starts=50, shared_minibatch=shared)
     for _ in range(170):
         a.advance()
     saved = {k: np.array(v) for k, v in a.state_dict().items()}
     for _ in range(90):
         a.advance()
-    b = _td3([4, 6], "native", learning_starts=50)
+    b = _td3([4, 6], "native", learning_starts=50, shared_minibatch=shared)
     b.load_state_dict(saved)
     for _ in range(90):
         b.advance()
@@ -169,7 +173,8 @@ def _call_args(algo):
 
 def _call(d):
     nets = (tuple(d["actor"]), tuple(d["critic"]), d["alayout"], d["clayout"], d["losses"])
-    return _nm_host.td3_update(nets, d["replay"], d["size"], d["idx"], d["noise"], d["update"], (0.99, 0.005, 0.2, 0.5))
+    return _nm_host.td3_update(nets, d["replay"], d["size"], d["idx"], d["noise"], d["update"],
+                               d.get("shared", False), (0.99, 0.005, 0.2, 0.5))
 
 
 def _bad_cases(d):
@@ -225,6 +230,30 @@ def test_bad_arrays_are_value_errors_and_nothing_changes():
         _call({**good, "actor": good["actor"][:5]})
     _call(good)  # and the good arguments do run
     assert not np.array_equal(before[0], good["actor"][0])
+
+
+def test_native_shared_minibatch_learns_from_the_first_draws_only():
+    """With shared_minibatch, the update reads idx[:, 0] and noise[:, 0] only; without it, the
+    other minibatches' draws change what the critics and the actor learn."""
+    algo = _td3([0, 1], "native", learning_starts=10, buffer_size=2000)
+    for _ in range(30):
+        algo.advance()
+    good = _call_args(algo)
+    start = [np.array(x) for x in (*good["actor"], *good["critic"])]
+    other = dict(good, idx=good["idx"].copy(), noise=good["noise"].copy())
+    other["idx"][:, 1:] = np.random.default_rng(1).integers(0, 1 << 32, other["idx"][:, 1:].shape, np.uint32)
+    other["noise"][:, 1] = -other["noise"][:, 1]
+
+    def after(d, shared):
+        for x, y in zip(start, (*good["actor"], *good["critic"])):
+            y[...] = x
+        _call({**d, "shared": shared})
+        return [np.array(x) for x in (*good["actor"], *good["critic"])]
+    for a, b in zip(after(good, True), after(other, True)):
+        np.testing.assert_array_equal(a, b)
+    differ = [not np.array_equal(a, b) for a, b in zip(after(good, False), after(other, False))]
+    assert differ[0] and differ[6]  # actor and critic parameters
+    assert not np.array_equal(after(good, True)[6], after(good, False)[6])
 
 
 def test_isa_paths():
@@ -323,7 +352,7 @@ def _step_args(algo):
 
 def _step(d):
     return _nm_host.td3_step(d["nets"], d["replay"], d["env"], d["block"], d["i"], d["pos"], d["size"], False, True,
-                             True, d["hyper"])
+                             True, False, d["hyper"])
 
 
 def test_native_step_refuses_bad_arrays_and_changes_nothing():
@@ -380,7 +409,7 @@ def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
     for i in range(steps):
         pos = i % algo.replay.capacity
         _nm_host.td3_step(algo._native_nets, algo.replay.data, algo._native_envs, (explore, uniform, idx, noise), i,
-                          pos, min(i, algo.replay.capacity), True, False, False, hyper)
+                          pos, min(i, algo.replay.capacity), True, False, False, False, hyper)
         want_obs, want_reward, _ = ref.step(uniform[i] * np.float32(3.0))
         np.testing.assert_array_equal(algo.env.state, ref.state)
         np.testing.assert_array_equal(obs, want_obs)

@@ -172,7 +172,7 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
     host_st = [fams[0].adam_state, fams[1].adam_state]
     np.testing.assert_array_equal(host_st[0], actor_st)
     nets = (fams[0].arrays(), fams[1].arrays(), a.layout(), c.layout(), np.zeros((1, 2), np.float32))
-    _nm_host.td3_update(nets, algo.replay.data, algo.replay.size, idx, noise, True,
+    _nm_host.td3_update(nets, algo.replay.data, algo.replay.size, idx, noise, True, False,
                         (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip))
     for fam in fams:
         fam.store()

@@ -231,6 +231,7 @@ typedef struct {
     float *losses;    // (P, 2): critic loss (both critics' mean squared errors), actor loss
     size_t P, cap, width, B, o, na, size;
     int update_actor;
+    int shared;       // one minibatch (the first of idx) for both critics and the actor
     float gamma, tau, policy_noise, noise_clip;
 } nmh_td3;
 
@@ -279,25 +280,25 @@ static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
     return mem;
 }
 
-// Row `which` (0, 1: the critics' minibatches, 2: the actor's) sample b of agent k.
+// Row `which` (0, 1: the critics' minibatches, 2: the actor's; all 0 when shared) sample b of agent k.
 static const float *nmh_row(const nmh_td3 *t, size_t k, size_t which, size_t b) {
-    const uint32_t raw = t->idx[(k * 3 + which) * t->B + b];
+    const uint32_t raw = t->idx[(k * 3 + (t->shared ? 0 : which)) * t->B + b];
     return t->replay + (k * t->cap + raw % t->size) * t->width;
 }
 
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
 static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
     const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t B = t->B, B2 = 2 * B, o = t->o, na = t->na, in = o + na;
+    const size_t M = t->shared ? 1 : 2, B = t->B, B2 = M * B, o = t->o, na = t->na, in = o + na;
     const float *atw = t->a.t + k * an->net_len;
     // the rows are random: ask for all of them before the gathers wait on each in turn
-    for (size_t which = 0; which < 3; which++) {
+    for (size_t which = 0; which < (t->shared ? 1 : 3); which++) {
         for (size_t b = 0; b < B; b++) {
             __builtin_prefetch(nmh_row(t, k, which, b));
         }
     }
-    // the target networks see both minibatches at once: samples [minibatch 0 | minibatch 1]
-    for (size_t c = 0; c < 2; c++) {
+    // the target networks see all minibatches at once: samples [minibatch 0 | minibatch 1]
+    for (size_t c = 0; c < M; c++) {
         for (size_t b = 0; b < B; b++) {
             const float *row = nmh_row(t, k, c, b);
             for (size_t i = 0; i < o; i++) {
@@ -318,19 +319,22 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
         memcpy(w->q_next[c], w->tape_tc + (cn->tape_per_sample - 1) * B2, B2 * sizeof(float));
     }
     // critic c regresses on y = r + gamma * not_done * min(Q1', Q2') of its own minibatch
+    // (shared: both on minibatch 0 and its one y)
     float loss = 0.0f;
     for (size_t c = 0; c < 2; c++) {
         const size_t member = 2 * k + c;
         const float *cw = t->c.p + member * cn->net_len;
-        for (size_t b = 0; b < B; b++) {
-            const float *row = nmh_row(t, k, c, b);
-            for (size_t i = 0; i < in; i++) {
-                w->xc[i * B + b] = row[i];
+        if (c < M) {
+            for (size_t b = 0; b < B; b++) {
+                const float *row = nmh_row(t, k, c, b);
+                for (size_t i = 0; i < in; i++) {
+                    w->xc[i * B + b] = row[i];
+                }
+                w->r[b] = row[in + 1];
+                w->nd[b] = row[in + 2];
             }
-            w->r[b] = row[in + 1];
-            w->nd[b] = row[in + 2];
+            nm_td3_bellman(w->y, w->q_next[0] + c * B, w->q_next[1] + c * B, w->r, w->nd, B, t->gamma);
         }
-        nm_td3_bellman(w->y, w->q_next[0] + c * B, w->q_next[1] + c * B, w->r, w->nd, B, t->gamma);
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, B);
         loss += nm_td3_critic_grad(w->dq, w->tape_c + (cn->tape_per_sample - 1) * B, w->y, B, (float)(2.0 / (double)B));
         nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, w->dq,
@@ -485,7 +489,7 @@ static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *explore, float *s
 }
 
 static const char td3_update_doc[] =
-    "td3_update(nets, replay, replay_size, idx, noise, update_actor, hyper)\n\n"
+    "td3_update(nets, replay, replay_size, idx, noise, update_actor, shared_minibatch, hyper)\n\n"
     "One TD3 update of P agents, in place. nets = (actor, critic, actor_layout, critic_layout, losses):\n"
     "actor and critic are (params, target, grad, adam_m, adam_v, adam_state) of the family (P actors,\n"
     "P x 2 critics) in the training layout (member after member, nm_mlp_train.h); adam_state is\n"
@@ -495,14 +499,17 @@ static const char td3_update_doc[] =
     "replay (P, capacity, row) float32, rows [a, s, 1, r, not_done, s', 1]; idx (P, 3, B) uint32 raw\n"
     "draws, taken modulo replay_size: minibatch 0 and 1 for the critics, 2 for the actor; noise\n"
     "(P, 2, B, a): the critics' target policy noise; hyper = (gamma, tau, policy_noise, noise_clip).\n"
+    "With shared_minibatch true, both critics and the actor learn from minibatch 0 (idx[:, 0]) and\n"
+    "the critics from noise[:, 0] only (the other draws go unused).\n"
     "The critics always learn; the actor, then both targets, when update_actor is true.";
 
 static PyObject *nmh_td3_update(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *nets, *replay, *idx, *noise, *hyper;
     Py_ssize_t size, zero = 0;
-    int update_actor;
-    if (!PyArg_ParseTuple(args, "OOnOOpO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &hyper)) {
+    int update_actor, shared;
+    if (!PyArg_ParseTuple(args, "OOnOOppO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &shared,
+            &hyper)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
@@ -513,6 +520,7 @@ static PyObject *nmh_td3_update(PyObject *self, PyObject *args) {
         goto out;
     }
     t.update_actor = update_actor;
+    t.shared = shared;
     nmh_ws w;
     float *mem = nmh_ws_alloc(&w, &t);
     if (!mem) {
@@ -634,10 +642,11 @@ static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int u
 }
 
 static const char td3_step_doc[] =
-    "td3_step(nets, replay, env, block, i, pos, size, uniform, learn, update_actor, hyper) -> ended\n\n"
-    "One training step of P agents on the built-in pendulum, in place. nets, replay and hyper\n"
-    "(gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
-    "td3_update; env = (state (P, 2) float64, obs (P, 3) float32, ep_return (P,) float64, ep_len (P,)\n"
+    "td3_step(nets, replay, env, block, i, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
+    "         hyper) -> ended\n\n"
+    "One training step of P agents on the built-in pendulum, in place. nets, replay, shared_minibatch\n"
+    "and hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset)\n"
+    "as td3_update; env = (state (P, 2) float64, obs (P, 3) float32, ep_return (P,) float64, ep_len (P,)\n"
     "int64, max_steps); block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
     "noise (N, P, 2, B, 1)), the draws of N steps, of which step i is used. Actions are uniform[i]\n"
     "(uniform true) or the actors' clip(pi(obs) + explore[i] * exploration_noise, -1, 1); the\n"
@@ -649,9 +658,9 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *nets, *replay, *env, *block, *hyper;
     Py_ssize_t i, pos, size;
-    int uniform, learn, update_actor;
-    if (!PyArg_ParseTuple(args, "OOOOnnnpppO:td3_step", &nets, &replay, &env, &block, &i, &pos, &size, &uniform,
-            &learn, &update_actor, &hyper)) {
+    int uniform, learn, update_actor, shared;
+    if (!PyArg_ParseTuple(args, "OOOOnnnppppO:td3_step", &nets, &replay, &env, &block, &i, &pos, &size, &uniform,
+            &learn, &update_actor, &shared, &hyper)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
@@ -698,6 +707,7 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     e.explore = ex + (size_t)i * t.P;
     e.uniform = un + (size_t)i * t.P;
     t.update_actor = update_actor;
+    t.shared = shared;
     nmh_ws w;
     float *mem = nmh_ws_alloc(&w, &t);
     float *action = mem ? PyMem_RawMalloc((t.P + t.actor.tape_per_sample) * sizeof(float)) : NULL;

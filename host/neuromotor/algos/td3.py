@@ -20,6 +20,12 @@ RLtools acts with the (untrained) policy plus noise before learning starts; the
 default here is uniform random warm-up actions, as in the TD3 paper and CleanRL
 (`warmup_actions` selects either).
 
+`shared_minibatch = True` is Stable-Baselines3's (and CleanRL's) scheme instead of
+RLtools': one minibatch per update, from which both critics (with one set of target
+policy noise) and the actor learn, so the target nets evaluate one minibatch, not
+two. The random streams advance alike either way (the shared minibatch takes the
+first minibatch's draws).
+
 Two backends compute the same update: `native` (the default where the compiled
 extension neuromotor._nm_host imports) runs the whole population's update in one
 call through the training kernels the boards use (device/native/include), with
@@ -79,6 +85,7 @@ class Config:
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
+    shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
     backend: str = "native" if _nm_host is not None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
@@ -131,18 +138,19 @@ class TD3:
         # Preallocated inputs and workspaces of the hot path. The target critics' input is
         # copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
         B = cfg.batch_size
+        M = 1 if cfg.shared_minibatch else 2                    # the critics' minibatches per update
         actor, critic = self.actor.mlp, self.critic.mlp
         self._obs1 = np.ones((P, 1, o + 1), F32)               # acting: [s, 1]
-        self._x_next = np.empty((P, 2, 2 * B, a + o + 1), F32)  # target critics' input [a', s', 1], both minibatches
+        self._x_next = np.empty((P, 2, M * B, a + o + 1), F32)  # target critics' input [a', s', 1], all minibatches
         self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critic c's input [a, s, 1] from minibatch c
         self._x_actor = np.empty((P, B, a + o + 1), F32)       # critic 1's input for the actor loss [pi(s), s, 1]
         self._dq = np.empty((P, 2, B, 1), F32)
         self._dq_actor = np.empty((P, B, 1), F32)
         self._ws_act = actor.workspace((P, 1))
         self._ws_actor = actor.workspace((P, B))
-        self._ws_actor2 = actor.workspace((P, 2 * B))
+        self._ws_actor2 = actor.workspace((P, M * B))
         self._ws_critic = critic.workspace((P, 2, B))
-        self._ws_critic2 = critic.workspace((P, 2, 2 * B))
+        self._ws_critic2 = critic.workspace((P, 2, M * B))
         self._ws_q1 = critic.workspace((P, B))
 
         self.steps = 0
@@ -207,11 +215,17 @@ class TD3:
             if self._native:
                 self._update_native(raw_idx, target_noise, update_actor)
             else:
-                # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-                batch = self.replay.sample(raw_idx)
-                self._update_critics(batch[:, :2], target_noise)
+                if cfg.shared_minibatch:
+                    # One minibatch per agent for both critics and the actor (the first of the draws).
+                    critic_batch = self.replay.sample(raw_idx[:, :1])
+                    actor_batch, target_noise = critic_batch[:, 0], target_noise[:, :1]
+                else:
+                    # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
+                    batch = self.replay.sample(raw_idx)
+                    critic_batch, actor_batch = batch[:, :2], batch[:, 2]
+                self._update_critics(critic_batch, target_noise)
                 if update_actor:
-                    self._update_actor(batch[:, 2])
+                    self._update_actor(actor_batch)
                     self._update_targets()
             self._updated = True
         self.steps += 1
@@ -257,7 +271,8 @@ class TD3:
         self.critic.opt.t += learn
         self.actor.opt.t += update_actor
         ended = _nm_host.td3_step(self._native_nets, replay.data, self._native_envs, self._native_block, i,
-                                  replay.pos, replay.size, uniform, learn, update_actor, self._native_hyper)
+                                  replay.pos, replay.size, uniform, learn, update_actor, cfg.shared_minibatch,
+                                  self._native_hyper)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         if ended:
@@ -272,30 +287,32 @@ class TD3:
         self.critic.opt.t += 1
         self.actor.opt.t += update_actor
         _nm_host.td3_update(self._native_nets, self.replay.data, self.replay.size, raw_idx, target_noise,
-                            update_actor, self._native_hyper[:4])
+                            update_actor, self.cfg.shared_minibatch, self._native_hyper[:4])
         self._host_stale = True
 
     # ----- the TD3 updates -----
     def _update_critics(self, batch, target_noise):
         """batch (P, 2, B, row): critic c learns from minibatch c, its Bellman targets from both
-        target critics on that minibatch; target_noise (P, 2, B, a) likewise per minibatch."""
+        target critics on that minibatch; target_noise (P, 2, B, a) likewise per minibatch.
+        batch (P, 1, B, row) and target_noise (P, 1, B, a) (shared_minibatch): both critics
+        learn from the one minibatch and the same targets."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
-        P, _, B, _ = batch.shape
+        P, M, B, _ = batch.shape
         reward, not_done = batch[..., f.reward], batch[..., f.not_done]
-        next_obs = batch[..., f.next_actor_input].reshape(P, 2 * B, -1)
+        next_obs = batch[..., f.next_actor_input].reshape(P, M * B, -1)
 
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
         next_act = actor.mlp.forward(actor.target_layers, next_obs, self._ws_actor2)
-        noise = target_noise.reshape(P, 2 * B, a) * F32(cfg.policy_noise)
+        noise = target_noise.reshape(P, M * B, a) * F32(cfg.policy_noise)
         next_act += _clip(noise, cfg.noise_clip, out=noise)
         x_next = self._x_next
         _clip(next_act[:, None], 1, out=x_next[..., f.act])
         x_next[..., f.actor_input] = next_obs[:, None]
 
         # Clipped double Q-learning: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, 2B, 1)
-        y = np.minimum(q_next[:, 0], q_next[:, 1]).reshape(P, 2, B, 1)
+        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, M B, 1)
+        y = np.minimum(q_next[:, 0], q_next[:, 1]).reshape(P, M, B, 1)
         y *= not_done
         y *= F32(cfg.gamma)
         y += reward
