@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/td3_pendulum.py                   # one agent, 1 and 2 threads, both backends
     .venv/bin/python benchmarks/td3_pendulum.py --seeds 16        # + a population of 16 (one process per shard)
     .venv/bin/python benchmarks/td3_pendulum.py --compare sb3     # + Stable-Baselines3 TD3 (run `make compare` first)
+                                                                  #   and our rows with SB3's update beside
     .venv/bin/python benchmarks/td3_pendulum.py --rltools ~/rltools/build/td3_bench   # + your build of RLtools
 
 Every row says how many threads it may use (BLAS threads for neuromotor and
@@ -15,6 +16,17 @@ kernels: acting, the pendulum, the replay store and the update of the whole
 population in one call per step) and `numpy` (the reference). Ratios against the
 native rows are named ..._over_neuromotor_..., against the NumPy rows
 ..._over_neuromotor_numpy_....
+
+neuromotor also runs once per update scheme of --schemes (default: `rltools`,
+and `rltools,shared` with --compare sb3):
+  rltools   the default, RLtools' update: each critic learns from its own minibatch
+            and the actor from a third (the rows without a scheme in their name)
+  shared    `shared_minibatch = true`, SB3's update: both critics and the actor learn
+            from one minibatch per step (rows "neuromotor <backend> shared_minibatch")
+Every peer is compared with the rows of its own update, the same work per step:
+SB3 with the shared rows (the headline against SB3, ..._over_neuromotor_...) and
+RLtools with the rltools rows. The ratio of SB3 to the rltools rows is shown too,
+named ..._rltools_update_... (ours doing more work per step than SB3's).
 
 --rltools takes a binary you built yourself from an RLtools checkout: its own
 paper benchmark, src/rl/environments/pendulum/td3/cpu/benchmark.cpp, with its
@@ -58,16 +70,16 @@ RLTOOLS_STEPS = 10_000
 RLTOOLS_TIME = re.compile(r"^Time: ([0-9.]+) ?s$", re.M)
 
 
-def ours(seeds, steps, shards, blas_threads, backend):
+def ours(seeds, steps, shards, blas_threads, backend, shared=False):
     env = env_class("pendulum")
     with threadpool_limits(blas_threads, "blas"):
-        algo = Sharded(TD3, Config(backend=backend), env, seeds, shards)
+        algo = Sharded(TD3, Config(backend=backend, shared_minibatch=shared), env, seeds, shards)
         t0, c0 = time.perf_counter(), algo.process_time()
         algo.advance(until=steps)
         wall, cpu = time.perf_counter() - t0, algo.process_time() - c0
     returns = Evaluator(env, seeds, 10).run(algo, steps).mean(axis=1)
     algo.close()
-    return {"agents": len(seeds), "backend": backend, "shards": shards, "threads": shards * blas_threads, "steps": steps,
+    return {"agents": len(seeds), "backend": backend, "shared_minibatch": shared, "shards": shards, "threads": shards * blas_threads, "steps": steps,
             "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps * len(seeds) / wall,
             "wall_per_agent_s": wall / len(seeds), "agents_per_minute": 60 * len(seeds) / wall,
             "returns": returns.tolist(), "return_mean": float(returns.mean()),
@@ -161,28 +173,42 @@ def rltools(binary: Path, threads: int, runs: int = 5):
             "binary": str(binary), "return_mean": None, "solved": None}
 
 
+# The update scheme (shared_minibatch) each peer runs: the rows of ours it is compared with.
+PEER_SHARED = {"sb3": True, "rltools": False}
+
+
 def speedups(rows: dict) -> dict:
     """Peer time / neuromotor time, only between rows with the same thread count (above 1:
     neuromotor is faster). Per agent of a population, the peer's one agent against the
-    population's time per agent (the agents-per-minute ratio). Each backend of ours has its
-    own ratios (rows without a backend are the native one)."""
+    population's time per agent (the agents-per-minute ratio). Each backend and update scheme
+    of ours has its own ratios (rows without a backend are the native one, without
+    shared_minibatch RLtools' update). A peer is compared with the rows of its own update
+    (PEER_SHARED); SB3 also with RLtools' update, as ..._rltools_update_...."""
     out = {}
     mine = {k: r for k, r in rows.items() if k.startswith("neuromotor")}
-    for backend in dict.fromkeys(r.get("backend", "native") for r in mine.values()):
+    groups = dict.fromkeys((r.get("backend", "native"), r.get("shared_minibatch", False)) for r in mine.values())
+    for backend, shared in groups:
         tag = "neuromotor" if backend == "native" else f"neuromotor_{backend}"
-        of_backend = [r for r in mine.values() if r.get("backend", "native") == backend]
-        ours = {r["threads"]: r for r in of_backend if r["agents"] == 1}
-        pops = [r for r in of_backend if r["agents"] > 1]
+        of_group = [r for r in mine.values()
+                    if (r.get("backend", "native"), r.get("shared_minibatch", False)) == (backend, shared)]
+        ours = {r["threads"]: r for r in of_group if r["agents"] == 1}
+        pops = [r for r in of_group if r["agents"] > 1]
         for name, peer in rows.items():
             if name in mine:
                 continue
             key, t = peer["peer"], peer["threads"]
+            if shared == PEER_SHARED[key]:
+                pair = f"{key}_over_{tag}"
+            elif key == "sb3":  # SB3 against RLtools' update too: more work per step on our side
+                pair = f"{key}_over_{tag}_rltools_update"
+            else:
+                continue
             if t in ours:
-                out[f"{key}_over_{tag}_single_{t}thread"] = {
+                out[f"{pair}_single_{t}thread"] = {
                     "wall": peer["wall_s"] / ours[t]["wall_s"], "cpu": peer["cpu_s"] / ours[t]["cpu_s"]}
             for pop in pops:
                 if pop["threads"] == t:
-                    out[f"{key}_over_{tag}_per_agent_in_population_{t}thread"] = {
+                    out[f"{pair}_per_agent_in_population_{t}thread"] = {
                         "wall": peer["wall_s"] / pop["wall_per_agent_s"],
                         "cpu": peer["cpu_s"] * pop["agents"] / pop["cpu_s"]}
     return out
@@ -190,6 +216,17 @@ def speedups(rows: dict) -> dict:
 
 def _threads(n: int) -> str:
     return f"{n} thread{'s' if n != 1 else ''}"
+
+
+def _scheme(backend: str, scheme: str) -> str:
+    return f"{backend} shared_minibatch" if scheme == "shared" else backend
+
+
+def _update(ratio_key: str) -> str:
+    """Which of our updates a ratio's rows ran, against the peer's."""
+    if "_rltools_update_" in ratio_key:
+        return "our rows with RLtools' update: more work per step than SB3's"
+    return "the same update on both sides"
 
 
 def main():
@@ -203,6 +240,9 @@ def main():
     p.add_argument("--backends", default="native,numpy" if _nm_host else "numpy",
                    help="TD3 backends to time, in this order (native: the compiled kernels; numpy: the reference)")
     p.add_argument("--compare", choices=["sb3"], help="also train Stable-Baselines3 TD3")
+    p.add_argument("--schemes", help="our update schemes, in this order: rltools (the default, one minibatch per "
+                   "critic and one for the actor), shared (shared_minibatch: SB3's one minibatch per step); "
+                   "default rltools, and rltools,shared with --compare sb3")
     p.add_argument("--rltools", type=Path, metavar="BINARY", help="also time your build of RLtools' TD3 benchmark")
     p.add_argument("--out", type=Path, default=RESULTS / "td3_pendulum")
     args = p.parse_args()
@@ -210,6 +250,10 @@ def main():
         sys.exit(f"--rltools: RLtools' benchmark trains {RLTOOLS_STEPS} steps; leave --steps at {RLTOOLS_STEPS}")
     thread_counts = [int(x) for x in args.threads.split(",")]
     backends = args.backends.split(",")
+    schemes = (args.schemes or ("rltools,shared" if args.compare == "sb3" else "rltools")).split(",")
+    for s in schemes:
+        if s not in ("rltools", "shared"):
+            sys.exit(f"--schemes: {s!r} is not rltools or shared")
     for b in backends:
         if b not in ("native", "numpy"):
             sys.exit(f"--backends: {b!r} is not native or numpy")
@@ -219,11 +263,14 @@ def main():
     rows = {}
     for b in backends:
         for t in thread_counts:
-            rows[f"neuromotor {b}, 1 agent, {_threads(t)}"] = ours([args.seed], args.steps, 1, t, b)
+            for s in schemes:
+                rows[f"neuromotor {_scheme(b, s)}, 1 agent, {_threads(t)}"] = ours(
+                    [args.seed], args.steps, 1, t, b, s == "shared")
         if args.seeds:
             shards = min(args.shards, args.seeds)
-            rows[f"neuromotor {b}, {args.seeds} agents, {_threads(shards)}"] = ours(
-                list(range(args.seeds)), args.steps, shards, 1, b)
+            for s in schemes:
+                rows[f"neuromotor {_scheme(b, s)}, {args.seeds} agents, {_threads(shards)}"] = ours(
+                    list(range(args.seeds)), args.steps, shards, 1, b, s == "shared")
     for t in thread_counts:
         if args.compare == "sb3":
             rows[f"stable-baselines3, {_threads(t)}"] = {"peer": "sb3", **sb3(args.seed, args.steps, t)}
@@ -232,10 +279,11 @@ def main():
 
     print(f"\nTD3 Pendulum-v1, {args.steps} steps, paper configuration; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"{'':40} {'threads':>7} {'wall s':>8} {'cpu s':>8} {'steps/s':>9} {'s/agent':>8} {'agents/min':>10} "
+    width = max(map(len, rows))
+    print(f"{'':{width}} {'threads':>7} {'wall s':>8} {'cpu s':>8} {'steps/s':>9} {'s/agent':>8} {'agents/min':>10} "
           f"{'return':>8} {'solved':>7}")
     for name, r in rows.items():
-        print(f"{name:40} {r['threads']:>7} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
+        print(f"{name:{width}} {r['threads']:>7} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['steps_per_s']:9.0f} "
               f"{r['wall_s'] / r['agents']:8.2f} {60 * r['agents'] / r['wall_s']:10.1f} "
               + (f"{r['return_mean']:8.1f} {r['solved']:>4}/{r['agents']}" if r["solved"] is not None else f"{'-':>8} {'-':>7}"))
     for name, r in rows.items():
@@ -244,7 +292,7 @@ def main():
     ratios = speedups(rows)
     # CPU time too: on a shared machine wall time mostly measures the neighbours.
     for key, v in ratios.items():
-        print(f"{key}: {v['wall']:.2f}x wall, {v['cpu']:.2f}x CPU time")
+        print(f"{key}: {v['wall']:.2f}x wall, {v['cpu']:.2f}x CPU time ({_update(key)})")
 
     doc = {"benchmark": "td3_pendulum", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
            "cpus": os.cpu_count(), "load_avg_1min": os.getloadavg()[0], "numpy": np.__version__,

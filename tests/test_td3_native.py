@@ -273,9 +273,10 @@ def test_benchmark_ratios_are_per_backend(monkeypatch):
     import importlib
     td3 = importlib.import_module("td3_pendulum")
 
-    def row(backend=None, peer=None, threads=1, wall=1.0, agents=1):
+    def row(backend=None, peer=None, threads=1, wall=1.0, agents=1, shared=None):
         r = {"threads": threads, "wall_s": wall, "cpu_s": wall, "agents": agents, "wall_per_agent_s": wall / agents}
-        return {**r, **({"backend": backend} if backend else {}), **({"peer": peer} if peer else {})}
+        return {**r, **({"backend": backend} if backend else {}), **({"peer": peer} if peer else {}),
+                **({"shared_minibatch": shared} if shared is not None else {})}
 
     rows = {"neuromotor native, 1 agent, 1 thread": row("native", wall=2.0),
             "neuromotor numpy, 1 agent, 1 thread": row("numpy", wall=4.0),
@@ -286,6 +287,15 @@ def test_benchmark_ratios_are_per_backend(monkeypatch):
     assert ratios == {"rltools_over_neuromotor_single_1thread": {"wall": 1.5, "cpu": 1.5},
                       "rltools_over_neuromotor_numpy_single_1thread": {"wall": 0.75, "cpu": 0.75},
                       "rltools_over_neuromotor_per_agent_in_population_2thread": {"wall": 3.0, "cpu": 3.0}}
+    # SB3 against the rows of its own update (shared_minibatch), and against RLtools' update beside;
+    # RLtools against RLtools' update only
+    rows.update({"neuromotor native shared_minibatch, 1 agent, 1 thread": row("native", wall=1.0, shared=True),
+                 "stable-baselines3, 1 thread": row(peer="sb3", wall=40.0)})
+    ratios = td3.speedups(rows)
+    assert ratios["sb3_over_neuromotor_single_1thread"] == {"wall": 40.0, "cpu": 40.0}
+    assert ratios["sb3_over_neuromotor_rltools_update_single_1thread"] == {"wall": 20.0, "cpu": 20.0}
+    assert ratios["rltools_over_neuromotor_single_1thread"] == {"wall": 1.5, "cpu": 1.5}
+    assert len(ratios) == 3 + 3
 
 
 def test_native_act_equals_numpy_and_checks_its_arrays():
