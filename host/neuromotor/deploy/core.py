@@ -345,6 +345,7 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
             continue
         uploads.append(it)
         tmp = it.dest + TMP_SUFFIX
+        log(f"  uploading {tmp} ({it.size} B)")
         d.write(tmp, it.data, pause_stage="upload" if it.kind == "policy" else None)
         got = d.hashes([tmp], algo)[tmp]
         if got != want[it.dest]:
