@@ -88,7 +88,9 @@ typedef struct {
 // from one buffer lookup: every Forward call makes this one.
 static void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
     mp_buffer_info_t info;
-    mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
+    if (!nm_array_buffer(obj, &info)) {
+        mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
+    }
     b->net.buf = info.buf;
     b->net_bytes = info.len;
     b->q8 = info.typecode == 'b';
@@ -138,6 +140,26 @@ static void nm_get_clamp(nm_mlp_bufs_t *b, mp_obj_t obj) {
     }
 }
 
+// The clamp limits: finite, lo <= hi (they are read at every call: checked then).
+static void nm_check_clamp_values(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    const size_t s_out = l->sizes[l->n_layers];
+    if (b->clamped) {
+        const float *lo = b->clamp.buf, *hi = lo + s_out;
+        nm_check_finite("clamp", lo, 2 * s_out);
+        for (size_t i = 0; i < s_out; i++) {
+            if (!(lo[i] <= hi[i])) {
+                nm_msg_t m;
+                nm_msg_start(&m, "clamp[");
+                nm_msg_uint(&m, i);
+                nm_msg_str(&m, "] (lower limit) is above clamp[");
+                nm_msg_uint(&m, s_out + i);
+                nm_msg_str(&m, "] (upper limit)");
+                nm_raise_msg(&mp_type_ValueError, &m);
+            }
+        }
+    }
+}
+
 /* Lengths against the layout; no buffer that is written (out, scratch, and x
  * when it is xbuf) overlapping another buffer or the layout, nor clamp
  * overlapping any buffer; clamp limits finite with lo <= hi. x_name names x in
@@ -180,21 +202,22 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
             nm_check_disjoint_bytes(x_name, b->x.buf, b->x.len * sizeof(float), "layout", l->buf, l->n_bytes);
         }
     }
-    if (b->clamped) {
-        const float *lo = b->clamp.buf, *hi = lo + s_out;
-        nm_check_finite("clamp", lo, 2 * s_out);
-        for (size_t i = 0; i < s_out; i++) {
-            if (!(lo[i] <= hi[i])) {
-                nm_msg_t m;
-                nm_msg_start(&m, "clamp[");
-                nm_msg_uint(&m, i);
-                nm_msg_str(&m, "] (lower limit) is above clamp[");
-                nm_msg_uint(&m, s_out + i);
-                nm_msg_str(&m, "] (upper limit)");
-                nm_raise_msg(&mp_type_ValueError, &m);
-            }
-        }
+    nm_check_clamp_values(l, b);
+}
+
+/* nm_check_mlp's checks that involve x, for buffers (out, net, scratch,
+ * clamp) that passed all of them before and have not moved since: the others
+ * depend on those buffers and the layout only. No layout buffer (Forward's is
+ * a copy). */
+static void nm_check_mlp_x(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
+    nm_check_len(x_name, l->sizes[0], b->x.len);
+    nm_check_disjoint("out", b->out, x_name, b->x);
+    nm_check_disjoint("scratch", b->scratch, x_name, b->x);
+    if (b->x_written) {
+        nm_check_disjoint(x_name, b->x, "net", b->net);
     }
+    nm_check_disjoint("clamp", b->clamp, x_name, b->x);
+    nm_check_clamp_values(l, b);
 }
 
 // Out of line, so the integer kernel's registers and stack do not weigh on
@@ -258,6 +281,9 @@ typedef struct {
     mp_obj_base_t base;
     mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
     size_t n_layers, net_len, scratch_len, q8_net_bytes, q8_scratch_len;
+    // Where out, net (len: bytes), scratch and clamp were when a call last
+    // passed every check: while they stay there, a call checks only x.
+    nm_arr_t ok_out, ok_net, ok_scratch, ok_clamp;
     uint16_t sizes[NM_MAX_LAYERS + 1];
     uint16_t acts[NM_MAX_LAYERS];
 } nm_forward_obj_t;
@@ -271,7 +297,8 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
     b.scratch = nm_floats(self->scratch, "scratch", NM_WRITE);
     nm_get_clamp(&b, self->clamp);
     mp_buffer_info_t info;
-    const int direct = mp_get_buffer(obs, &info, MP_BUFFER_READ) && info.typecode == 'f';
+    const int direct = (nm_array_buffer(obs, &info) || mp_get_buffer(obs, &info, MP_BUFFER_READ))
+        && info.typecode == 'f';
     b.x_written = !direct;
     if (direct) {
         b.x.buf = info.buf;
@@ -283,7 +310,19 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         b.x = nm_floats(obs, "obs", NM_READ); // raises TypeError
         #endif
     }
-    nm_check_mlp(&l, &b, direct ? "x" : "xbuf");
+    const nm_arr_t net_bytes = { b.net.buf, b.net_bytes };
+    if (b.out.buf == self->ok_out.buf && b.out.len == self->ok_out.len
+        && net_bytes.buf == self->ok_net.buf && net_bytes.len == self->ok_net.len
+        && b.scratch.buf == self->ok_scratch.buf && b.scratch.len == self->ok_scratch.len
+        && b.clamp.buf == self->ok_clamp.buf && b.clamp.len == self->ok_clamp.len) {
+        nm_check_mlp_x(&l, &b, direct ? "x" : "xbuf");
+    } else {
+        nm_check_mlp(&l, &b, direct ? "x" : "xbuf");
+        self->ok_out = b.out;
+        self->ok_net = net_bytes;
+        self->ok_scratch = b.scratch;
+        self->ok_clamp = b.clamp;
+    }
     if (direct) {
         nm_check_finite("obs", b.x.buf, b.x.len);
     } else {
@@ -331,6 +370,11 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     o->scratch_len = l.scratch_len;
     o->q8_net_bytes = l.q8_net_bytes;
     o->q8_scratch_len = l.q8_scratch_len;
+    o->ok_out = b.out; // the checks above passed for these buffers
+    o->ok_net.buf = b.net.buf;
+    o->ok_net.len = b.net_bytes;
+    o->ok_scratch = b.scratch;
+    o->ok_clamp = b.clamp;
     for (size_t i = 0; i <= l.n_layers; i++) {
         o->sizes[i] = l.sizes[i];
     }
