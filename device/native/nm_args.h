@@ -225,9 +225,15 @@ static inline NORETURN void nm_raise_nonfinite(const char *what, size_t i) {
 
 // "<what>[<i>] is not finite" for the first inf or NaN in x[0..n).
 static inline void nm_check_finite(const char *what, const float *x, size_t n) {
-    size_t i = nm_first_nonfinite(x, n);
-    if (i < n) {
-        nm_raise_nonfinite(what, i);
+    // One pass without a branch per value: adding one exponent step to the
+    // exponent bits carries into bit 31 only for an all-ones exponent (inf, NaN).
+    const nm_u32a *u = (const nm_u32a *)x;
+    uint32_t carry = 0;
+    for (size_t i = 0; i < n; i++) {
+        carry |= (u[i] & 0x7F800000u) + 0x00800000u;
+    }
+    if (carry >> 31) {
+        nm_raise_nonfinite(what, nm_first_nonfinite(x, n));
     }
 }
 

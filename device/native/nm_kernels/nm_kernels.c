@@ -145,6 +145,13 @@ static void nm_check_clamp_values(const nm_layout_t *l, const nm_mlp_bufs_t *b) 
     const size_t s_out = l->sizes[l->n_layers];
     if (b->clamped) {
         const float *lo = b->clamp.buf, *hi = lo + s_out;
+        size_t ok = 0; // one pass when all is well; the message comes from the two below
+        while (ok < s_out && nm_finite(lo[ok]) && nm_finite(hi[ok]) && lo[ok] <= hi[ok]) {
+            ok++;
+        }
+        if (ok == s_out) {
+            return;
+        }
         nm_check_finite("clamp", lo, 2 * s_out);
         for (size_t i = 0; i < s_out; i++) {
             if (!(lo[i] <= hi[i])) {
@@ -385,7 +392,9 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
 }
 
 static mp_obj_t nm_forward_call(mp_obj_t self_in, size_t n_args, size_t n_kw, const mp_obj_t *args) {
-    mp_arg_check_num(n_args, n_kw, 1, 1, false);
+    if (n_args != 1 || n_kw) {
+        mp_arg_check_num(n_args, n_kw, 1, 1, false); // raises its TypeError
+    }
     return nm_forward_run(MP_OBJ_TO_PTR(self_in), args[0]);
 }
 
