@@ -9,6 +9,15 @@
 
 #include "nm_int8.h"
 
+#ifndef NM_Q8_SHIFT
+#define NM_Q8_SHIFT 0 // the hidden layers' right shift: -DNM_Q8_SHIFT=r in OPT
+#endif
+#ifndef NM_Q8_GAIN
+#define NM_Q8_GAIN 0  // multipliers up to 2^g times larger (rows that saturate): -DNM_Q8_GAIN=g
+#endif
+_Static_assert(NM_Q8_SHIFT >= 0 && NM_Q8_GAIN >= 0 && NM_Q8_SHIFT + NM_Q8_GAIN <= 7,
+               "multipliers below 2^(23 + NM_Q8_SHIFT + NM_Q8_GAIN) <= 2^30");
+
 #define NM_BM_Q8_WORDS 16384
 static uint32_t q8_net[NM_BM_Q8_WORDS];
 static uint32_t q8_scratch[3 * MAX_WIDTH];
@@ -29,8 +38,10 @@ static int32_t *q8_i(size_t byte) {
 
 // Fills q8_net (obs_mean 0, in_mul 4096, random int8 weights, small biases,
 // multipliers of 22-23 bits and shift 0, as the exporter picks them for such layers:
-// activations stay inside int16 without saturating everywhere). Returns 0 when the
-// network does not fit.
+// activations stay inside int16 without saturating everywhere; with NM_Q8_SHIFT = r,
+// multipliers 2^r times larger and shift r, the same scale through the rounding
+// shift; NM_Q8_GAIN = g spreads them up to 2^g times larger, so some rows saturate).
+// Returns 0 when the network does not fit.
 static int q8_setup(void) {
     size_t bytes;
     if (!nm_q8_net_bytes(sizes, N_LAYERS, &bytes) || bytes > sizeof(q8_net)
@@ -59,10 +70,10 @@ static int q8_setup(void) {
         off += 4 * rows;
         if (l + 1 < N_LAYERS) {
             for (size_t c = 0; c < rows; c++) {
-                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(1 << 22, 1 << 23) : 0;
+                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(1 << (22 + NM_Q8_SHIFT), 1 << (23 + NM_Q8_SHIFT + NM_Q8_GAIN)) : 0;
             }
             off += 4 * rows;
-            *q8_i(off) = 0;
+            *q8_i(off) = NM_Q8_SHIFT;
             off += 4;
         } else {
             for (size_t c = 0; c < rows; c++) {

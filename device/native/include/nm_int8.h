@@ -185,22 +185,29 @@ NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
  */
 NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu,
     const int shifted) {
-    #if NM_Q8_DSP
-    int32_t t;
-    __asm__ ("smmulr %0, %1, %2" : "=r" (t) : "r" (acc), "r" (mult));
-    int32_t v = shifted ? (int32_t)((uint32_t)t + (uint32_t)round) >> r : t; // |t| <= 2^30 for valid files
-    return relu ? (int32_t)__builtin_arm_usat(v, 15) : (int32_t)__builtin_arm_ssat(v, 16);
-    #else
     int32_t t = nm_q8_mulhr(acc, mult);
     int32_t v = shifted ? (int32_t)(((int64_t)t + round) >> r) : t;
     const int32_t lo = relu ? 0 : -NM_Q8_AMAX - 1;
     return v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
-    #endif
 }
 
 // relu and shifted are constants where this is inlined: each case gets its own loop.
 NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
     const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, const int relu, const int shifted) {
+    #if NM_Q8_DSP
+    nm_q8_dsp_layer_t s;
+    const int front = nm_q8_dsp_setup(&s, y, sizeof(int16_t), x, w, bias, mult, shift, n_in, nm_q8_pad(n_out));
+    const int four = front != NM_Q8_DSP_ONE, half = front == NM_Q8_DSP_FOUR_HALF;
+    if (relu && shifted) {
+        (half ? nm_q8_dsp_relu_shift4h : four ? nm_q8_dsp_relu_shift4 : nm_q8_dsp_relu_shift1)(&s);
+    } else if (relu) {
+        (half ? nm_q8_dsp_relu4h : four ? nm_q8_dsp_relu4 : nm_q8_dsp_relu1)(&s);
+    } else if (shifted) {
+        (four ? nm_q8_dsp_id_shift4 : nm_q8_dsp_id_shift1)(&s);
+    } else {
+        (four ? nm_q8_dsp_id4 : nm_q8_dsp_id1)(&s);
+    }
+    #else
     const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
     const int32_t r = shift & NM_Q8_SHIFT_MAX, round = (int32_t)(((uint32_t)1 << r) >> 1);
     for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
@@ -212,6 +219,7 @@ NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, c
         y[2] = (int16_t)nm_q8_requant(a[1], mult[1], round, r, relu, shifted);
         y[3] = (int16_t)nm_q8_requant(a[3], mult[3], round, r, relu, shifted);
     }
+    #endif
 }
 
 /* ---------------------------------------------------------------------------
@@ -240,6 +248,11 @@ static inline void nm_q8_dense(int16_t *y, const int16_t *x, const int8_t *w, co
 // The layer's int32 accumulators, natural row order, nm_q8_pad(n_out) of them.
 static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t *w, const int32_t *bias,
     size_t n_in, size_t n_out) {
+    #if NM_Q8_DSP
+    nm_q8_dsp_layer_t s;
+    const int front = nm_q8_dsp_setup(&s, acc, sizeof(int32_t), x, w, bias, NULL, 0, n_in, nm_q8_pad(n_out));
+    (front != NM_Q8_DSP_ONE ? nm_q8_dsp_acc4 : nm_q8_dsp_acc1)(&s);
+    #else
     const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
     for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, acc += NM_BLOCK) {
         for (int i = 0; i < 4; i++) {
@@ -247,6 +260,7 @@ static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t 
         }
         w = nm_q8_block_acc(acc, x, w, ng);
     }
+    #endif
 }
 
 /* ---------------------------------------------------------------------------
