@@ -86,7 +86,7 @@ typedef struct {
 
 // The net: array('f') (float32 policy) or array('b') (int8 policy, nm_int8.h),
 // from one buffer lookup: every Forward call makes this one.
-static void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
+NM_INLINE void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
     mp_buffer_info_t info;
     if (!nm_array_buffer(obj, &info)) {
         mp_get_buffer_raise(obj, &info, MP_BUFFER_READ);
@@ -287,7 +287,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
 typedef struct {
     mp_obj_base_t base;
     mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
-    size_t n_layers, net_len, scratch_len, q8_net_bytes, q8_scratch_len;
+    nm_layout_t layout; // sizes and acts point into this object; no buf
     // Where out, net (len: bytes), scratch and clamp were when a call last
     // passed every check: while they stay there, a call checks only x.
     nm_arr_t ok_out, ok_net, ok_scratch, ok_clamp;
@@ -296,8 +296,7 @@ typedef struct {
 } nm_forward_obj_t;
 
 static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
-    nm_layout_t l = { self->sizes, self->acts, self->n_layers, self->net_len, self->scratch_len,
-                      self->q8_net_bytes, self->q8_scratch_len, NULL, 0 };
+    const nm_layout_t *l = &self->layout;
     nm_mlp_bufs_t b;
     b.out = nm_floats(self->out, "out", NM_WRITE);
     nm_get_net(&b, self->net);
@@ -322,9 +321,9 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         && net_bytes.buf == self->ok_net.buf && net_bytes.len == self->ok_net.len
         && b.scratch.buf == self->ok_scratch.buf && b.scratch.len == self->ok_scratch.len
         && b.clamp.buf == self->ok_clamp.buf && b.clamp.len == self->ok_clamp.len) {
-        nm_check_mlp_x(&l, &b, direct ? "x" : "xbuf");
+        nm_check_mlp_x(l, &b, direct ? "x" : "xbuf");
     } else {
-        nm_check_mlp(&l, &b, direct ? "x" : "xbuf");
+        nm_check_mlp(l, &b, direct ? "x" : "xbuf");
         self->ok_out = b.out;
         self->ok_net = net_bytes;
         self->ok_scratch = b.scratch;
@@ -346,7 +345,7 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
             xb[i] = v;
         }
     }
-    nm_run_mlp(&l, &b);
+    nm_run_mlp(l, &b);
     return self->out;
 }
 
@@ -372,11 +371,11 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     o->scratch = args[3];
     o->xbuf = args[4];
     o->clamp = n_args > 5 ? args[5] : mp_const_none;
-    o->n_layers = l.n_layers;
-    o->net_len = l.net_len;
-    o->scratch_len = l.scratch_len;
-    o->q8_net_bytes = l.q8_net_bytes;
-    o->q8_scratch_len = l.q8_scratch_len;
+    o->layout = l;
+    o->layout.sizes = o->sizes;
+    o->layout.acts = o->acts;
+    o->layout.buf = NULL;
+    o->layout.n_bytes = 0;
     o->ok_out = b.out; // the checks above passed for these buffers
     o->ok_net.buf = b.net.buf;
     o->ok_net.len = b.net_bytes;
