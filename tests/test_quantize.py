@@ -15,7 +15,8 @@ from neuromotor.cli import main
 from neuromotor.errors import UserError
 from neuromotor.export import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
                                encode, quantize, read_policy, render_c_header)
-from neuromotor.export.quantize import AMAX, net_bytes, pack_qnet, quantize_input, requantize, tanh_f32
+from neuromotor.export.quantize import (AMAX, deq_q16, net_bytes, pack_qnet, quantize_input, requantize, tanh_q15,
+                                        tanh_table)
 from neuromotor.policy import InvalidPolicyError, PolicySpec
 
 sys.path.insert(0, str(Path(__file__).parent / "device"))
@@ -67,9 +68,58 @@ def test_requantize_rounds_half_up_and_saturates():
     assert requantize(acc, mult, 1, relu=True).tolist() == [0, 1, 0, 32767, 0, 2, 0]
 
 
-def test_tanh_reference_matches_numpy_closely():
-    x = np.linspace(-12, 12, 20001, dtype=np.float32)
-    assert np.abs(tanh_f32(x) - np.tanh(x)).max() < 3e-7
+TANH_PROGRAM = r"""
+#include <stdio.h>
+#include "nm_int8.h"
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "rb");
+    int32_t acc;
+    float deq;
+    while (fread(&acc, 4, 1, f) == 1 && fread(&deq, 4, 1, f) == 1) {
+        union { float f; uint32_t u; } y = { nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc, deq))) };
+        printf("%u\n", (unsigned)y.u);
+    }
+    printf("table");
+    for (int i = 0; i < 385; i++) {
+        printf(" %d", nm_q8_tanh_table[i]);
+    }
+    printf("\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mulhr16", [0, 1])
+def test_integer_tanh_output_is_bit_exact_in_c_and_numpy_and_close_to_tanh(tmp_path, mulhr16):
+    """The tanh output stage (acc * deq in Q16 from deq's bits, the interpolated table, the
+    float32 built from bits) for accumulators and scales of every magnitude, the shift
+    edges (deq exponents 77..141 take every right and left shift) and saturation."""
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is needed (make system installs it)")
+    rng = np.random.default_rng(5)
+    edges = np.array([0, 1, -1, 1 << 20, -(1 << 20), 2**31 - 1, -2**31], np.int64)
+    deq_edges = np.concatenate([np.ldexp(np.float32(1), np.arange(-50, 15)).astype(np.float32),
+                                np.array([1e-45, 1e-38, 3e38, 1.17549435e-38], np.float32)])
+    acc = np.concatenate([np.repeat(edges, len(deq_edges)), rng.integers(-2**31, 2**31, 20000)])
+    deq = np.concatenate([np.tile(deq_edges, len(edges)),
+                          np.exp(rng.uniform(np.log(1e-12), np.log(1e-2), 20000)).astype(np.float32)])
+    acc[len(edges) * len(deq_edges):] >>= rng.integers(0, 31, 20000)   # accumulators of every magnitude
+    pairs = np.empty(len(acc), [("acc", "<i4"), ("deq", "<f4")])
+    pairs["acc"], pairs["deq"] = acc, deq
+    (tmp_path / "in.bin").write_bytes(pairs.tobytes())
+    (tmp_path / "main.c").write_text(TANH_PROGRAM)
+    subprocess.run(["gcc", "-O2", "-std=c99", "-Wall", "-Werror", "-ffp-contract=off", "-fsanitize=undefined",
+                    "-fno-sanitize-recover", f"-DNM_Q8_MULHR16={mulhr16}", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    str(tmp_path / "main.c")], check=True, capture_output=True)
+    out = subprocess.run([str(tmp_path / "t"), str(tmp_path / "in.bin")], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert [int(v) for v in out[-1].split()[1:]] == tanh_table().tolist()
+    got = np.array(out[:-1], np.uint64).astype(np.uint32).view(np.float32)
+    ref = (tanh_q15(deq_q16(acc, deq)).astype(np.float32) / np.float32(32768))
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+    exact = np.tanh(acc.astype(np.float64) * deq.astype(np.float64))
+    assert np.abs(got - exact).max() < 6e-5
+    assert (got == 1).sum() > 100 and (got == -1).sum() > 100 and (np.abs(got) < 0.5).sum() > 1000
 
 
 def test_int8_layers_wider_than_512_inputs_are_refused():

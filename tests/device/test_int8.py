@@ -69,7 +69,8 @@ def test_natmod_and_python_backends_agree(run_mp, natmod_x64_dir, tmp_path):
     assert np.array_equal(got, ref)
     head, got = run_policy_script(run_mp, tmp_path / "p.nmp", obs, "python")
     assert head[:3] == ["int8", "python", "True"]
-    assert np.abs(got - ref).max() <= 2e-7 * 2.5  # integer layers exact; tanh is math's, not nm_tanhf
+    # integer layers exact; tanh is math's, not the kernels' table (within 6e-5 of it)
+    assert np.abs(got - ref).max() <= (6e-5 + 2e-7) * 2.5
 
 
 def _patch(data, offset, fmt, value):

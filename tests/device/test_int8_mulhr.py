@@ -1,6 +1,8 @@
-"""The requantisation's high word from 16-bit partial products (the ARMv6-M path: no
-32x32->64 multiply there) gives the 64-bit product's bits for every accumulator and
-multiplier, valid or not, compiled here with -DNM_Q8_MULHR16=1 beside the 64-bit form."""
+"""The ARMv6-M integer paths of the int8 kernels, compiled here beside the wide forms:
+the requantisation's high word from 16-bit partial products (no 32x32->64 multiply
+there; -DNM_Q8_MULHR16=1) gives the 64-bit product's bits for every accumulator and
+multiplier, valid or not, and the edges' float32 addition, subtraction and
+multiplication in integers (-DNM_Q8_SOFT_EDGE=1) give the host FPU's IEEE bits."""
 
 import shutil
 import subprocess
@@ -49,3 +51,59 @@ def test_16bit_partial_products_equal_the_64bit_product(tmp_path):
     bad, n = map(int, subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
                                      text=True).stdout.split())
     assert n > 2_000_000 and bad == 0
+
+
+SOFT_FLOAT = r"""
+#include <stdio.h>
+#include <string.h>
+#include "nm_int8.h"
+static uint64_t st = 88172645463325252ULL;
+static uint32_t rnd(void) {
+    st ^= st << 13;
+    st ^= st >> 7;
+    st ^= st << 17;
+    return (uint32_t)st;
+}
+static float f(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+static uint32_t b(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static int same(float p, float q) { return b(p) == b(q) || (p != p && q != q); }
+int main(void) {
+    long bad = 0, n = 0;
+    for (long k = 0; k < 4000000; k++, n += 3) {
+        uint32_t u = rnd(), v = rnd();
+        switch (k % 4) {
+        case 1:     // equal exponents (cancellation down to zero) or neighbouring bit patterns
+            v = (k & 8) ? (u ^ (rnd() & 0x80000000u)) + (rnd() & 15) - 7
+                        : ((u & 0xff800000u) ^ (rnd() & 0x80000000u)) | (v & 0x7fffffu);
+            break;
+        case 2:     // exponents within 40 of each other: every alignment shift
+            v = (v & 0x807fffffu) | (((((u >> 23) & 0xffu) + (rnd() % 81) - 40) & 0xffu) << 23);
+            break;
+        case 3:     // short significands: exact results and ties
+            u &= 0xfff00000u | (rnd() & 3u);
+            v &= 0xfffe0000u;
+            break;
+        }
+        float x = f(u), y = f(v);
+        bad += !same(nm_q8_fmul(x, y), x * y);
+        bad += !same(nm_q8_fsub(x, y), x - y);
+        bad += !same(nm_q8_fadd(x, y), x + y);
+    }
+    printf("%ld %ld\n", bad, n);
+    return 0;
+}
+"""
+
+
+def test_integer_float32_addition_subtraction_and_multiplication_give_ieee_bits(tmp_path):
+    """Random bit patterns (zeros, subnormals, inf, NaN and overflow take libgcc's path;
+    the rest the integer one), cancellation, every alignment shift, rounding ties."""
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is not installed")
+    (tmp_path / "t.c").write_text(SOFT_FLOAT)
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", "-ffp-contract=off", "-fsanitize=undefined",
+                    "-fno-sanitize-recover", "-DNM_Q8_SOFT_EDGE=1", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    str(tmp_path / "t.c")], check=True)
+    bad, n = map(int, subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
+                                     text=True).stdout.split())
+    assert n == 12_000_000 and bad == 0

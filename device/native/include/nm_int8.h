@@ -9,7 +9,8 @@
  * floats appear only where the observation is quantised (a subtraction and a
  * multiplication per input: the file holds the reciprocal, so cores without an
  * FPU run no soft-float division there) and where the last layer's int32
- * accumulators are turned back into an action.
+ * accumulators are turned back into an action (after tanh: a float32 built
+ * from an integer's bits, then the action scale and offset).
  *
  * Entry points:
  *   nm_q8_dense(y, x, w, bias, mult, shift, n_in, n_out, act)
@@ -58,7 +59,9 @@
  *     t      = (x[i] - obs_mean[i]) * in_mul[i]                 (float32)
  *     q0[i]  = clamp(t rounded half away from zero (exactly), -32767, 32767)
  *     hidden layers as above; the last layer's acc[c] then gives
- *     out[c] = act((float)acc[c] * deq[c]) * action_scale[c] + action_offset[c]
+ *     y[c]   = (float)acc[c] * deq[c], clamped at 0 after relu (float32), or after
+ *              tanh the integer tanh of acc[c] * deq[c] as a float32 (nm_int8_edge.h)
+ *     out[c] = y[c] * action_scale[c] + action_offset[c]                   (float32)
  *
  * Arithmetic wraps rather than overflows for any bytes (a corrupt file gives
  * wrong numbers, never undefined behaviour); nm_q8_check is what refuses it.
@@ -131,7 +134,9 @@ NM_INLINE size_t nm_q8_slot(size_t i) {
 
 /* ---------------------------------------------------------------------------
  * Accumulation: acc[0..3] = bias[0..3] + the block's 4 rows times x, for
- * groups of 4 inputs (ng of them). w points at the block's first group.
+ * groups of 4 inputs (ng of them; when one != 0 the last group has one real
+ * input, the others padding, whose products add nothing: x is 0 there). w
+ * points at the block's first group; the return value is the next block's.
  */
 #if NM_Q8_DSP
 #include "nm_int8_dsp.h"
@@ -139,14 +144,23 @@ NM_INLINE size_t nm_q8_slot(size_t i) {
 #include "nm_int8_armv6m.h"
 #else
 // Portable: unsigned sums wrap (no undefined overflow for any weights).
-NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng) {
+NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng, int one) {
     uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
-    for (size_t g = 0; g < ng; g++, x += NM_Q8_GROUP, w += 16) {
+    const size_t full = ng - (one != 0);
+    for (size_t g = 0; g < full; g++, x += NM_Q8_GROUP, w += 16) {
         const int32_t x0 = x[0], x2 = x[1], x1 = x[2], x3 = x[3];
         a0 += (uint32_t)(w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3);
         a1 += (uint32_t)(w[4] * x0 + w[5] * x1 + w[6] * x2 + w[7] * x3);
         a2 += (uint32_t)(w[8] * x0 + w[9] * x1 + w[10] * x2 + w[11] * x3);
         a3 += (uint32_t)(w[12] * x0 + w[13] * x1 + w[14] * x2 + w[15] * x3);
+    }
+    if (one) {
+        const int32_t x0 = x[0];
+        a0 += (uint32_t)(w[0] * x0);
+        a1 += (uint32_t)(w[4] * x0);
+        a2 += (uint32_t)(w[8] * x0);
+        a3 += (uint32_t)(w[12] * x0);
+        w += 16;
     }
     a[0] = (int32_t)a0;
     a[1] = (int32_t)a1;
@@ -170,6 +184,9 @@ NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
     #if NM_Q8_MULHR16
     const int32_t ah = acc >> 16, mh = mult >> 16;
     const uint32_t al = (uint32_t)acc & 0xffffu, ml = (uint32_t)mult & 0xffffu;
+    if (ml == 0) {
+        return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(((int32_t)al * mh + 0x8000) >> 16));
+    }
     const int32_t hl = ah * (int32_t)ml, lh = (int32_t)al * mh;
     const uint32_t s = ((al * ml) >> 16) + ((uint32_t)hl & 0xffffu) + ((uint32_t)lh & 0xffffu) + 0x8000u;
     return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(hl >> 16) + (uint32_t)(lh >> 16) + (s >> 16));
@@ -177,6 +194,8 @@ NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
     return (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
     #endif
 }
+
+#include "nm_int8_edge.h"
 
 /* ---------------------------------------------------------------------------
  * Requantisation of one accumulator (see the top of this file). shifted is a
@@ -186,7 +205,7 @@ NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
 NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu,
     const int shifted) {
     int32_t t = nm_q8_mulhr(acc, mult);
-    int32_t v = shifted ? (int32_t)(((int64_t)t + round) >> r) : t;
+    int32_t v = shifted ? (t + round) >> r : t; // |t| < 2^30 for any acc and mult: no overflow
     const int32_t lo = relu ? 0 : -NM_Q8_AMAX - 1;
     return v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
 }
@@ -209,10 +228,17 @@ NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, c
     }
     #else
     const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
+    const int one = (n_in & 3) == 1;
     const int32_t r = shift & NM_Q8_SHIFT_MAX, round = (int32_t)(((uint32_t)1 << r) >> 1);
     for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
         int32_t a[4] = { bias[0], bias[1], bias[2], bias[3] };
-        w = nm_q8_block_acc(a, x, w, ng);
+        w = nm_q8_block_acc(a, x, w, ng, one);
+        #ifdef NM_Q8_T1_REQUANT4
+        if ((((uint32_t)mult[0] | (uint32_t)mult[1] | (uint32_t)mult[2] | (uint32_t)mult[3]) & 0xffffu) == 0) {
+            nm_q8_t1_requant4(y, a, mult, shifted ? round : 0, shifted ? r : 0, relu ? 0 : -NM_Q8_AMAX - 1);
+            continue;
+        }
+        #endif
         // Rows 4k..4k+3 in pair order: 4k, 4k+2, 4k+1, 4k+3.
         y[0] = (int16_t)nm_q8_requant(a[0], mult[0], round, r, relu, shifted);
         y[1] = (int16_t)nm_q8_requant(a[2], mult[2], round, r, relu, shifted);
@@ -254,11 +280,12 @@ static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t 
     (front != NM_Q8_DSP_ONE ? nm_q8_dsp_acc4 : nm_q8_dsp_acc1)(&s);
     #else
     const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
+    const int one = (n_in & 3) == 1;
     for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, acc += NM_BLOCK) {
         for (int i = 0; i < 4; i++) {
             acc[i] = bias[i];
         }
-        w = nm_q8_block_acc(acc, x, w, ng);
+        w = nm_q8_block_acc(acc, x, w, ng, one);
     }
     #endif
 }
@@ -297,7 +324,7 @@ static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float 
         q[nm_q8_slot(i)] = 0;
     }
     for (size_t i = 0; i < n; i++) {
-        q[nm_q8_slot(i)] = (int16_t)nm_q8_round_f32((x[i] - mean[i]) * mul[i]);
+        q[nm_q8_slot(i)] = (int16_t)nm_q8_round_f32(nm_q8_fmul(nm_q8_fsub(x[i], mean[i]), mul[i]));
     }
 }
 
@@ -335,14 +362,18 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
         }
     }
     const float *scale = (const float *)(const nm_f32a *)p, *offset = scale + sl;
+    const int act = acts[n_layers - 1];
     for (size_t i = 0; i < sl; i++) {
-        float y = (float)acc[i] * deq[i];
-        if (acts[n_layers - 1] == NM_ACT_RELU) {
-            y = y > 0.0f ? y : 0.0f;
-        } else if (acts[n_layers - 1] == NM_ACT_TANH) {
-            y = nm_tanhf(y);
+        float y;
+        if (act == NM_ACT_TANH) {
+            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
+        } else {
+            y = (float)acc[i] * deq[i];
+            if (act == NM_ACT_RELU) {
+                y = y > 0.0f ? y : 0.0f;
+            }
         }
-        out[i] = y * scale[i] + offset[i]; // unfused everywhere: the host reference gives the same bits
+        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
     }
 }
 

@@ -128,12 +128,14 @@ class QuantizedPolicy(LayerSizes):
         if not np.isfinite(obs).all():
             raise ValueError("observation has non-finite values")
         with np.errstate(over="ignore", invalid="ignore"):
-            y = self.accumulators(obs).astype(F32) * self.deq
+            acc = self.accumulators(obs)
             act = self.activations[-1]
-            if act == "relu":
-                y = np.where(y > 0, y, F32(0)).astype(F32)
-            elif act == "tanh":
-                y = tanh_f32(y)
+            if act == "tanh":
+                y = tanh_q15(deq_q16(acc, self.deq)).astype(F32) / F32(32768)
+            else:
+                y = acc.astype(F32) * self.deq
+                if act == "relu":
+                    y = np.where(y > 0, y, F32(0)).astype(F32)
             y = y * self.action_scale + self.action_offset
         return clamp(y, self.action_low, self.action_high)
 
@@ -142,6 +144,29 @@ class QuantizedPolicy(LayerSizes):
 
 def _wrap32(a: np.ndarray) -> np.ndarray:
     return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _f32_sig(v) -> tuple:
+    """nm_q8_f32_sig: (significand << 7, exponent field (1 for zero and subnormals)) of
+    float32 values: |v| = m * 2^(e - 157)."""
+    u = np.asarray(v, F32).view(np.uint32).astype(np.int64)
+    ef = (u >> 23) & 0xFF
+    m = ((u & 0x7FFFFF) | np.where(ef > 0, 0x800000, 0)) << 7
+    return m, np.maximum(ef, 1)
+
+
+def scale_round(v, m, s, lim) -> np.ndarray:
+    """nm_q8_scale: round(v * m / 2^s) half up, clamped to +-lim, as the C computes it
+    (s >= 32: nm_q8_mulhr then a right shift of at most 31, rounded half up; s < 32:
+    one rounding, saturated where v << (32 - s) would overflow int32)."""
+    v, m, s = np.asarray(v, np.int64), np.asarray(m, np.int64), np.asarray(s, np.int64)
+    t = (v * m + (1 << 31)) >> 32
+    r = np.clip(s - 32, 0, 31)
+    right = (t + ((np.int64(1) << r) >> 1)) >> r
+    lsh = np.clip(32 - s, 1, 31)
+    big = np.int64(1) << (31 - lsh)
+    left = np.where(v >= big, lim, np.where(v <= -big, -lim, ((v << lsh) * m + (1 << 31)) >> 32))
+    return np.clip(np.where(s >= 32, right, left), -lim, lim)
 
 
 def quantize_input(obs, mean, in_mul) -> np.ndarray:
@@ -162,25 +187,35 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: int, relu: bool) -> np.
     return np.clip(v, 0 if relu else -AMAX - 1, AMAX)
 
 
-def tanh_f32(x: np.ndarray) -> np.ndarray:
-    """nm_tanhf of nm_kernels.h in float32, operation for operation."""
-    x = np.asarray(x, F32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        a = np.abs(x)
-        y = a + a
-        k = np.trunc(y * F32(1.44269504088896341) + F32(0.5))
-        k = np.where(a >= 9, 0, k).astype(np.int32)
-        kf = k.astype(F32)
-        r = y - kf * F32(0.693145751953125)
-        r = r - kf * F32(1.42860682030941723e-06)
-        p = F32(1) / F32(5040)
-        for c in (F32(1) / F32(720), F32(1) / F32(120), F32(1) / F32(24), F32(1) / F32(6), F32(0.5), F32(1)):
-            p = p * r + c
-        p = p * r
-        two_k = ((127 + k).astype(np.uint32) << 23).view(F32)
-        e = two_k * p + (two_k - F32(1))
-        t = np.where(a >= 9, F32(1), e / (e + F32(2))).astype(F32)
-        return np.where(np.isnan(x), x, np.where(x < 0, -t, t)).astype(F32)
+TANH_STEP = 10                      # nm_int8_edge.h: table step 2^-6 in Q16
+TANH_ZMAX = 384 << TANH_STEP        # 6.0
+
+
+def tanh_table() -> np.ndarray:
+    """nm_q8_tanh_table: round(tanh(i / 64) * 32768), i = 0..384 (every value at least
+    4e-4 from a rounding tie, so any correctly rounded tanh gives these integers)."""
+    return np.round(np.tanh(np.arange(385) / 64) * 32768).astype(np.int64)
+
+
+_TANH_TABLE = tanh_table()
+
+
+def deq_q16(acc: np.ndarray, deq: np.ndarray) -> np.ndarray:
+    """nm_q8_deq_q16: acc * deq in Q16 clamped to +-6, from deq's float32 bits
+    (m * 2^(e - 157)): scale_round(acc, m, 141 - e)."""
+    m, e = _f32_sig(deq)
+    return scale_round(acc, m, 141 - e, TANH_ZMAX)
+
+
+def tanh_q15(z: np.ndarray) -> np.ndarray:
+    """nm_q8_tanh_q15: tanh(z / 2^16) * 2^15 from the table, interpolated, rounded half up."""
+    z = np.asarray(z, np.int64)
+    a = np.abs(z)
+    i = np.minimum(a >> TANH_STEP, 383)
+    f = a & ((1 << TANH_STEP) - 1)
+    t0 = _TANH_TABLE[i]
+    t = np.where(a < TANH_ZMAX, t0 + (((_TANH_TABLE[i + 1] - t0) * f + (1 << (TANH_STEP - 1))) >> TANH_STEP), 32768)
+    return np.where(z < 0, -t, t)
 
 
 def _row_scales(w: np.ndarray) -> np.ndarray:
@@ -234,12 +269,14 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         # The multipliers must stay below 1/2 (mult < 2^31 at shift 0).
         s_y = max(s_y, 2.0 * s_x * s_w.max() * (1 + 1e-6), 1e-12)
         m_real = s_x * s_w / s_y
-        # The smallest shift that leaves the largest multiplier 22 bits: the kernels skip the
-        # shift's rounding step for a layer whose shift is 0.
+        # The shift that puts the largest multiplier in 2^30..2^31; every multiplier of
+        # 2^27 or more is rounded to a multiple of 2^16 (at most 2^-12 relative error):
+        # cores without a 32x32->64 multiply take the high word in two 16-bit products then.
         r = 0
-        while r < SHIFT_MAX and m_real.max() * 2.0 ** (32 + r) < 2.0 ** 22:
+        while r < SHIFT_MAX and m_real.max() * 2.0 ** (32 + r) < 2.0 ** 30:
             r += 1
         m = np.clip(np.round(m_real * 2.0 ** (32 + r)), 1, MULT_MAX).astype(np.int64)
+        m = np.where(m >= 1 << 27, np.minimum(np.round(m / 65536.0), MULT_MAX >> 16).astype(np.int64) << 16, m)
         mults.append(m)
         shifts.append(r)
         q = requantize(acc, m, r, act == "relu")
