@@ -15,8 +15,10 @@
 #ifndef NM_Q8_GAIN
 #define NM_Q8_GAIN 0  // multipliers up to 2^g times larger (rows that saturate): -DNM_Q8_GAIN=g
 #endif
-_Static_assert(NM_Q8_SHIFT >= 0 && NM_Q8_GAIN >= 0 && NM_Q8_SHIFT + NM_Q8_GAIN <= 7,
-               "multipliers below 2^(23 + NM_Q8_SHIFT + NM_Q8_GAIN) <= 2^30");
+_Static_assert(NM_Q8_SHIFT >= 0 && NM_Q8_GAIN >= 0 && NM_Q8_SHIFT + NM_Q8_GAIN <= 8,
+               "multipliers below 2^(23 + NM_Q8_SHIFT + NM_Q8_GAIN) <= 2^31");
+#define NM_Q8_MULT_LO ((int32_t)1 << (22 + NM_Q8_SHIFT))
+#define NM_Q8_MULT_HI (NM_Q8_SHIFT + NM_Q8_GAIN < 8 ? (int32_t)1 << (23 + NM_Q8_SHIFT + NM_Q8_GAIN) : INT32_MAX)
 
 #define NM_BM_Q8_WORDS 16384
 static uint32_t q8_net[NM_BM_Q8_WORDS];
@@ -25,7 +27,7 @@ static uint32_t q8_scratch[3 * MAX_WIDTH];
 static uint32_t q8_lcg_state = 777u;
 static int32_t q8_rand(int32_t lo, int32_t hi) {
     q8_lcg_state = q8_lcg_state * 1664525u + 1013904223u;
-    return lo + (int32_t)((q8_lcg_state >> 8) % (uint32_t)(hi - lo + 1));
+    return (int32_t)((uint32_t)lo + (q8_lcg_state >> 8) % ((uint32_t)hi - (uint32_t)lo + 1u));
 }
 
 static float *q8_f(size_t byte) {
@@ -70,7 +72,7 @@ static int q8_setup(void) {
         off += 4 * rows;
         if (l + 1 < N_LAYERS) {
             for (size_t c = 0; c < rows; c++) {
-                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(1 << (22 + NM_Q8_SHIFT), 1 << (23 + NM_Q8_SHIFT + NM_Q8_GAIN)) : 0;
+                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(NM_Q8_MULT_LO, NM_Q8_MULT_HI) : 0;
             }
             off += 4 * rows;
             *q8_i(off) = NM_Q8_SHIFT;

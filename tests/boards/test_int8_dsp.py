@@ -26,7 +26,7 @@ CASES = [
     ((13, 64, 64, 4), ("relu", "relu", "identity"), 0, 0),      # fours with a one-input last group, fours
     ((13, 64, 64, 4), ("relu", "relu", "identity"), 3, 4),      # the same, shifted
     ((29, 40, 4), ("relu", "identity"), 0, 5),                  # a full loop before the one-input group
-    ((29, 40, 4), ("relu", "identity"), 7, 0),
+    ((29, 40, 4), ("relu", "identity"), 8, 0),                  # multipliers up to 2^31 - 1
     ((3, 8, 6, 5), ("relu", "identity", "identity"), 0, 4),     # one group at a time
     ((3, 8, 6, 5), ("relu", "identity", "identity"), 5, 2),
     ((16, 32, 20, 2), ("identity", "identity", "identity"), 0, 4),  # int16 clamp, groups in fours
