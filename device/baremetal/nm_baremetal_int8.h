@@ -10,7 +10,7 @@
 #include "nm_int8.h"
 
 #ifndef NM_Q8_SHIFT
-#define NM_Q8_SHIFT 0 // the hidden layers' right shift: -DNM_Q8_SHIFT=r in OPT
+#define NM_Q8_SHIFT 8 // the hidden layers' right shift: -DNM_Q8_SHIFT=r in OPT
 #endif
 #ifndef NM_Q8_GAIN
 #define NM_Q8_GAIN 0  // multipliers up to 2^g times larger (rows that saturate): -DNM_Q8_GAIN=g
@@ -39,11 +39,11 @@ static int32_t *q8_i(size_t byte) {
 }
 
 // Fills q8_net (obs_mean 0, in_mul 4096, random int8 weights, small biases,
-// multipliers of 22-23 bits and shift 0, as the exporter picks them for such layers:
-// activations stay inside int16 without saturating everywhere; with NM_Q8_SHIFT = r,
-// multipliers 2^r times larger and shift r, the same scale through the rounding
-// shift; NM_Q8_GAIN = g spreads them up to 2^g times larger, so some rows saturate).
-// Returns 0 when the network does not fit.
+// multipliers in 2^(22 + r)..2^(23 + r) with shift r = NM_Q8_SHIFT, those of 2^27 or
+// more multiples of 2^16; r = 8, multipliers in 2^30..2^31, is what the exporter
+// picks for such layers: activations stay inside int16 without saturating
+// everywhere, whatever r; NM_Q8_GAIN = g spreads the multipliers up to 2^g times
+// larger, so some rows saturate). Returns 0 when the network does not fit.
 static int q8_setup(void) {
     size_t bytes;
     if (!nm_q8_net_bytes(sizes, N_LAYERS, &bytes) || bytes > sizeof(q8_net)
@@ -72,7 +72,8 @@ static int q8_setup(void) {
         off += 4 * rows;
         if (l + 1 < N_LAYERS) {
             for (size_t c = 0; c < rows; c++) {
-                *q8_i(off + 4 * c) = c < sizes[l + 1] ? q8_rand(NM_Q8_MULT_LO, NM_Q8_MULT_HI) : 0;
+                int32_t m = c < sizes[l + 1] ? q8_rand(NM_Q8_MULT_LO, NM_Q8_MULT_HI) : 0;
+                *q8_i(off + 4 * c) = m >= (1 << 27) ? m & ~0xffff : m;
             }
             off += 4 * rows;
             *q8_i(off) = NM_Q8_SHIFT;
