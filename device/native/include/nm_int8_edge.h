@@ -106,7 +106,7 @@ typedef union { float f; uint32_t u; } nm_q8_f32u_t;
 NM_INLINE float nm_q8_fmul(float a, float b) {
     nm_q8_f32u_t x = { a }, y = { b };
     const uint32_t ea = (x.u >> 23) & 0xffu, eb = (y.u >> 23) & 0xffu;
-    if (ea - 1u >= 254u || eb - 1u >= 254u) {
+    if (__builtin_expect(ea - 1u >= 254u || eb - 1u >= 254u, 0)) {   // the rare cases out of line
         return a * b;
     }
     const uint32_t ma = (x.u & 0x7fffffu) | 0x800000u, mb = (y.u & 0x7fffffu) | 0x800000u;
@@ -148,7 +148,7 @@ NM_INLINE float nm_q8_fadd_bits(float a, float b, uint32_t flip) {
         uy = t;
     }
     const uint32_t ex = (ux >> 23) & 0xffu, ey = (uy >> 23) & 0xffu;
-    if (ex - 1u >= 254u || ey - 1u >= 254u) {
+    if (__builtin_expect(ex - 1u >= 254u || ey - 1u >= 254u, 0)) {
         return flip ? a - b : a + b;
     }
     // Significands << 7 (2^30..2^31); y's aligned to x's, the bits shifted out kept as
