@@ -41,15 +41,21 @@ int main(void) {
 """
 
 
-def test_16bit_partial_products_equal_the_64bit_product(tmp_path):
+def _run_under_ubsan(tmp_path, program, define):
+    """Build program with the host compiler, undefined behaviour fatal, and run it: its
+    output is "<mismatches> <cases>"."""
     if not shutil.which("gcc"):
         pytest.fail("gcc is not installed")
-    (tmp_path / "t.c").write_text(PROGRAM)
+    (tmp_path / "t.c").write_text(program)
     subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", "-ffp-contract=off", "-fsanitize=undefined",
-                    "-fno-sanitize-recover", "-DNM_Q8_MULHR16=1", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    "-fno-sanitize-recover", define, f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
                     str(tmp_path / "t.c")], check=True)
-    bad, n = map(int, subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
-                                     text=True).stdout.split())
+    return map(int, subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
+                                   text=True).stdout.split())
+
+
+def test_16bit_partial_products_equal_the_64bit_product(tmp_path):
+    bad, n = _run_under_ubsan(tmp_path, PROGRAM, "-DNM_Q8_MULHR16=1")
     assert n > 2_000_000 and bad == 0
 
 
@@ -98,12 +104,5 @@ int main(void) {
 def test_integer_float32_addition_subtraction_and_multiplication_give_ieee_bits(tmp_path):
     """Random bit patterns (zeros, subnormals, inf, NaN and overflow take libgcc's path;
     the rest the integer one), cancellation, every alignment shift, rounding ties."""
-    if not shutil.which("gcc"):
-        pytest.fail("gcc is not installed")
-    (tmp_path / "t.c").write_text(SOFT_FLOAT)
-    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Werror", "-ffp-contract=off", "-fsanitize=undefined",
-                    "-fno-sanitize-recover", "-DNM_Q8_SOFT_EDGE=1", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
-                    str(tmp_path / "t.c")], check=True)
-    bad, n = map(int, subprocess.run([str(tmp_path / "t")], check=True, capture_output=True,
-                                     text=True).stdout.split())
+    bad, n = _run_under_ubsan(tmp_path, SOFT_FLOAT, "-DNM_Q8_SOFT_EDGE=1")
     assert n == 12_000_000 and bad == 0
