@@ -25,14 +25,19 @@ def _row(peer=None, threads=1, wall=1.0, cpu=1.0, agents=1):
 def test_td3_speedups_only_between_equal_thread_counts(bench):
     td3 = bench("td3_pendulum")
     rows = {"neuromotor, 1 agent, 1 thread": _row(threads=1, wall=2.0, cpu=2.0),
+            "neuromotor shared_minibatch, 1 agent, 1 thread": {**_row(threads=1, wall=1.5, cpu=1.5),
+                                                               "shared_minibatch": True},
             "neuromotor, 1 agent, 2 threads": _row(threads=2, wall=1.0, cpu=2.0),
             "neuromotor, 4 agents, 2 threads": _row(threads=2, wall=4.0, cpu=8.0, agents=4),
             "stable-baselines3, 1 thread": _row("sb3", threads=1, wall=6.0, cpu=6.0),
             "RLtools (C++, OpenBLAS), 2 threads": _row("rltools", threads=2, wall=3.0, cpu=5.0)}
     ratios = td3.speedups(rows)
-    assert set(ratios) == {"sb3_over_neuromotor_single_1thread", "rltools_over_neuromotor_single_2thread",
+    assert set(ratios) == {"sb3_over_neuromotor_single_1thread", "sb3_over_neuromotor_rltools_update_single_1thread",
+                           "rltools_over_neuromotor_single_2thread",
                            "rltools_over_neuromotor_per_agent_in_population_2thread"}
-    assert ratios["sb3_over_neuromotor_single_1thread"] == {"wall": 3.0, "cpu": 3.0}   # not against 2 threads
+    # SB3 against the row with its own update, not against 2 threads; RLtools' update beside it
+    assert ratios["sb3_over_neuromotor_single_1thread"] == {"wall": 4.0, "cpu": 4.0}
+    assert ratios["sb3_over_neuromotor_rltools_update_single_1thread"] == {"wall": 3.0, "cpu": 3.0}
     assert ratios["rltools_over_neuromotor_single_2thread"] == {"wall": 3.0, "cpu": 2.5}
     assert ratios["rltools_over_neuromotor_per_agent_in_population_2thread"] == {"wall": 3.0, "cpu": 2.5}
 
