@@ -67,6 +67,7 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/device_inference.py
 	$(VENV)/bin/python benchmarks/board_inference.py
 	$(VENV)/bin/python benchmarks/cycle_validation.py
+	$(VENV)/bin/python benchmarks/arithmetic_bound.py
 	$(VENV)/bin/python benchmarks/device_training.py
 	$(VENV)/bin/python benchmarks/sac.py --no-sb3
 	$(VENV)/bin/python benchmarks/gym_adapter.py

@@ -97,20 +97,24 @@ def compare(name, run, episodes, calibration, heldout, seed, hil, hil_episodes, 
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pendulum-run", default=str(DEFAULT_RUNS / "pendulum-td3"))
-    ap.add_argument("--ant-run", default=str(DEFAULT_RUNS / "ant-ppo"))
-    ap.add_argument("--ant-steps", type=int, default=307_200)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pendulum-run", default=str(DEFAULT_RUNS / "pendulum-td3"),
+                    help="a TD3 pendulum run directory (trained here, 20,000 steps, when absent)")
+    ap.add_argument("--ant-run", default=str(DEFAULT_RUNS / "ant-ppo"),
+                    help="a PPO Ant-v5 run directory (trained here when absent)")
+    ap.add_argument("--ant-steps", type=int, default=307_200, help="steps of the Ant run trained here (default 307,200)")
     ap.add_argument("--episodes", type=int, default=50, help="returns over this many episodes per policy "
                     "(Ant's returns vary by hundreds between episodes: fewer make the comparison noise)")
-    ap.add_argument("--calibration", type=int, default=2000)
-    ap.add_argument("--heldout", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--calibration", type=int, default=2000,
+                    help="rollout observations the activation scales are calibrated on (as export's; default 2000)")
+    ap.add_argument("--heldout", type=int, default=2000,
+                    help="held-out rollout observations the action error is measured on (default 2000)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the rollouts: calibration, held-out and the compared episodes (default 0)")
     ap.add_argument("--hil", action="store_true", help="also play the int8 policies on an emulated qemu-m4f")
     ap.add_argument("--hil-episodes", type=int, default=3, help="episodes played on the board (default 3)")
-    ap.add_argument("--only", choices=("pendulum", "ant"), default=None)
-    ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", choices=("pendulum", "ant"), default=None, help="one of the two policies only")
+    ap.add_argument("--out", default=str(RESULTS), help="directory for quantization.json (default benchmarks/results)")
+    ap.add_argument("--json", action="store_true", help="print the JSON on stdout (the table goes to stderr)")
     args = ap.parse_args(argv)
     log = lambda s: print(s, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
     import tempfile
