@@ -1,6 +1,6 @@
-"""Forward's call path on the unix build, in both homes: a call after one that passed
-every check re-checks only the observation and the clamp limits, and anything that
-moves or resizes a held buffer (out, net, scratch, clamp) brings every check back."""
+"""Forward's call path on the unix build, in both homes: every call checks again what
+can change between calls (a held buffer (out, net, scratch, clamp) moved or resized,
+the clamp limits, the observation)."""
 
 import pytest
 from mp_helpers import run_script

@@ -212,21 +212,6 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
     nm_check_clamp_values(l, b);
 }
 
-/* nm_check_mlp's checks that involve x, for buffers (out, net, scratch,
- * clamp) that passed all of them before and have not moved since: the others
- * depend on those buffers and the layout only. No layout buffer (Forward's is
- * a copy). */
-static void nm_check_mlp_x(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
-    nm_check_len(x_name, l->sizes[0], b->x.len);
-    nm_check_disjoint("out", b->out, x_name, b->x);
-    nm_check_disjoint("scratch", b->scratch, x_name, b->x);
-    if (b->x_written) {
-        nm_check_disjoint(x_name, b->x, "net", b->net);
-    }
-    nm_check_disjoint("clamp", b->clamp, x_name, b->x);
-    nm_check_clamp_values(l, b);
-}
-
 // Out of line, so the integer kernel's registers and stack do not weigh on
 // the float path it would otherwise be inlined beside.
 static __attribute__((noinline)) void nm_run_q8(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
@@ -288,9 +273,6 @@ typedef struct {
     mp_obj_base_t base;
     mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
     nm_layout_t layout; // sizes and acts point into this object; no buf
-    // Where out, net (len: bytes), scratch and clamp were when a call last
-    // passed every check: while they stay there, a call checks only x.
-    nm_arr_t ok_out, ok_net, ok_scratch, ok_clamp;
     uint16_t sizes[NM_MAX_LAYERS + 1];
     uint16_t acts[NM_MAX_LAYERS];
 } nm_forward_obj_t;
@@ -316,19 +298,7 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         b.x = nm_floats(obs, "obs", NM_READ); // raises TypeError
         #endif
     }
-    const nm_arr_t net_bytes = { b.net.buf, b.net_bytes };
-    if (b.out.buf == self->ok_out.buf && b.out.len == self->ok_out.len
-        && net_bytes.buf == self->ok_net.buf && net_bytes.len == self->ok_net.len
-        && b.scratch.buf == self->ok_scratch.buf && b.scratch.len == self->ok_scratch.len
-        && b.clamp.buf == self->ok_clamp.buf && b.clamp.len == self->ok_clamp.len) {
-        nm_check_mlp_x(l, &b, direct ? "x" : "xbuf");
-    } else {
-        nm_check_mlp(l, &b, direct ? "x" : "xbuf");
-        self->ok_out = b.out;
-        self->ok_net = net_bytes;
-        self->ok_scratch = b.scratch;
-        self->ok_clamp = b.clamp;
-    }
+    nm_check_mlp(l, &b, direct ? "x" : "xbuf");
     if (direct) {
         nm_check_finite("obs", b.x.buf, b.x.len);
     } else {
@@ -376,11 +346,6 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     o->layout.acts = o->acts;
     o->layout.buf = NULL;
     o->layout.n_bytes = 0;
-    o->ok_out = b.out; // the checks above passed for these buffers
-    o->ok_net.buf = b.net.buf;
-    o->ok_net.len = b.net_bytes;
-    o->ok_scratch = b.scratch;
-    o->ok_clamp = b.clamp;
     for (size_t i = 0; i <= l.n_layers; i++) {
         o->sizes[i] = l.sizes[i];
     }
