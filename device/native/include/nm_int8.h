@@ -184,9 +184,6 @@ NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
     #if NM_Q8_MULHR16
     const int32_t ah = acc >> 16, mh = mult >> 16;
     const uint32_t al = (uint32_t)acc & 0xffffu, ml = (uint32_t)mult & 0xffffu;
-    if (ml == 0) {
-        return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(((int32_t)al * mh + 0x8000) >> 16));
-    }
     const int32_t hl = ah * (int32_t)ml, lh = (int32_t)al * mh;
     const uint32_t s = ((al * ml) >> 16) + ((uint32_t)hl & 0xffffu) + ((uint32_t)lh & 0xffffu) + 0x8000u;
     return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(hl >> 16) + (uint32_t)(lh >> 16) + (s >> 16));
