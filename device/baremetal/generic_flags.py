@@ -17,6 +17,7 @@ HERE = os.path.dirname(env.subst("$PROJECT_CONFIG"))  # noqa: F821
 sys.path.insert(0, os.path.join(HERE, "..", "..", "host"))
 
 from neuromotor.boards.cycles import generic_build_of  # noqa: E402
+from neuromotor.boards.descriptor import load_board  # noqa: E402
 from neuromotor.errors import UserError  # noqa: E402
 
 
@@ -24,14 +25,13 @@ def board_flags(name):
     """The modelled firmware's flags for a board with [timing.generic]; [] otherwise."""
     if not os.path.isfile(os.path.join(HERE, "..", "..", "boards", name, "board.toml")):
         return []
+    if "generic" not in load_board(name).data.get("timing", {}):
+        return []
     try:
-        build = generic_build_of(name)
+        return generic_build_of(name)["extra"]
     except UserError as exc:
-        if "no cycle model" in str(exc):
-            return []
         sys.stderr.write(f"{exc}\n")
         env.Exit(2)  # noqa: F821
-    return build["extra"] if build else []
 
 
 EXTRA = board_flags(env["PIOENV"])  # noqa: F821
