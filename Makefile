@@ -6,7 +6,7 @@ NM := $(VENV)/bin/neuromotor
 BOARD ?= unix
 export NEUROMOTOR_CACHE ?= $(HOME)/.cache/neuromotor
 
-.PHONY: demo test venv compare system micropython firmware natmods emulated browser bench clean docs
+.PHONY: demo test fresh-check venv compare system micropython firmware natmods emulated browser bench clean docs
 
 # Train on the host, export, then on an emulated Cortex-M7: deploy, HIL, bench.
 # The trap stops exactly the QEMU this recipe started, whatever fails.
@@ -23,6 +23,11 @@ EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
 
 test: venv system firmware natmods emulated browser
 	$(VENV)/bin/python -m pytest -q -rs
+
+# The README's two commands on a brand-new minimal Debian root (debootstrap), from a
+# clone of HEAD: what CI runs (.ci/fresh-check; needs root).
+fresh-check:
+	.ci/fresh-check HEAD
 
 venv: $(VENV)/.installed
 

@@ -38,12 +38,29 @@ def _one_line_error(code, err, *words):
         assert w in err, err
 
 
-@pytest.mark.parametrize("name", runs.OWN_FILES + runs.ADDED_FILES + (runs.LOCK,))
+@pytest.mark.parametrize("name", runs.OWN_FILES + (runs.LOCK, runs.ON_DEVICE))
 def test_export_refuses_the_runs_own_files(run_copy, cli, name):
     (run_copy / name).touch()
     before = _snapshot(run_copy)
     code, _, err = cli("export", run_copy, "-o", run_copy / name)
     _one_line_error(code, err, name)
+    assert _snapshot(run_copy) == before
+
+
+def test_export_writes_a_host_runs_policy_beside_its_checkpoint(run_copy, cli):
+    """`make demo`'s export: runs/demo -o runs/demo/policy.nmp, new and then replaced."""
+    target = run_copy / runs.BOARD_POLICY
+    for _ in range(2):
+        code, out, err = cli("export", run_copy, "-o", target)
+        assert code == 0, err
+        assert target.read_bytes()[:4] == b"NMPL" and "wrote" in out
+
+
+def test_export_refuses_the_policy_a_board_wrote(run_copy, cli):
+    (run_copy / runs.ON_DEVICE).write_text("{}")
+    (run_copy / runs.BOARD_POLICY).write_bytes(b"the board's own policy")
+    before = _snapshot(run_copy)
+    _one_line_error(*cli("export", run_copy, "-o", run_copy / runs.BOARD_POLICY)[::2], runs.BOARD_POLICY)
     assert _snapshot(run_copy) == before
 
 

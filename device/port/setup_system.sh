@@ -5,13 +5,14 @@
 # the boards, cmake for the CMake home of the user C modules, valgrind for the
 # kernel fuzz test, patch for the MicroPython source's patches; emscripten, Node and
 # Chromium for the browser board (its build, its tests under Node and in a page);
-# gcc-12-source for the ESP8266's soft-float routines (libgcc's xtensa sources). Skips
+# gcc-12-source for the ESP8266's soft-float routines (libgcc's xtensa sources) and
+# picolibc-xtensa-lx106-elf for their C headers. Skips
 # the install when everything is already present.
 set -eu
 pkgs="gcc libc6-dev make cmake patch pkg-config libffi-dev xz-utils ca-certificates
 gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
 gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
-gcc-xtensa-lx106 gcc-12-source
+gcc-xtensa-lx106 picolibc-xtensa-lx106-elf gcc-12-source
 qemu-system-arm qemu-system-misc valgrind
 emscripten nodejs chromium"
 # Debian's python3 ships venv and ensurepip in separate packages; a python3 that

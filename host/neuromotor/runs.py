@@ -40,8 +40,21 @@ CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
 OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY)
 LOCK = ".lock"  # held by the process training into the run (see locked)
-# Written into a run by other commands (train-on-device); stale once the run is replaced.
-ADDED_FILES = ("policy.nmp", "on_device.json")
+# Written into a run by train-on-device: the policy exactly as the board wrote it, and the
+# record that marks the run as trained on the board. Stale once the run is replaced.
+BOARD_POLICY, ON_DEVICE = "policy.nmp", "on_device.json"
+ADDED_FILES = (BOARD_POLICY, ON_DEVICE)
+
+
+def own_paths(run_dir) -> list:
+    """The files of a run no other command may replace: what training wrote, the lock, the
+    on-device record and, in a run trained on the board, the policy file the board wrote.
+    A host-trained run's policy.nmp is the export's natural home, so it is not among them."""
+    run_dir = Path(run_dir)
+    names = OWN_FILES + (LOCK, ON_DEVICE)
+    if (run_dir / ON_DEVICE).is_file():
+        names += (BOARD_POLICY,)
+    return [run_dir / name for name in names]
 
 
 def default_name(env: str, algo: str, seeds: list) -> str:

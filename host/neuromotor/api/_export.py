@@ -12,15 +12,14 @@ FORMATS = ("nmp", "c-header", "platformio")
 
 def protected_paths(source, output) -> list:
     """What an export must never replace: its source, and the files of any run directory
-    (the source's, and the one the output would land in)."""
-    from neuromotor.runs import ADDED_FILES, CONFIG, LOCK, OWN_FILES
+    (the source's, and the one the output would land in; see runs.own_paths)."""
+    from neuromotor.runs import CONFIG, own_paths
 
-    names = OWN_FILES + ADDED_FILES + (LOCK,)  # ADDED_FILES: the board's own policy file of a run
     src = Path(source)
-    paths = [src] if src.is_file() else [src / name for name in names]
+    paths = [src] if src.is_file() else own_paths(src)
     out_dir = Path(os.path.realpath(output)).parent if output else None
     if out_dir is not None and (out_dir / CONFIG).is_file():
-        paths += [out_dir / name for name in names]
+        paths += own_paths(out_dir)
     return paths
 
 

@@ -1,5 +1,7 @@
-"""`neuromotor board start|stop|reset|build|check <name>`: emulated boards and descriptors."""
+"""`neuromotor board start|stop|reset|build|baremetal|pio|check`: emulated boards, bare-metal runs, descriptors."""
 
+import argparse
+import subprocess
 import sys
 
 from neuromotor import boards
@@ -39,6 +41,12 @@ def register(sub):
     m.add_argument("--repeat", type=int, default=200, help="inferences timed (default 200)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=baremetal)
+    o = bsub.add_parser("pio", help="run PlatformIO offline on the bare-metal project (device/baremetal)",
+                        description="Runs `pio` with this project's offline setup: its core directory in the "
+                        "build cache, tool-scons from PyPI's scons, builds outside the source tree. "
+                        "Example: `neuromotor board pio run -d device/baremetal -e qemu-m7 -t exec`.")
+    o.add_argument("pio_args", nargs=argparse.REMAINDER, help="arguments for pio (run, test, ...)")
+    o.set_defaults(func=pio)
     c = bsub.add_parser("check", help="check board descriptors and their files for consistency")
     c.add_argument("name", nargs="*", help="boards to check (default: all)")
     c.set_defaults(func=check)
@@ -126,6 +134,14 @@ def baremetal(args) -> int:
         print(f"  predicted on {name} ({p['clock_mhz']:.0f} MHz): {p['us']:.1f} µs{gen}")
     print(f"  max |error| vs naive C reference: {r['max_abs_err']:.2e}")
     return 0
+
+
+def pio(args) -> int:
+    from neuromotor.boards.baremetal import pio_env, pio_executable
+
+    if not args.pio_args:
+        raise UserError("board pio: give pio's arguments, e.g. run -d device/baremetal -e qemu-m7 -t exec")
+    return subprocess.run([pio_executable(), *args.pio_args], env=pio_env(), stdin=subprocess.DEVNULL).returncode
 
 
 def check(args) -> int:

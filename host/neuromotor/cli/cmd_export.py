@@ -13,12 +13,15 @@ def register(subparsers) -> None:
         "export",
         help="write a trained policy as a device policy file or a C header",
         description="Export the policy of a run directory (or convert an existing .nmp file) "
-        "to the device policy file format (docs/policy-format.md) or to a C header.",
+        "to the device policy file format (docs/policy-format.md) or to a C header. "
+        "Writing next to the run's checkpoint (`export runs/x -o runs/x/policy.nmp`) is the usual place; "
+        "what a run needs is never replaced: its config.json, checkpoint.npz, metrics.jsonl, summary.json, "
+        "learning_curve.png, .lock, on_device.json, and the policy.nmp a board wrote in train-on-device.",
     )
     p.add_argument("run", help="run directory (from `neuromotor train`) or an existing .nmp policy file")
     p.add_argument("-o", "--output", required=True,
                    help="output path, written atomically; it must be a regular file or new (a symlink to a "
-                   "regular file is written through) and never the source or a run's own files")
+                   "regular file is written through) and never the source or a file the run needs (see above)")
     p.add_argument("--format", choices=("nmp", "c-header", "platformio"), default=None,
                    help="output format (default: c-header for *.h, else nmp); platformio: -o is a directory "
                    "that gets a PlatformIO project for the real boards around the C header")

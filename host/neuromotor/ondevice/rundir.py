@@ -27,8 +27,7 @@ PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
 }
-POLICY = "policy.nmp"
-ON_DEVICE = "on_device.json"
+POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
 
 
 def is_ondevice_run(run_dir) -> bool:
