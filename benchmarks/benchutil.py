@@ -1,5 +1,5 @@
 """What the benchmark scripts share: where results go, how they are written, the
-multiply-add count of a layout, and pictures (through neuromotor.plotting).
+multiply-add count of a layout, and pictures (through neuromotor.training.plotting).
 
 The scripts run as `python benchmarks/<name>.py`, so this folder is on sys.path
 and `import benchutil` needs no path editing; neuromotor comes from the venv.
@@ -8,7 +8,7 @@ and `import benchutil` needs no path editing; neuromotor comes from the venv.
 import json
 from pathlib import Path
 
-from neuromotor.plotting import plt, save_png
+from neuromotor.training.plotting import plt, save_png
 from neuromotor.safe_write import atomic_write
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -47,8 +47,8 @@ ACTS = ("relu", "relu", "identity")
 
 
 def make_policy(path):
-    from neuromotor.export import write_policy
-    from neuromotor.policy import PolicySpec
+    from neuromotor.policy import write_policy
+    from neuromotor.policy.spec import PolicySpec
     rng = np.random.default_rng(0)
     n = len(SIZES) - 1
     spec = PolicySpec([rng.normal(0, 1 / np.sqrt(SIZES[i]), (SIZES[i + 1], SIZES[i])) for i in range(n)],
@@ -59,16 +59,16 @@ def make_policy(path):
 
 
 def make_int8_policy(spec, path):
-    from neuromotor.export import quantize, write_policy
+    from neuromotor.policy import quantize, write_policy
     spec.action_low, spec.action_high = -np.full(SIZES[-1], 10, np.float32), np.full(SIZES[-1], 10, np.float32)
     calib = np.random.default_rng(1).normal(0, 1, (1000, SIZES[0])).astype(np.float32)
     write_policy(quantize(spec, calib), path)
 
 
 def bench_board(name, policy, n, predict_mhz, log, int8_policy=None):
-    from neuromotor.bench import bench_port
+    from neuromotor.boards.bench import bench_port
     from neuromotor import boards
-    from neuromotor.deploy import deploy
+    from neuromotor.boards.deploy import deploy
     instance = f"{name}-bench-{os.getpid()}"
     try:
         b = boards.start(name, instance=instance, build=True, die_with_parent=True, cycles=True)

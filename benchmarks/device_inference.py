@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from benchutil import RESULTS, macs, write_json
-from neuromotor.export import write_policy
+from neuromotor.policy import write_policy
 from neuromotor.paths import cache_dir
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 NETS = {"13-64-64-4": [13, 64, 64, 4], "3-64-64-1": [3, 64, 64, 1]}
 

@@ -37,8 +37,8 @@ import numpy as np
 
 from benchutil import RESULTS, macs, write_json
 from neuromotor.envs.pendulum import PendulumVec
-from neuromotor.export.policy_file import decode
-from neuromotor.ondevice.rundir import PROFILES
+from neuromotor.policy.policy_file import decode
+from neuromotor.boards.ondevice.rundir import PROFILES
 from neuromotor.paths import cache_dir
 
 TEENSY_HZ = 600e6
@@ -122,8 +122,8 @@ print('RESULT ' + json.dumps({{'us': dt, 'n': n, 'heap_peak': peak, 'heap_gc_thr
 
 def qemu_measure(profiles, log):
     from neuromotor.boards.testing import BoardPool
-    from neuromotor.deploy.core import Deployer
-    from neuromotor.ondevice import upload_trainer
+    from neuromotor.boards.deploy.core import Deployer
+    from neuromotor.boards.ondevice import upload_trainer
     pool = BoardPool(build=True)
     res = {}
     try:
@@ -153,8 +153,8 @@ def qemu_measure(profiles, log):
 
 def browser_runs(seeds, steps, log):
     """Per seed: the page's training wall time, the whole visit's, returns (browser board)."""
-    from neuromotor.web.chromium import Chromium
-    from neuromotor.web.serve import Background
+    from neuromotor.boards.web.chromium import Chromium
+    from neuromotor.boards.web.serve import Background
     runs = []
     with Background() as srv:
         for seed in seeds:

@@ -38,7 +38,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from benchutil import RESULTS, write_json
-from neuromotor import config
+from neuromotor.training import config
 from neuromotor.algos.ppo import PPO
 from neuromotor.algos.td3 import TD3
 from neuromotor.algos.td3 import Config as TD3Config

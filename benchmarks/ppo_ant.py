@@ -63,9 +63,9 @@ import numpy as np
 
 from benchutil import RESULTS, plt, save_png, write_json
 from neuromotor.algos.ppo import PPO
-from neuromotor.config import parse_seeds
+from neuromotor.training.config import parse_seeds
 from neuromotor.envs.mujoco_vec import AntVec, gymnasium_returns, parse_threads
-from neuromotor.evaluation import Evaluator
+from neuromotor.training.evaluation import Evaluator
 
 
 def raw_steps(threads: int, num_envs: int, seconds: float):

@@ -47,7 +47,7 @@ def ensure_run(path, train_args, log):
 
 
 def returns(spec, policy, episodes, seed, env_name=None, env_kwargs=None):
-    from neuromotor.hil import env_for, rollout
+    from neuromotor.boards.hil import env_for, rollout
     _, factory = env_for(spec, env_name, env_kwargs)
     return rollout(factory, episodes, seed, lambda obs, t: policy.forward(obs))
 
@@ -56,8 +56,8 @@ def hil_returns(path, episodes, seed, env_name, env_kwargs, log):
     """The int8 file played on an emulated qemu-m4f, hardware in the loop (a policy file
     names no env: the run's is given)."""
     from neuromotor import boards
-    from neuromotor.deploy import deploy
-    from neuromotor.hil import run_hil
+    from neuromotor.boards.deploy import deploy
+    from neuromotor.boards.hil import run_hil
     instance = f"qemu-m4f-quant-{os.getpid()}"
     try:
         b = boards.start("qemu-m4f", instance=instance, build=True, die_with_parent=True)
@@ -69,8 +69,8 @@ def hil_returns(path, episodes, seed, env_name, env_kwargs, log):
 
 
 def compare(name, run, episodes, calibration, heldout, seed, hil, hil_episodes, tmp, log):
-    from neuromotor.export import encode, quantize_checked, write_policy
-    from neuromotor.runs import load_spec
+    from neuromotor.policy import encode, quantize_checked, write_policy
+    from neuromotor.training.runs import load_spec
     spec = load_spec(str(run))
     t0 = time.monotonic()
     qp, acc = quantize_checked(spec, calibration, heldout, seed, max_error=float("inf"))

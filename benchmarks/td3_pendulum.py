@@ -62,8 +62,8 @@ from threadpoolctl import threadpool_limits
 from benchutil import RESULTS, plt, save_png, write_json
 from neuromotor.algos.td3 import TD3, Config, _nm_host
 from neuromotor.envs import env_class
-from neuromotor.evaluation import Evaluator
-from neuromotor.parallel import Sharded
+from neuromotor.training.evaluation import Evaluator
+from neuromotor.training.parallel import Sharded
 
 SOLVED = -200.0
 RLTOOLS_STEPS = 10_000

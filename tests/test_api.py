@@ -18,7 +18,7 @@ def test_top_level_names_resolve_and_are_the_api():
     for name in neuromotor.__all__:
         assert getattr(neuromotor, name) is not None, name
     # the modules the CLI and tests import by name stay modules: no API name shadows one
-    from neuromotor import bench, deploy, hil
+    from neuromotor.boards import bench, deploy, hil
     assert callable(hil.run_hil) and callable(bench.run_bench) and callable(deploy.deploy)
 
 
@@ -38,7 +38,7 @@ def test_train_evaluate_export_from_python(tmp_path, capsys):
     path = run.export(tmp_path / "policy.nmp")
     again = neuromotor.load_run(run.path).policy_of(0)
     np.testing.assert_array_equal(neuromotor.Run(run.path).policy(obs), again(obs))
-    from neuromotor.export import read_policy
+    from neuromotor.policy import read_policy
     np.testing.assert_array_equal(read_policy(path)(obs), actions)
     assert "#define" in run.export(tmp_path / "policy.h").read_text()
     gif = run.render(tmp_path / "swing.gif")
@@ -177,7 +177,7 @@ def test_training_leaves_the_callers_matplotlib_backend_alone(tmp_path):
             "import neuromotor\n"
             f"run = neuromotor.train('pendulum', steps=100, config={{'eval_every': 100}}, run_dir={str(tmp_path / 'r')!r})\n"
             f"run.render({str(tmp_path / 'a.gif')!r})\n"
-            "from neuromotor.bench import plot\n"
+            "from neuromotor.boards.bench import plot\n"
             "s = {'mean_us': 1.0, 'median_us': 1.0, 'p99_us': 1.0, 'khz': 1.0}\n"
             f"plot([{{'board': 'b', 'port': 'p', 'emulated': False, 'backends': {{'native': s}}}}], {str(tmp_path / 'b.png')!r})\n"
             "print(matplotlib.get_backend())\n")
@@ -204,7 +204,7 @@ def test_int8_export_from_python_is_the_commands(tmp_path, cli):
     code, _, err = cli("export", run.path, "-o", tmp_path / "cli.nmp", "--quantize", "int8", "--max-error", 1.0)
     assert code == 0, err
     assert path.read_bytes() == (tmp_path / "cli.nmp").read_bytes()
-    from neuromotor.export import read_policy
+    from neuromotor.policy import read_policy
     assert read_policy(path).dtype == "int8"
     with pytest.raises(neuromotor.UserError, match="int8 policy refused"):
         run.export(tmp_path / "refused.nmp", quantize="int8", max_error=1e-9)

@@ -113,6 +113,7 @@ BAD = {
     ("board baremetal", "--acts"): ["", "x", "relu,x", "relu,relu,relu,relu"],
     ("board baremetal", "--repeat"): POSITIVE + ["100000000000"],
     ("board check", "name"): ["nope", "", "../qemu-m7"],
+    ("board pio", "pio_args"): ["", "nonsense", "-x", "../run"],
     ("serve-web", "--port"): INT + ["65536"],
 }
 
@@ -135,6 +136,7 @@ BASE = {
     "board build": ["board", "build", "qemu-m7"],
     "board baremetal": ["board", "baremetal", "qemu-m7"],
     "board check": ["board", "check"],
+    "board pio": ["board", "pio"],
     "serve-web": ["serve-web"],
 }
 # Options that cannot combine with the base command's own (train --resume replaces the env).
@@ -215,7 +217,7 @@ def _snapshot(root):
 @pytest.fixture
 def no_boards(monkeypatch):
     """Every way to a board or a build fails the test, except port resolution, which refuses in one line."""
-    import neuromotor.link.ports as ports
+    import neuromotor.boards.link.ports as ports
     from neuromotor import boards
 
     def refuse_port(port="auto", *a, **k):
@@ -243,8 +245,8 @@ def _argv(cmd, opt, value):
             del argv[i:i + 2]
         argv += [opt, value]
     else:
-        positional = {"env": 1, "run_dir": 1, "run": 1, "source": 1, "root": 1, "name": 2}[opt]
-        if cmd in ("runs", "board check"):
+        positional = {"env": 1, "run_dir": 1, "run": 1, "source": 1, "root": 1, "name": 2, "pio_args": 2}[opt]
+        if cmd in ("runs", "board check", "board pio"):
             argv.append(value)
         else:
             argv[positional] = value

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from neuromotor import evaluation, memory, runs
+from neuromotor.training import evaluation, memory, runs
 from neuromotor.envs import env_class
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--quiet"]
@@ -55,7 +55,7 @@ def test_the_estimate_is_checked_against_what_is_available(cli, runs_root, monke
 def test_estimate_tracks_the_real_replay_size():
     from neuromotor.algos.td3 import Config
 
-    from neuromotor.config import RunConfig
+    from neuromotor.training.config import RunConfig
 
     parts = memory.estimate("td3", Config(), RunConfig(), env_class("pendulum"), 16)
     assert parts["replay buffers"] == 16 * 10_000 * 11 * 4  # (P, buffer, [act, obs, 1, r, not_done, obs, 1]) float32

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from neuromotor import runs
+from neuromotor.training import runs
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
 
@@ -129,7 +129,7 @@ def test_force_removes_the_old_runs_policy_file(run_copy, cli):
 
 
 def test_bench_out_that_is_a_file_fails_before_any_board_is_used(cli, tmp_path, monkeypatch):
-    import neuromotor.bench as bench
+    import neuromotor.boards.bench as bench
 
     def no_board(*a, **k):
         raise AssertionError("benchmarked a board before checking --out")

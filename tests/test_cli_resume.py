@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from neuromotor import runs
+from neuromotor.training import runs
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
 

@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from neuromotor import runs
+from neuromotor.training import runs
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from neuromotor import config, runs
+from neuromotor.training import config, runs
 from neuromotor.algos.ppo import Config as PPOConfig
 from neuromotor.algos.td3 import Config as TD3Config
 from neuromotor.errors import UserError
@@ -120,16 +120,16 @@ def test_ppo_steps_in_the_config_are_what_is_trained(cli, tmp_path):
 
 
 def test_json_lines_never_hold_bare_nan(monkeypatch, cli, tmp_path):
-    from neuromotor import trainer
+    from neuromotor.training import loop
 
-    real = trainer.train
+    real = loop.train
 
     def nan_summary(*a, **k):
         summary = real(*a, **k)
         summary["eval_return_mean"] = float("nan")
         return summary
 
-    monkeypatch.setattr(trainer, "train", nan_summary)
+    monkeypatch.setattr(loop, "train", nan_summary)
     code, out, _ = cli("train", "pendulum", "--run-dir", tmp_path / "r", "--steps", 20, "--json", *FAST)
     line = json.loads(out.strip().splitlines()[-1], parse_constant=lambda c: pytest.fail(f"bare {c}"))
     assert line["eval_return_mean"] is None

@@ -215,7 +215,7 @@ def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
     import subprocess
     from pathlib import Path
 
-    from neuromotor import runs
+    from neuromotor.training import runs
     from neuromotor.paths import cache_dir
 
     pytest.importorskip("mujoco")

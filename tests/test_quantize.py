@@ -13,11 +13,11 @@ import pytest
 
 from neuromotor.cli import main
 from neuromotor.errors import UserError
-from neuromotor.export import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
+from neuromotor.policy import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
                                encode, quantize, read_policy, render_c_header)
-from neuromotor.export.quantize import (AMAX, deq_q16, net_bytes, pack_qnet, quantize_input, requantize, tanh_q15,
+from neuromotor.policy.quantize import (AMAX, deq_q16, net_bytes, pack_qnet, quantize_input, requantize, tanh_q15,
                                         tanh_table)
-from neuromotor.policy import InvalidPolicyError, PolicySpec
+from neuromotor.policy.spec import InvalidPolicyError, PolicySpec
 
 sys.path.insert(0, str(Path(__file__).parent / "device"))
 from mp_helpers import random_spec  # noqa: E402

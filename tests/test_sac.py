@@ -11,15 +11,15 @@ import time
 import numpy as np
 import pytest
 
-from neuromotor import config, memory, runs
+from neuromotor.training import config, memory, runs
 from neuromotor.algos import algo_class
 from neuromotor.algos.sac import SAC, Config, TanhGaussian
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
-from neuromotor.evaluation import Evaluator
+from neuromotor.training.evaluation import Evaluator
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
-from neuromotor.parallel import Sharded
+from neuromotor.training.parallel import Sharded
 
 SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 # float64 nets for the gradient checks; the upper log-std bound clips some outputs so its zero

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor import runs, sweep
+from neuromotor.training import runs, sweep
 from neuromotor.cli import main
 
 SETTINGS = ["--steps", "600", "--seeds", "0-1", "--grid", "batch_size=16,32", "--set", "eval_episodes=1",
@@ -183,7 +183,7 @@ def test_ray_backend_starts_and_stops_its_own_ray(reference, tmp_path, capsys):
 
 
 def test_unit_on_a_node_without_the_heads_disk_comes_back_whole(reference, tmp_path):
-    from neuromotor import sweep_ray
+    from neuromotor.training import sweep_ray
 
     unit = reference["trials"][0]["run_dir"]
     node = tmp_path / "node" / "c0-s0"  # the same path on another machine: nothing there yet

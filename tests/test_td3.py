@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from neuromotor import config, runs
+from neuromotor.training import config, runs
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
-from neuromotor.evaluation import Evaluator
+from neuromotor.training.evaluation import Evaluator
 from neuromotor.nn import MLP
 from neuromotor.errors import UserError
-from neuromotor.parallel import Sharded
+from neuromotor.training.parallel import Sharded
 
 SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from neuromotor import trainer
+from neuromotor.training import loop
 from neuromotor.cli import main
 from neuromotor.errors import UserError
 
@@ -77,7 +77,7 @@ def test_check_names_arrays_without_shard_prefixes(tmp_path):
     state = {"shard0.actor": np.zeros(3, np.float32), "shard1.critic": np.float32([0, np.inf]),
              "shard1.replay": np.float32([np.nan]), "shard1.steps": np.int64(5)}
     with pytest.raises(UserError, match=r"by step 7: NaN or inf in critic, replay;.*no checkpoint had been"):
-        trainer._refuse_non_finite(state, 7, tmp_path, None)
-    trainer._refuse_non_finite({"actor": np.zeros(2), "steps": np.int64(1)}, 1, tmp_path, None)
+        loop._refuse_non_finite(state, 7, tmp_path, None)
+    loop._refuse_non_finite({"actor": np.zeros(2), "steps": np.int64(1)}, 1, tmp_path, None)
     with pytest.raises(UserError, match="non-finite rewards"):
-        trainer._finite_returns(np.array([[1.0, np.nan]]), 3)
+        loop._finite_returns(np.array([[1.0, np.nan]]), 3)

@@ -11,9 +11,9 @@ import pytest
 from test_xtensa_baremetal import check_against_host, natmod_opt, policy_case
 
 from neuromotor.boards import policy_baremetal as pb
-from neuromotor.export.quantize import quantize
+from neuromotor.policy.quantize import quantize
 from neuromotor.paths import DEVICE_DIR
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pytest
 from test_xtensa_baremetal import policy_case
 
 from neuromotor.boards import policy_baremetal as pb
-from neuromotor.export.policy_file import layout, pack_clamp, pack_net
-from neuromotor.export.quantize import pack_qnet
+from neuromotor.policy.policy_file import layout, pack_clamp, pack_net
+from neuromotor.policy.quantize import pack_qnet
 from neuromotor.paths import cache_dir
 
 

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor import bench, boards
+from neuromotor.boards import bench
+
+from neuromotor import boards
 from neuromotor.errors import UserError
-from neuromotor.link.ports import board_for_port, resolve_port
+from neuromotor.boards.link.ports import board_for_port, resolve_port
 
 detect_mod = sys.modules["neuromotor.boards.detect"]  # the package exports a function of that name
 

@@ -211,8 +211,8 @@ def test_bench_reports_modelled_cycles(tmp_path):
     each real board's clock beside the instruction counts."""
     _need("qemu-system-arm", "cc")
     from neuromotor import boards
-    from neuromotor.bench import bench_port, json_summary, table
-    from neuromotor.deploy import deploy
+    from neuromotor.boards.bench import bench_port, json_summary, table
+    from neuromotor.boards.deploy import deploy
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from board_inference import make_policy
     make_policy(tmp_path / "p.nmp")

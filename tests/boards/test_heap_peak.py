@@ -146,7 +146,7 @@ def test_teensy41_profile_trains_in_900k_heap(mpremote, tmp_path):
     if not shutil.which("qemu-system-arm"):
         pytest.skip("qemu-system-arm is not installed (make system)")
     from neuromotor.boards import emulated
-    from neuromotor.ondevice import PROFILES, train_on_device
+    from neuromotor.boards.ondevice import PROFILES, train_on_device
 
     elf = _build_900k()
     board = emulated.start("qemu-m7", instance=f"qemu-m7-heap900k-pytest-{os.getpid()}", firmware=elf,
@@ -183,9 +183,9 @@ def test_bench_reports_heap_peaks(qemu_m7, mpremote, tmp_path):
 
     import numpy as np
 
-    from neuromotor.export import write_policy
-    from neuromotor.link.client import BenchClient
-    from neuromotor.policy import PolicySpec
+    from neuromotor.policy import write_policy
+    from neuromotor.boards.link.client import BenchClient
+    from neuromotor.policy.spec import PolicySpec
 
     _need_nm_heap(mpremote, qemu_m7.port)
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.link.protocol import decode
+from neuromotor.boards.link.protocol import decode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from board_inference import make_policy  # noqa: E402
@@ -100,7 +100,7 @@ def test_bench_program_prints_nmb1_lines(project, tmp_path):
 
 def test_bench_reads_a_baremetal_board(project, tmp_path):
     """A port without a REPL that prints the program's lines: bench reports them as 'c-header'."""
-    from neuromotor.bench import bench_port, table
+    from neuromotor.boards.bench import bench_port, table
     exe = _host_program(project, tmp_path)
     line = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
     port, close = _pty_board(line)
@@ -171,7 +171,7 @@ def test_baremetal_project_emulated_env_runs_offline_and_bench_reads_it():
         if not shutil.which(tool):
             pytest.skip(f"{tool} is not installed")
     import json
-    from neuromotor.bench import bench_port
+    from neuromotor.boards.bench import bench_port
     from neuromotor.boards.baremetal import BAREMETAL_DIR, pio_run, run_baremetal
     out = pio_run("qemu-m4f", "exec")
     assert not (BAREMETAL_DIR / ".pio").exists()  # the build lives in the cache

@@ -13,9 +13,9 @@ import pytest
 
 from neuromotor.boards import policy_baremetal as pb
 from neuromotor.errors import UserError
-from neuromotor.export.quantize import quantize
+from neuromotor.policy.quantize import quantize
 from neuromotor.paths import DEVICE_DIR
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 SIZES = (13, 64, 64, 4)
 

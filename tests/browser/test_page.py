@@ -15,10 +15,10 @@ import urllib.request
 import numpy as np
 import pytest
 
-from neuromotor.deploy.core import export_policy
-from neuromotor.export import read_policy
-from neuromotor.web.chromium import Chromium
-from neuromotor.web.serve import Background
+from neuromotor.boards.deploy.core import export_policy
+from neuromotor.policy import read_policy
+from neuromotor.boards.web.chromium import Chromium
+from neuromotor.boards.web.serve import Background
 
 STEPS = 1200  # 6 episodes; 1100 updates
 RTOL = 1e-5

@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 
 class MicroPythonError(AssertionError):

@@ -13,13 +13,13 @@ import pytest
 from mp_helpers import clamped_spec, patched, random_spec
 
 from neuromotor.cli import main
-from neuromotor.export import (BadMagicError, ChecksumError, PolicyFormatError, PolicyValueError,
+from neuromotor.policy import (BadMagicError, ChecksumError, PolicyFormatError, PolicyValueError,
                                TruncatedPolicyError, UnsupportedVersionError, decode, encode, pack_layer,
                                read_policy, render_c_header, unpack_layer, write_policy)
 from neuromotor.errors import UserError
-from neuromotor.export.policy_file import header_size, net_size
+from neuromotor.policy.policy_file import header_size, net_size
 from neuromotor.paths import DEVICE_DIR
-from neuromotor.policy import InvalidPolicyError, clamp
+from neuromotor.policy.spec import InvalidPolicyError, clamp
 
 KERNEL_INCLUDES = [f"-I{DEVICE_DIR / 'native' / 'include'}"]
 
@@ -88,9 +88,9 @@ def test_cli_export_converts_and_reports_errors(tmp_path, capsys):
 
 
 def test_cli_export_from_run_directory(tmp_path):
-    runs = pytest.importorskip("neuromotor.runs", reason="neuromotor.runs (host training runs) not available yet")
+    runs = pytest.importorskip("neuromotor.training.runs", reason="neuromotor.training.runs (host training runs) not available yet")
     if not hasattr(runs, "load_policy_spec"):
-        pytest.skip("neuromotor.runs.load_policy_spec not available yet")
+        pytest.skip("neuromotor.training.runs.load_policy_spec not available yet")
     main(["train", "pendulum", "--algo", "td3", "--steps", "300", "--seed", "0",
           "--run-dir", str(tmp_path / "run"), "--force"])
     assert main(["export", str(tmp_path / "run"), "-o", str(tmp_path / "p.nmp")]) == 0
@@ -238,7 +238,7 @@ def test_export_of_nan_checkpoint_is_refused_and_writes_nothing(tmp_path, capsys
 
 @pytest.mark.parametrize("algo", ["td3", "ppo"])
 def test_exported_policy_carries_the_env_bounds(tmp_path, algo):
-    from neuromotor import runs
+    from neuromotor.training import runs
     run = tmp_path / "run"
     _train_pendulum(run, algo)
     assert main(["export", str(run), "-o", str(tmp_path / "p.nmp")]) == 0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mp_helpers import random_spec
 
-from neuromotor.export import encode, quantize
+from neuromotor.policy import encode, quantize
 
 pytestmark = pytest.mark.device
 
@@ -121,7 +121,7 @@ for name in {list(files)!r}:
 
 def test_kernel_checks_every_int8_argument(run_mp):
     qp, obs = int8_policy([6, 5, 7, 2], ["relu", "relu", "tanh"])
-    from neuromotor.export.quantize import pack_qnet
+    from neuromotor.policy.quantize import pack_qnet
     q = pack_qnet(qp)
     script = f"""
 from array import array
@@ -150,7 +150,7 @@ x[2] = float('nan')
 t(lambda: k.mlp(out, x, q, lay, scr))
 """
     lines = run_mp(script).stdout.splitlines()
-    from neuromotor.export.quantize import net_bytes
+    from neuromotor.policy.quantize import net_bytes
     assert lines[0].split()[:2] == [str(net_bytes(qp.sizes))] * 2
     assert lines[1:] == [
         "ok",
@@ -168,7 +168,7 @@ t(lambda: k.mlp(out, x, q, lay, scr))
 
 def test_misaligned_int8_net_is_refused(run_mp):
     qp, obs = int8_policy([3, 4, 1], ["relu", "tanh"])
-    from neuromotor.export.quantize import pack_qnet
+    from neuromotor.policy.quantize import pack_qnet
     q = pack_qnet(qp)
     script = f"""
 from array import array

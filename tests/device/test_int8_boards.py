@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from neuromotor.boards.testing import BoardPool
-from neuromotor.export.quantize import pack_qnet
+from neuromotor.policy.quantize import pack_qnet
 from neuromotor.paths import cache_dir
 from test_int8 import int8_policy
 

@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from neuromotor.export import encode, write_policy
-from neuromotor.export.policy_file import net_size
-from neuromotor.policy import PolicySpec
+from neuromotor.policy import encode, write_policy
+from neuromotor.policy.policy_file import net_size
+from neuromotor.policy.spec import PolicySpec
 
 from mp_helpers import clamped_spec, patched, random_spec, run_script
 
@@ -210,7 +210,7 @@ for name in {names!r}:
 
 
 def corrupt_files(spec, tmp_path):
-    from neuromotor.export import encode
+    from neuromotor.policy import encode
     good = encode(spec)
     files = {
         "good": good,
@@ -243,7 +243,7 @@ def test_device_file_errors_are_distinct_and_clear(run_mp, tmp_path):
 
 @pytest.mark.device
 def test_device_writes_files_the_host_reads(run_mp, tmp_path):
-    from neuromotor.export import read_policy
+    from neuromotor.policy import read_policy
     spec = random_spec([4, 9, 2], seed=5, activations=["tanh", "identity"])
     src, dst = tmp_path / "src.nmp", tmp_path / "dst.nmp"
     write_policy(spec, src)
@@ -495,7 +495,7 @@ print('store', list(rt._store(array('f', [9, 9, 9]), [float('nan'), 5.0, -5.0], 
 
 @pytest.mark.device
 def test_device_write_policy_keeps_limits_and_refuses_bad_targets(run_mp, tmp_path):
-    from neuromotor.export import read_policy
+    from neuromotor.policy import read_policy
     spec = clamped_spec()
     src, dst = tmp_path / "src.nmp", tmp_path / "dst.nmp"
     write_policy(spec, src)

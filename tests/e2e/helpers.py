@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor.export import write_policy
-from neuromotor.policy import PolicySpec
+from neuromotor.policy import write_policy
+from neuromotor.policy.spec import PolicySpec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ import signal
 import numpy as np
 import pytest
 
-from neuromotor.link import BenchClient, ProtocolError
+from neuromotor.boards.link import BenchClient, ProtocolError
 
 from .helpers import (board_exec, board_listdir, board_reset, board_sha256, ensure_deployed, last_json, nm,
                       sigkill, start_paused)

@@ -2,8 +2,8 @@
 
 import json
 
-from neuromotor.deploy.board import MPY_ARCHS, parse_probe
-from neuromotor.deploy.core import lib_sources, make_plan
+from neuromotor.boards.deploy.board import MPY_ARCHS, parse_probe
+from neuromotor.boards.deploy.core import lib_sources, make_plan
 from neuromotor.paths import DEVICE_DIR
 
 

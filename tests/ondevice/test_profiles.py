@@ -1,10 +1,10 @@
-"""The host's copy of the profiles (neuromotor.ondevice.PROFILES, used for run directories)
+"""The host's copy of the profiles (neuromotor.boards.ondevice.PROFILES, used for run directories)
 matches the board's (nm_td3.PROFILES), every profile's memory plan fits its budget, and
 the trainer refuses a profile larger than the free heap before allocating anything."""
 
 import json
 
-from neuromotor.ondevice import PROFILES
+from neuromotor.boards.ondevice import PROFILES
 
 from .conftest import run_mp
 

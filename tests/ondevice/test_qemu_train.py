@@ -14,9 +14,9 @@ import threading
 import numpy as np
 import pytest
 
-from neuromotor import runs
-from neuromotor.export.policy_file import decode
-from neuromotor.ondevice import PROFILES, BoardResetError, train_on_device
+from neuromotor.training import runs
+from neuromotor.policy.policy_file import decode
+from neuromotor.boards.ondevice import PROFILES, BoardResetError, train_on_device
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +58,8 @@ def test_short_run_on_qemu_m7(m7, tmp_path):
 
 def test_profile_too_large_is_refused(m7):
     """A profile bigger than the board's free heap is refused before training, with the numbers."""
-    from neuromotor.ondevice import TrainClient
-    from neuromotor.link.client import ServerError
+    from neuromotor.boards.ondevice import TrainClient
+    from neuromotor.boards.link.client import ServerError
     pool, _ = m7
     board = pool.get("qemu-m7")  # a reset test may have restarted it
     with TrainClient(board.port, timeout=30) as c:
@@ -92,8 +92,8 @@ def test_reset_during_training_is_a_clear_error(m7, tmp_path):
 def test_natmod_on_the_board_equals_builtin(m7):
     """The armv7emdp training natmod, uploaded by train-on-device, trains exactly like the
     user C module built into the firmware (the path for stock firmware on real boards)."""
-    from neuromotor.deploy.core import Deployer
-    from neuromotor.ondevice import upload_trainer
+    from neuromotor.boards.deploy.core import Deployer
+    from neuromotor.boards.ondevice import upload_trainer
     pool, _ = m7
     board = pool.get("qemu-m7")  # a reset test may have restarted it
     upload_trainer(board.port, log=lambda *a: None)

@@ -9,8 +9,8 @@ import pytest
 
 from neuromotor.algos.td3 import TD3
 from neuromotor.envs.pendulum import PendulumVec
-from neuromotor.export import encode
-from neuromotor.ondevice.rundir import algo_config, write_run_dir, write_started
+from neuromotor.policy import encode
+from neuromotor.boards.ondevice.rundir import algo_config, write_run_dir, write_started
 
 
 def _snapshot(run_dir):
@@ -43,8 +43,8 @@ def test_finished_ondevice_run_is_not_resumed(tmp_path, cli, runs_root):
 
 def test_interrupted_ondevice_run_is_not_resumed(tmp_path, cli, runs_root):
     """A board reset leaves config and progress but no policy: still an on-device run."""
-    from neuromotor import runs
-    from neuromotor.config import RunConfig
+    from neuromotor.training import runs
+    from neuromotor.training.config import RunConfig
     run_dir = tmp_path / "cut-short"
     runs.prepare(run_dir, False)
     write_started(run_dir, "small", 1, 5000)

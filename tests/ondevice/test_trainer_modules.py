@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from neuromotor.export.policy_file import decode
+from neuromotor.policy.policy_file import decode
 
 from .conftest import run_mp
 

@@ -17,7 +17,7 @@
 #define NM_Q8_TANH_STEP 10                           // table step 2^-6 in Q16
 #define NM_Q8_TANH_ZMAX (384 << NM_Q8_TANH_STEP)     // 6.0: tanh(6) * 32768 rounds to 32768
 
-// round(tanh(i / 64) * 32768), i = 0..384 (neuromotor.export.quantize.tanh_table).
+// round(tanh(i / 64) * 32768), i = 0..384 (neuromotor.policy.quantize.tanh_table).
 static const uint16_t nm_q8_tanh_table[385] = {
     0, 512, 1024, 1535, 2045, 2555, 3063, 3570, 4075, 4578, 5079, 5577,
     6073, 6566, 7056, 7542, 8025, 8505, 8980, 9452, 9919, 10382, 10840, 11294,

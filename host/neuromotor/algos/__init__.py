@@ -15,14 +15,14 @@ An algorithm class trains a population of independent agents in lockstep
   act(obs)                    deterministic actions in env units, obs (P, E, obs_dim)
   pop_episode_returns()       per agent, the training-episode returns finished
                               since the last call (for progress and metrics)
-  policy_spec(agent)          the deployable deterministic actor (neuromotor.policy)
+  policy_spec(agent)          the deployable deterministic actor (neuromotor.policy.spec)
   state_dict() / load_state_dict(arrays)
                               everything needed to continue bit-exactly, as a flat
                               dict of numpy arrays (no pickles): parameters,
                               optimiser state, buffers, RNG states, env state, step
 
-The trainer never sees an algorithm directly: neuromotor.runs.build wraps it in
-neuromotor.parallel.Sharded, which splits a population into shards stepped in
+The trainer never sees an algorithm directly: neuromotor.training.runs.build wraps it in
+neuromotor.training.parallel.Sharded, which splits a population into shards stepped in
 parallel worker processes and presents the same interface.
 """
 

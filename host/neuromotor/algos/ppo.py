@@ -35,7 +35,7 @@ from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
 F32 = np.float32

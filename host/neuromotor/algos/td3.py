@@ -52,7 +52,7 @@ from neuromotor.algos.offpolicy import F32, Net, Replay
 from neuromotor.algos.td3_native import TrainFamily
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
 try:

@@ -16,10 +16,11 @@ from neuromotor.algos.sac import SAC
 from neuromotor.algos.td3 import TD3
 from neuromotor.api._board import BenchResult, Board, EmulatedBoard, HilResult, start_board
 from neuromotor.api._run import Evaluation, Run, load_run
-from neuromotor.api._train import resume, train
+from neuromotor.api._run import resume
+from neuromotor.api._train import train
 from neuromotor.envs import env_class as env_factory
 from neuromotor.errors import UserError
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 __all__ = [
     "train", "resume", "load_run", "Run", "Evaluation",

@@ -18,16 +18,14 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 def _source(source) -> str:
     """A run directory or policy file path from a Run, a path or a string."""
-    from neuromotor.api._run import Run
-
-    path = source.path if isinstance(source, Run) else source
+    path = source  # a Run is a path (os.PathLike) too
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise UserError(f"expected a Run, a run directory or a policy file, got {source!r}")
     p = Path(path)
     if not (p.is_file() or (p / "config.json").is_file()):
         raise UserError(f"{os.fspath(path)!r}: no such run directory or policy file")
     if p.is_file():
-        from neuromotor.export.policy_file import read_policy
+        from neuromotor.policy.policy_file import read_policy
 
         read_policy(p)  # not a policy file, or corrupted: said before any board is involved
     return os.fspath(path)
@@ -66,7 +64,7 @@ class HilResult:
         return float(self.data["rtt_median_us"])
 
     def __str__(self) -> str:
-        from neuromotor.hil import report
+        from neuromotor.boards.hil import report
 
         return report(self.data)
 
@@ -84,7 +82,7 @@ class BenchResult:
     @property
     def table(self) -> str:
         """The latency table `neuromotor bench` prints."""
-        from neuromotor.bench import table
+        from neuromotor.boards.bench import table
 
         return table(self.results)
 
@@ -111,7 +109,7 @@ class Board:
     `Board("auto")` is the single board connected or running, as `--port auto` on the CLI."""
 
     def __init__(self, port: str = "auto"):
-        from neuromotor.link.ports import resolve_port
+        from neuromotor.boards.link.ports import resolve_port
 
         if not isinstance(port, str) or not port:
             raise UserError(f"port must be a serial port path or 'auto', got {port!r}")
@@ -127,7 +125,7 @@ class Board:
         renamed into place. Returns what was done (board, files, backend, policy_sha256).
 
         natmod: "auto" copies the native kernels the firmware lacks, "always", or "never"."""
-        from neuromotor.deploy import deploy
+        from neuromotor.boards.deploy import deploy
 
         if natmod not in ("auto", "always", "never"):
             raise UserError(f"natmod must be 'auto', 'always' or 'never', got {natmod!r}")
@@ -141,7 +139,7 @@ class Board:
         """Hardware in the loop: the host steps the run's environment and the board computes every
         action of the policy `source` (which must be the one deployed). Each action is checked
         against the host's; see HilResult."""
-        from neuromotor.hil import run_hil
+        from neuromotor.boards.hil import run_hil
 
         for name, value, lo in (("episodes", episodes, 1), ("seed", seed, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
@@ -157,7 +155,7 @@ class Board:
               predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
         """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
         backend runs n/20) and write bench.json and bench.png into `out`."""
-        from neuromotor.bench import prepare_out_dir, run_bench
+        from neuromotor.boards.bench import prepare_out_dir, run_bench
 
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
             raise UserError(f"n must be from 1 to 10000000, got {n!r}")

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from neuromotor.config import MAX_COUNT, MAX_SEED
+from neuromotor.training.config import MAX_COUNT, MAX_SEED
 from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
 
@@ -13,7 +13,7 @@ FORMATS = ("nmp", "c-header", "platformio")
 def protected_paths(source, output) -> list:
     """What an export must never replace: its source, and the files of any run directory
     (the source's, and the one the output would land in; see runs.own_paths)."""
-    from neuromotor.runs import CONFIG, own_paths
+    from neuromotor.training.runs import CONFIG, own_paths
 
     src = Path(source)
     paths = [src] if src.is_file() else own_paths(src)
@@ -34,8 +34,8 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
     refuses (QuantizationError) when the actions on `heldout` other observations are off by more
     than `max_error` of the action range. The file is written atomically and only over a
     regular file that is neither the source nor a run's own file."""
-    from neuromotor.export import DEFAULT_MAX_ERROR, quantize_checked, write_c_header, write_policy
-    from neuromotor.runs import load_spec
+    from neuromotor.policy import DEFAULT_MAX_ERROR, quantize_checked, write_c_header, write_policy
+    from neuromotor.training.runs import load_spec
 
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
     if format is not None and format not in FORMATS:
@@ -56,7 +56,7 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
     elif max_error is not None:
         raise UserError("--max-error applies to --quantize int8 only")
     if format == "platformio":
-        from neuromotor.export.platformio import check_project_dir, write_platformio_project
+        from neuromotor.policy.platformio import check_project_dir, write_platformio_project
 
         check_project_dir(path)
         spec = load_spec(source, agent)

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuromotor import runs
+from neuromotor.api._progress import show_progress
+from neuromotor.training import runs, session
 from neuromotor.errors import UserError
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 
 if TYPE_CHECKING:
     from neuromotor.api._board import Board, HilResult
@@ -66,8 +67,8 @@ class Evaluation:
 def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
                  render=None, agent: int = 0) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
-    from neuromotor.config import check_seed
-    from neuromotor.evaluation import Evaluator
+    from neuromotor.training.config import check_seed
+    from neuromotor.training.evaluation import Evaluator
     from neuromotor.safe_write import check_target
 
     episodes = _count("episodes", episodes, 1)
@@ -102,7 +103,7 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
     finally:
         algo.close()
     if render:
-        from neuromotor.plotting import episode_gif
+        from neuromotor.training.plotting import episode_gif
 
         episode_gif(env_cls.draw, states, render, title=f"{cfg['env']} seed {seeds[agent]}")
     return Evaluation(np.asarray(returns), list(seeds), steps, episodes, wall, str(run_dir), render,
@@ -225,8 +226,6 @@ class Run:
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
         """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""
-        from neuromotor.api._train import resume
-
         return resume(self.path, steps=steps, progress=progress)
 
     def deploy(self, port: "str | Board" = "auto", **options) -> dict:
@@ -248,3 +247,22 @@ def load_run(path: "str | os.PathLike") -> Run:
     path = Path(path)
     runs.read_config(path)
     return Run(path)
+
+
+def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "str | None" = None,
+           progress: "bool | None" = None) -> Run:
+    """Continue the run in `run_dir` from its checkpoint, to `steps` in total if given."""
+    run_dir = Path(run_dir)
+    if not (run_dir / runs.CONFIG).is_file():
+        raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
+    with runs.locked(run_dir):
+        cfg, algo = session.resume(run_dir, vector=vector, steps=steps)
+        summary = session.train(run_dir, cfg, algo, progress=show_progress(progress))
+    return finished(run_dir, summary)
+
+
+def finished(run_dir, summary: dict) -> Run:
+    """The Run of a run directory whose training just ended with `summary`."""
+    run = Run(run_dir)
+    run._summary = summary
+    return run

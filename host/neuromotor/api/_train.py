@@ -1,5 +1,6 @@
-"""Training from Python: `train` makes a run directory and trains it; `resume` continues one.
-`neuromotor train` calls `start` and `resume` too, so both faces train the same way."""
+"""Training from Python: `train` makes a run directory and trains it (`resume`, beside Run,
+continues one). `neuromotor train` calls `start` and `resume` too, so both faces train the
+same way."""
 
 from __future__ import annotations
 
@@ -7,15 +8,15 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from neuromotor import runs, training
+from neuromotor.training import runs, session
 from neuromotor.api._env import env_name
 from neuromotor.api._progress import show_progress
-from neuromotor.api._run import Run
+from neuromotor.api._run import Run, finished
 from neuromotor.errors import UserError
 
 
 def _seeds(seeds):
-    """(seed, seeds text) for training.new_config from an int, "0-15"/"0,3,5" or a list of ints."""
+    """(seed, seeds text) for session.new_config from an int, "0-15"/"0,3,5" or a list of ints."""
     if isinstance(seeds, bool):
         raise UserError(f"seeds must be an integer, a list of integers or a range such as '0-15', got {seeds!r}")
     if isinstance(seeds, int):
@@ -74,14 +75,14 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
         raise UserError(f"env_kwargs must be a dict, got {type(env_kwargs).__name__}")
     if env_kwargs:
         settings["env_kwargs"] = dict(env_kwargs)
-    cfg = training.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
+    cfg = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
                               vector=vector, envs=num_envs, steps=steps, shards=shards, seeds=seeds_text,
                               seed=seed, quiet=not show)
     return start(cfg, run_dir=run_dir, force=force, progress=show)
 
 
 def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -> Run:
-    """Train a new run from a whole config (training.new_config) into run_dir."""
+    """Train a new run from a whole config (session.new_config) into run_dir."""
     algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
     try:
         if run_dir is None:
@@ -93,25 +94,7 @@ def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -
         with runs.locked(run_dir):
             runs.prepare(run_dir, force)
             runs.save_config(run_dir, cfg)
-            summary = training.train(run_dir, cfg, algo, progress=progress)
+            summary = session.train(run_dir, cfg, algo, progress=progress)
     finally:
         algo.close()
-    return _finished(run_dir, summary)
-
-
-def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "str | None" = None,
-           progress: "bool | None" = None) -> Run:
-    """Continue the run in `run_dir` from its checkpoint, to `steps` in total if given."""
-    run_dir = Path(run_dir)
-    if not (run_dir / runs.CONFIG).is_file():
-        raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
-    with runs.locked(run_dir):
-        cfg, algo = training.resume(run_dir, vector=vector, steps=steps)
-        summary = training.train(run_dir, cfg, algo, progress=show_progress(progress))
-    return _finished(run_dir, summary)
-
-
-def _finished(run_dir, summary: dict) -> Run:
-    run = Run(run_dir)
-    run._summary = summary
-    return run
+    return finished(run_dir, summary)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.errors import UserError
-from neuromotor.export.c_header import render_c_header
+from neuromotor.policy.c_header import render_c_header
 from neuromotor.paths import REPO_ROOT, cache_dir
 from neuromotor.safe_write import atomic_write
 
@@ -69,7 +69,7 @@ def _floats(values) -> str:
 
 def render_case(spec, qpolicy, obs) -> dict:
     """The case folder's files: the policy's two exported C headers and the observations."""
-    from neuromotor.export.c_header_int8 import render_c_header_int8  # int8 export
+    from neuromotor.policy.c_header_int8 import render_c_header_int8  # int8 export
 
     obs = np.asarray(obs, np.float32)
     if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or len(obs) == 0:

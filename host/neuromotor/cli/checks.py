@@ -10,7 +10,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from neuromotor.config import MAX_COUNT, MAX_SEED
+from neuromotor.training.config import MAX_COUNT, MAX_SEED
 from neuromotor.errors import UserError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -47,7 +47,7 @@ def source(option: str, path: str) -> Path:
     if not path or not (p.is_file() or (p / "config.json").is_file()):
         raise UserError(f"{option} {path!r}: no such run directory or policy file")
     if p.is_file():
-        from neuromotor.export.policy_file import read_policy
+        from neuromotor.policy.policy_file import read_policy
 
         read_policy(p)  # a UserError (not a policy file, corrupted) before any board is involved
     return p

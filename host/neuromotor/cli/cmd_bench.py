@@ -21,11 +21,11 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.bench import json_summary, prepare_out_dir, run_bench, table
+    from neuromotor.boards.bench import json_summary, prepare_out_dir, run_bench, table
     checks.int_range("-n", args.n, 1, 10**7)
     checks.positive_float("--predict-mhz (a clock in MHz)", args.predict_mhz)
     prepare_out_dir(args.out, create=False)
-    from neuromotor.link.ports import resolve_ports
+    from neuromotor.boards.link.ports import resolve_ports
     ports = resolve_ports(args.port)
     prepare_out_dir(args.out)  # before any board time is spent
     results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,

@@ -136,11 +136,15 @@ def baremetal(args) -> int:
     return 0
 
 
+PIO_COMMANDS = ("run", "test", "check", "ci", "debug", "device", "pkg", "project", "boards", "settings", "system")
+
+
 def pio(args) -> int:
     from neuromotor.boards.baremetal import pio_env, pio_executable
 
-    if not args.pio_args:
-        raise UserError("board pio: give pio's arguments, e.g. run -d device/baremetal -e qemu-m7 -t exec")
+    if not args.pio_args or args.pio_args[0] not in PIO_COMMANDS:
+        raise UserError(f"board pio: give a pio command ({', '.join(PIO_COMMANDS)}) and its arguments, "
+                        "e.g. run -d device/baremetal -e qemu-m7 -t exec")
     return subprocess.run([pio_executable(), *args.pio_args], env=pio_env(), stdin=subprocess.DEVNULL).returncode
 
 

@@ -22,10 +22,10 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.deploy import deploy
+    from neuromotor.boards.deploy import deploy
     checks.source("source", args.source)
     checks.board_path("--dest", args.dest)
-    from neuromotor.link.ports import resolve_port
+    from neuromotor.boards.link.ports import resolve_port
     port = resolve_port(args.port)
     print(f"deploy: {args.source} -> {port}")
     res = deploy(port, args.source, dry_run=args.dry_run, policy_dest=args.dest,

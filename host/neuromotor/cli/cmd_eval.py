@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor import runs
+from neuromotor.training import runs
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target

@@ -1,6 +1,6 @@
 """`neuromotor runs`: the run directories as a table."""
 
-from neuromotor import runs
+from neuromotor.training import runs
 from neuromotor.cli import json_line
 
 

@@ -14,7 +14,7 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.web.serve import make_server, url
+    from neuromotor.boards.web.serve import make_server, url
     checks.int_range("--port", args.port, 0, 65535)
     server = make_server(args.port, quiet=not args.log)
     print(f"serving {url(server)} (Ctrl-C stops)", flush=True)

@@ -2,7 +2,7 @@
 
 import time
 
-from neuromotor import sweep
+from neuromotor.training import sweep
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 
@@ -56,7 +56,7 @@ def _check_backend(args) -> None:
         if not 1 <= args.workers <= 4096:
             raise UserError(f"--workers must be from 1 to 4096, got {args.workers}")
     if args.backend == "ray":
-        from neuromotor.sweep_ray import check_available
+        from neuromotor.training.sweep_ray import check_available
 
         check_available()
 
@@ -83,7 +83,7 @@ def run(args) -> int:
         doc = sweep.read_plan(sweep_dir)
     t0 = time.perf_counter()
     if args.backend == "ray":
-        from neuromotor.sweep_ray import run_ray
+        from neuromotor.training.sweep_ray import run_ray
 
         summaries = run_ray(sweep_dir, doc["units"], args.address)
     else:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from neuromotor import runs, training
+from neuromotor.training import runs, session
 from neuromotor.cli import checks, json_line
 from neuromotor.envs.gymnasium_vec import VECTOR_MODES
 from neuromotor.errors import UserError
@@ -46,6 +46,7 @@ def register(sub):
 
 
 def run(args) -> int:
+    from neuromotor import api
     from neuromotor.api import _train as api_train
 
     if args.threads is not None:  # a property of this machine, not of the run: not saved
@@ -60,10 +61,9 @@ def run(args) -> int:
             raise UserError("--resume continues a run with its own config; only --steps and --vector may change")
         if not (args.resume / runs.CONFIG).is_file():
             raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
-        summary = api_train.resume(args.resume, steps=args.steps, vector=args.vector,
-                                   progress=not args.quiet).summary
+        summary = api.resume(args.resume, steps=args.steps, vector=args.vector, progress=not args.quiet).summary
     else:
-        cfg = training.new_config(
+        cfg = session.new_config(
             args.env, args.algo, preset=args.preset, config_file=args.config, settings=args.set,
             env_kwargs=args.env_kwargs, vector=args.vector, envs=args.envs, steps=args.steps, shards=args.shards,
             seeds=args.seeds, seed=args.seed, quiet=args.quiet)

@@ -25,14 +25,14 @@ def register(sub):
 
 
 def _resolve_port(port: str) -> str:
-    from neuromotor.link.ports import resolve_port
+    from neuromotor.boards.link.ports import resolve_port
     return resolve_port(port)
 
 
 def run(args) -> int:
-    from neuromotor import runs
-    from neuromotor.ondevice import BoardResetError, train_on_device
-    from neuromotor.ondevice.rundir import PROFILES
+    from neuromotor.training import runs
+    from neuromotor.boards.ondevice import BoardResetError, train_on_device
+    from neuromotor.boards.ondevice.rundir import PROFILES
     if args.profile not in PROFILES:
         raise UserError(f"--profile: unknown profile {args.profile!r} (profiles: {', '.join(sorted(PROFILES))})")
     checks.int_range("--steps", args.steps, 1, 10**9)

@@ -78,7 +78,7 @@ def env_class(name: str, kwargs: dict = None, vector: str = "sync"):
 
     key = (name, json.dumps(kwargs or {}, sort_keys=True, default=repr), vector)
     if key not in _probed:
-        _probed[key] = GymEnv.probe(name, kwargs or {}, vector)
+        _probed[key] = GymEnv.probe(name, kwargs or {}, vector, builtin=tuple(ENVS))
     return _probed[key]
 
 

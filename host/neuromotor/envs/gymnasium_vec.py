@@ -193,16 +193,15 @@ def make_env(name: str, kwargs: dict):
     return _wrapper_class()(env, limit or DEFAULT_MAX_EPISODE_STEPS)
 
 
-def _check_name(name: str) -> None:
-    """Refuse a name that is neither module:attr nor a registered id, before making anything."""
+def _check_name(name: str, builtin=()) -> None:
+    """Refuse a name that is neither module:attr nor a registered id, before making anything
+    (`builtin`: the built-in names, offered beside gymnasium's)."""
     if ":" in name:
         return
     gymnasium = _gymnasium()
     if name not in gymnasium.registry:
-        from neuromotor.envs import ENVS
-
-        near = difflib.get_close_matches(name, list(ENVS) + list(gymnasium.registry), n=3)
-        raise UserError(f"unknown environment {name!r}; built-in: {', '.join(sorted(ENVS))}; or a registered "
+        near = difflib.get_close_matches(name, list(builtin) + list(gymnasium.registry), n=3)
+        raise UserError(f"unknown environment {name!r}; built-in: {', '.join(sorted(builtin))}; or a registered "
                         "gymnasium id (e.g. Pendulum-v1) or module:attr"
                         + (f" (did you mean {', '.join(near)}?)" if near else ""))
 
@@ -248,10 +247,10 @@ class GymEnv:
         return self.name
 
     @classmethod
-    def probe(cls, name: str, kwargs: dict, vector: str = "sync") -> "GymEnv":
+    def probe(cls, name: str, kwargs: dict, vector: str = "sync", builtin=()) -> "GymEnv":
         gymnasium = _gymnasium()
         check_vector(vector)
-        _check_name(name)
+        _check_name(name, builtin)
         env = make_env(name, check_kwargs(kwargs))
         try:
             obs_space, act_space = env.observation_space, env.action_space

@@ -92,7 +92,7 @@ THREADS_ENV = "NEUROMOTOR_MUJOCO_THREADS"
 
 def set_default_threads(value) -> None:
     """The threads of envs built without an explicit count (`--threads`); validated now.
-    Kept in the environment, which population shard processes receive (neuromotor.parallel)."""
+    Kept in the environment, which population shard processes receive (neuromotor.training.parallel)."""
     os.environ[THREADS_ENV] = str(parse_threads(value))
 
 

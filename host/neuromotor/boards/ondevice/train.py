@@ -3,11 +3,11 @@
 import time
 from pathlib import Path
 
-from neuromotor import runs
+from neuromotor.training import runs
 from neuromotor.errors import UserError
-from neuromotor.export.policy_file import decode
-from neuromotor.ondevice.client import BoardResetError, TrainClient, upload_trainer
-from neuromotor.ondevice.rundir import PROFILES, write_run_dir, write_started
+from neuromotor.policy.policy_file import decode
+from neuromotor.boards.ondevice.client import BoardResetError, TrainClient, upload_trainer
+from neuromotor.boards.ondevice.rundir import PROFILES, write_run_dir, write_started
 
 
 def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, seed: int = 0,
@@ -57,8 +57,8 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
                                 + (f", {sps:.0f} step/s" if sps else "") + f", free {info.get('mem_free')} B")
 
     # metrics.jsonl grows while training runs (progress survives a reset)
-    from neuromotor.config import RunConfig
-    from neuromotor.ondevice.rundir import algo_config
+    from neuromotor.training.config import RunConfig
+    from neuromotor.boards.ondevice.rundir import algo_config
     runs.write_config(run_dir, "pendulum", "td3", [seed], RunConfig(steps=steps, shards=1), algo_config(profile))
     client = TrainClient(port, timeout=30.0)
     try:

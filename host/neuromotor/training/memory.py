@@ -11,7 +11,7 @@ with numbers the user can act on, not to predict the resident size.
 import os
 
 from neuromotor.errors import UserError
-from neuromotor.evaluation import EVAL_MAX_ENVS
+from neuromotor.training.evaluation import EVAL_MAX_ENVS
 
 F32 = 4
 MUJOCO_ENV_BYTES = 256 * 1024   # one MjData with its buffers (Ant: ~200 KB)

@@ -19,9 +19,10 @@ import time
 import numpy as np
 
 from neuromotor.errors import UserError
-from neuromotor.evaluation import episode_returns
-from neuromotor.runs import load_spec
-from neuromotor.link import BenchClient
+from neuromotor.policy.spec import env_for
+from neuromotor.training.evaluation import episode_returns
+from neuromotor.training.runs import load_spec
+from neuromotor.boards.link import BenchClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
 ACTION_RTOL = 1e-3  # on each action, relative to 1 + |host action|
@@ -41,7 +42,7 @@ def check_actions(out, ref, port, t) -> float:
 
 def deployed_policy(port, info, data: bytes) -> str:
     """The policy path the last deploy wrote, once its hash is that of `data` (this source's file)."""
-    from neuromotor.bench import check_deploy_state, deployed_path
+    from neuromotor.boards.bench import check_deploy_state, deployed_path
     check_deploy_state(port, info)
     manifest = info.get("deploy")
     if not isinstance(manifest, dict) or not manifest.get("policy_sha256"):
@@ -52,26 +53,6 @@ def deployed_policy(port, info, data: bytes) -> str:
                         f"(deployed from {manifest.get('source', '?')}), this one is {want[:16]}...; "
                         "deploy this run first")
     return deployed_path(info)
-
-
-def env_name_for(spec, default="pendulum"):
-    meta = getattr(spec, "meta", {}) or {}
-    return meta.get("env") or default
-
-
-def env_for(spec, env_name=None, env_kwargs=None):
-    """The env factory hil steps: `env_name` (with env_kwargs) if given, else the run's env
-    (name and env_kwargs in the policy's meta), else pendulum; it must fit the policy."""
-    from neuromotor.envs import env_class
-
-    if env_name is None:
-        meta = getattr(spec, "meta", {}) or {}
-        env_name, env_kwargs = env_name_for(spec), meta.get("env_kwargs")
-    factory = env_class(env_name, env_kwargs)
-    if (factory.obs_dim, factory.act_dim) != (spec.obs_dim, spec.act_dim):
-        raise UserError(f"environment {env_name!r} observes {factory.obs_dim} and acts with {factory.act_dim} "
-                        f"numbers; this policy takes {spec.obs_dim} and gives {spec.act_dim} (give --env)")
-    return env_name, factory
 
 
 def rollout(factory, episodes, seed, act_fn, steps=None):
@@ -92,7 +73,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
     env_name, factory = env_for(spec, env_name, env_kwargs)
     host_returns = rollout(factory, episodes, seed, lambda obs, t: spec.forward(obs), steps)
     rtts, dev_us, max_diff = [], [], [0.0]
-    from neuromotor.deploy.core import export_policy
+    from neuromotor.boards.deploy.core import export_policy
     _, data = export_policy(source)
     with BenchClient(port, timeout=timeout) as c:
         meta = c.load(deployed_policy(port, c.info, data), "auto")

@@ -8,7 +8,7 @@ summary.json, learning_curve.png), so `eval`, `export` and `hil` read it through
                    (written when training starts, so an unfinished run is recognised too)
 The checkpoint holds a host TD3 of the same configuration with the board's actor
 (critics and replay are not brought back: they never leave the board), so such a
-run cannot be resumed on the host: `refuse_resume` says so.
+run cannot be resumed on the host: `runs.refuse_resume` says so.
 """
 
 import json
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor import checkpoint, config, runs
+from neuromotor.training import checkpoint, config, runs
 from neuromotor.algos.td3 import Config
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
@@ -28,18 +28,6 @@ PROFILES = {
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
 }
 POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
-
-
-def is_ondevice_run(run_dir) -> bool:
-    return (Path(run_dir) / ON_DEVICE).is_file()
-
-
-def refuse_resume(run_dir) -> None:
-    """UserError for a run directory made by train-on-device: resuming it on the host would
-    continue from untrained critics and an empty replay buffer."""
-    if is_ondevice_run(run_dir):
-        raise UserError(f"{run_dir} was trained on the board (train-on-device): its critics and replay "
-                        "buffer never left the board, so it cannot be resumed; run train-on-device again")
 
 
 def write_started(run_dir: Path, profile: str, seed: int, steps: int) -> None:
@@ -86,7 +74,7 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
             raise UserError(f"{run_dir}: the host's run format did not round-trip the board's policy")
 
     from neuromotor.envs import env_class
-    from neuromotor.evaluation import Evaluator
+    from neuromotor.training.evaluation import Evaluator
     returns = Evaluator(env_class("pendulum"), [seed], eval_episodes).run(algo, steps)
     records = [{"step": p["step"], "agent": 0, "seed": seed, "eval_return_mean": None,
                 "eval_return_std": None, "train_return": p.get("recent_return"),
@@ -97,7 +85,7 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
                     "wall_s": device.get("wall_s")})
     runs.append_metrics(run_dir, records)
     try:
-        from neuromotor import plotting
+        from neuromotor.training import plotting
         plotting.learning_curve([r for r in records if r["eval_return_mean"] is not None],
                                 run_dir / runs.CURVE, f"td3 on pendulum, on the board ({profile})")
     except Exception:  # a plot is a nicety

@@ -1,6 +1,6 @@
 """mpremote-driven deploy of policy + device library + native kernels, atomic per file."""
 
-from neuromotor.deploy.core import (LOCK, MANIFEST, PAUSE_ENV, POLICY_DEST, DeployError,
+from neuromotor.boards.deploy.core import (LOCK, MANIFEST, PAUSE_ENV, POLICY_DEST, DeployError,
                                     Deployer, deploy)
 
 __all__ = ["deploy", "Deployer", "DeployError", "LOCK", "MANIFEST", "POLICY_DEST", "PAUSE_ENV"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 
 ACTIVATIONS = ("identity", "relu", "tanh")
@@ -149,3 +150,21 @@ class PolicySpec(LayerSizes):
         return clamp(y, self.action_low, self.action_high) if self.has_limits else y
 
     __call__ = forward
+
+
+def env_name_for(spec, default="pendulum"):
+    meta = getattr(spec, "meta", {}) or {}
+    return meta.get("env") or default
+
+
+def env_for(spec, env_name=None, env_kwargs=None):
+    """The env factory a policy acts in (hil steps it, int8 calibrates on it): `env_name` (with env_kwargs) if given, else the run's env
+    (name and env_kwargs in the policy's meta), else pendulum; it must fit the policy."""
+    if env_name is None:
+        meta = getattr(spec, "meta", {}) or {}
+        env_name, env_kwargs = env_name_for(spec), meta.get("env_kwargs")
+    factory = env_class(env_name, env_kwargs)
+    if (factory.obs_dim, factory.act_dim) != (spec.obs_dim, spec.act_dim):
+        raise UserError(f"environment {env_name!r} observes {factory.obs_dim} and acts with {factory.act_dim} "
+                        f"numbers; this policy takes {spec.obs_dim} and gives {spec.act_dim} (give --env)")
+    return env_name, factory

@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from neuromotor.export import c_header  # (c_header imports this module: its names are read at call time)
-from neuromotor.export.quantize import AMAX, QuantizedPolicy, pack_qnet
-from neuromotor.policy import ACTIVATIONS, InvalidPolicyError
+from neuromotor.policy.c_forward import clamped_forward_c
+from neuromotor.policy.quantize import AMAX, QuantizedPolicy, pack_qnet
+from neuromotor.policy.spec import ACTIVATIONS, InvalidPolicyError
 
 Q8_MLP = """nm_q8_mlp(action, obs, nm_policy_qnet, nm_policy_layout + 1,
             nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);"""
@@ -90,7 +90,7 @@ static const float nm_policy_example_action[NM_POLICY_ACT_DIM] = {{
 }};
 
 #ifdef NM_INT8_H
-{c_header.clamped_forward_c("static uint32_t scratch[NM_POLICY_SCRATCH_WORDS];", Q8_MLP)}
+{clamped_forward_c("static uint32_t scratch[NM_POLICY_SCRATCH_WORDS];", Q8_MLP)}
 #endif
 
 #endif /* {guard} */

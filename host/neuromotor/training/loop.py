@@ -20,10 +20,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
-from neuromotor import checkpoint, plotting, runs
-from neuromotor.tensorboard import RunBoard
+from neuromotor.training import checkpoint, plotting, runs
+from neuromotor.training.tensorboard import RunBoard
 from neuromotor.errors import UserError
-from neuromotor.evaluation import Evaluator
+from neuromotor.training.evaluation import Evaluator
 
 RECENT_EPISODES = 10  # window of the "recent return" on the progress bar
 

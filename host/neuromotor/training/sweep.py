@@ -14,7 +14,7 @@ again after its worker died does the same, so no agent is trained twice to compl
 every agent computes the same numbers however the sweep was run or interrupted.
 
 Backends: "local" runs units in forkserver worker processes of this machine (as population
-shards do); "ray" runs each unit as a Ray task (see neuromotor.sweep_ray).
+shards do); "ray" runs each unit as a Ray task (see neuromotor.training.sweep_ray).
 """
 
 import json
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor import config, runs
+from neuromotor.training import config, runs
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir
 from neuromotor.safe_write import atomic_write
@@ -122,7 +122,7 @@ def plan(args) -> dict:
     """Every unit's config (through `train`'s own config path, so --grid values meet the same
     rules as --set), checked before anything is written."""
     from neuromotor.algos import algo_class
-    from neuromotor.training import new_config
+    from neuromotor.training.session import new_config
 
     if not args.env:
         raise UserError("sweep needs an environment (e.g. `neuromotor sweep pendulum --grid ...`) or --resume DIR")
@@ -200,22 +200,22 @@ def read_plan(sweep_dir) -> dict:
 def run_unit(run_dir) -> dict:
     """Train one unit to the end and return its summary: a finished unit is read back, one with
     a checkpoint resumes from it (as `train --resume`), any other starts afresh."""
-    from neuromotor import training
-    from neuromotor.tensorboard import remove_event_files
+    from neuromotor.training import session
+    from neuromotor.training.tensorboard import remove_event_files
 
     run_dir = Path(run_dir)
     if (run_dir / runs.SUMMARY).is_file():
         return json.loads((run_dir / runs.SUMMARY).read_text())
     with runs.locked(run_dir):
         if (run_dir / runs.CHECKPOINT).is_file():
-            cfg, algo = training.resume(run_dir)
+            cfg, algo = session.resume(run_dir)
         else:
             # records of an attempt killed before its first checkpoint would be repeated
             (run_dir / runs.METRICS).unlink(missing_ok=True)
             remove_event_files(run_dir)
             cfg = runs.read_config(run_dir)
             algo = runs.build(cfg)
-        return training.train(run_dir, cfg, algo, progress=False)
+        return session.train(run_dir, cfg, algo, progress=False)
 
 
 def run_local(sweep_dir: Path, units: list, workers: int) -> dict:
@@ -223,7 +223,7 @@ def run_local(sweep_dir: Path, units: list, workers: int) -> dict:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from neuromotor.parallel import _mp_context
+    from neuromotor.training.parallel import _mp_context
 
     todo = [u["name"] for u in units]
     pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=_mp_context())
@@ -262,7 +262,7 @@ def _short(v) -> str:
 
 
 def finish(sweep_dir: Path, doc: dict, summaries: dict, wall_s: float) -> dict:
-    from neuromotor import plotting
+    from neuromotor.training import plotting
 
     out = results(sweep_dir, doc, summaries, wall_s)
     write_plan(sweep_dir, {**doc, "results": out})

@@ -5,8 +5,8 @@ episodes), refused when it exceeds a fraction of the action range."""
 import numpy as np
 
 from neuromotor.errors import UserError
-from neuromotor.export.quantize import QuantizedPolicy, quantize
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.quantize import QuantizedPolicy, quantize
+from neuromotor.policy.spec import PolicySpec, env_for
 
 DEFAULT_MAX_ERROR = 0.02   # of each dimension's action range
 HELDOUT_SEED_OFFSET = 1_000_003  # held-out episodes never share a seed with calibration ones
@@ -20,8 +20,6 @@ def rollout_observations(spec: PolicySpec, n: int, seed: int, env_name=None, env
                          envs: int = 8) -> np.ndarray:
     """`n` observations the float policy meets acting in the run's env (episodes seeded
     seed, seed + 1, ...; only steps before an episode ends)."""
-    from neuromotor.hil import env_for
-
     if n < 1:
         raise UserError(f"the number of observations must be >= 1, got {n}")
     _, factory = env_for(spec, env_name, env_kwargs)

@@ -5,12 +5,12 @@
                           algo, seeds, run settings, algorithm hyperparameters
       metrics.jsonl       one JSON object per agent per evaluation
                           {step, agent, seed, eval_return_mean, eval_return_std, train_return, wall_s}
-      checkpoint.npz      latest full training state (see neuromotor.checkpoint)
+      checkpoint.npz      latest full training state (see neuromotor.training.checkpoint)
       learning_curve.png  evaluation return vs steps, one line per agent
       summary.json        the final result (what `train --json` prints)
       .lock               flock'd by the process training into the run: one trainer at a time
       events.out.tfevents.*, agent<k>/events.out.tfevents.*
-                          TensorBoard event files (see neuromotor.tensorboard)
+                          TensorBoard event files (see neuromotor.training.tensorboard)
 
 `load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
 loads the checkpoint and returns the deployable actor of one agent;
@@ -26,14 +26,14 @@ import re
 import time
 from pathlib import Path
 
-from neuromotor import checkpoint, config, memory
+from neuromotor.training import checkpoint, config, memory
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
-from neuromotor.parallel import Sharded
+from neuromotor.training.parallel import Sharded
 from neuromotor.paths import runs_dir
-from neuromotor.policy import PolicySpec
+from neuromotor.policy.spec import PolicySpec
 from neuromotor.safe_write import atomic_write
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
@@ -55,6 +55,14 @@ def own_paths(run_dir) -> list:
     if (run_dir / ON_DEVICE).is_file():
         names += (BOARD_POLICY,)
     return [run_dir / name for name in names]
+
+
+def refuse_resume(run_dir) -> None:
+    """UserError for a run trained on the board (train-on-device): resuming it on the host
+    would continue from untrained critics and an empty replay buffer."""
+    if (Path(run_dir) / ON_DEVICE).is_file():
+        raise UserError(f"{run_dir} was trained on the board (train-on-device): its critics and replay "
+                        "buffer never left the board, so it cannot be resumed; run train-on-device again")
 
 
 def default_name(env: str, algo: str, seeds: list) -> str:
@@ -113,7 +121,7 @@ def prepare(run_dir: Path, force: bool) -> None:
     if force:
         for name in OWN_FILES + ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
-        from neuromotor.tensorboard import remove_event_files
+        from neuromotor.training.tensorboard import remove_event_files
         remove_event_files(run_dir)
 
 
@@ -261,7 +269,7 @@ def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
 
 def load_spec(source, agent: int = 0) -> PolicySpec:
     """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
-    from neuromotor.export.policy_file import read_policy
+    from neuromotor.policy.policy_file import read_policy
 
     path = Path(source)
     if path.is_file():

@@ -6,9 +6,9 @@
     write_run_dir(...)              a normal run directory (config, checkpoint, metrics, policy)
 """
 
-from neuromotor.ondevice.client import BoardResetError, TrainClient, upload_trainer
-from neuromotor.ondevice.rundir import PROFILES, algo_config, write_run_dir
-from neuromotor.ondevice.train import train_on_device
+from neuromotor.boards.ondevice.client import BoardResetError, TrainClient, upload_trainer
+from neuromotor.boards.ondevice.rundir import PROFILES, algo_config, write_run_dir
+from neuromotor.boards.ondevice.train import train_on_device
 
 __all__ = ["BoardResetError", "TrainClient", "upload_trainer", "PROFILES", "algo_config", "write_run_dir",
            "train_on_device"]

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_open, atomic_write, check_target
-from neuromotor.link import BenchClient
-from neuromotor.link.client import ProtocolError
-from neuromotor.link.ports import board_for_port
+from neuromotor.boards.link import BenchClient
+from neuromotor.boards.link.client import ProtocolError
+from neuromotor.boards.link.ports import board_for_port
 
 DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
 DEFAULT_POLICY = "/policy.nmp"
@@ -87,7 +87,7 @@ def read_baremetal(port, timeout=5.0):
     """The first valid `@nm - bench` line the port prints within `timeout` s (parsed), or None."""
     import serial
 
-    from neuromotor.link.protocol import BadLine, decode
+    from neuromotor.boards.link.protocol import BadLine, decode
     deadline = time.monotonic() + timeout
     buf = b""
     try:
@@ -292,7 +292,7 @@ def table(results) -> str:
 
 
 def plot(results, path: Path):
-    from neuromotor.plotting import subplots
+    from neuromotor.training.plotting import subplots
     backends = []
     for res in results:
         for b in res["backends"]:

@@ -2,7 +2,7 @@
 algorithm instance, as in a local population), on a local Ray or a cluster (`--address`).
 
 A task whose worker process dies is retried by Ray (MAX_RETRIES); the retry resumes the unit
-from its last checkpoint (neuromotor.sweep.run_unit), so it finishes with the numbers of an
+from its last checkpoint (neuromotor.training.sweep.run_unit), so it finishes with the numbers of an
 undisturbed run. Units write their run directories in place when the node shares the head's
 file system (one machine, or a shared mount); a node with its own disk sends the finished run
 directory back and the driver writes it into the sweep directory on the head node.
@@ -12,7 +12,7 @@ import os
 import socket
 from pathlib import Path
 
-from neuromotor import runs
+from neuromotor.training import runs
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
 
@@ -35,7 +35,7 @@ def check_available() -> None:
 
 
 def _unit_task(run_dir: str, config_text: str, head: str):
-    from neuromotor import sweep
+    from neuromotor.training import sweep
 
     run_dir = Path(run_dir)
     if not (run_dir / runs.CONFIG).is_file():  # a node with its own disk: the plan lives on the head

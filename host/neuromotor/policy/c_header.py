@@ -12,10 +12,11 @@ import re
 
 import numpy as np
 
-from neuromotor.export.c_header_int8 import render_c_header_int8
-from neuromotor.export.policy_file import layout, pack_clamp, pack_net
-from neuromotor.export.quantize import QuantizedPolicy
-from neuromotor.policy import InvalidPolicyError, PolicySpec
+from neuromotor.policy.c_forward import clamped_forward_c
+from neuromotor.policy.c_header_int8 import render_c_header_int8
+from neuromotor.policy.policy_file import layout, pack_clamp, pack_net
+from neuromotor.policy.quantize import QuantizedPolicy
+from neuromotor.policy.spec import InvalidPolicyError, PolicySpec
 from neuromotor.safe_write import atomic_write
 
 
@@ -41,28 +42,6 @@ static inline int nm_policy_forward(float *action, const float *obs) {{
     return 0;
 }}"""
     return clamped_forward_c("static float scratch[NM_POLICY_SCRATCH_FLOATS];", mlp)
-
-
-def clamped_forward_c(scratch: str, mlp: str) -> str:
-    """nm_policy_forward for a policy with action limits: `scratch` declares the buffer
-    the `mlp` call (float or int8 kernels) works in."""
-    return f"""/* Every action ends within nm_policy_clamp, whatever the network computed.
- * Returns 0, or -1 when an observation is NaN or inf: the action is then the
- * midpoint of the limits (the actuators' neutral command). */
-static inline int nm_policy_forward(float *action, const float *obs) {{
-    {scratch}
-    int status = 0;
-    if (nm_first_nonfinite(obs, NM_POLICY_OBS_DIM) == NM_POLICY_OBS_DIM) {{
-        {mlp}
-    }} else {{
-        for (int i = 0; i < NM_POLICY_ACT_DIM; i++) {{
-            action[i] = 0.5f * nm_policy_clamp[i] + 0.5f * nm_policy_clamp[NM_POLICY_ACT_DIM + i];
-        }}
-        status = -1;
-    }}
-    nm_clamp(action, nm_policy_clamp, NM_POLICY_ACT_DIM);
-    return status;
-}}"""
 
 
 def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_H") -> str:

@@ -15,7 +15,7 @@ import secrets
 import time
 
 from neuromotor.errors import UserError
-from neuromotor.link.protocol import PROTO, BadLine, decode, encode
+from neuromotor.boards.link.protocol import PROTO, BadLine, decode, encode
 
 START_SERVER = "import nm_bench\nnm_bench.serve()\n"
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.link.client import BenchClient, ProtocolError, ServerError
-from neuromotor.link.protocol import PROTO, BadLine, encode
+from neuromotor.boards.link.client import BenchClient, ProtocolError, ServerError
+from neuromotor.boards.link.protocol import PROTO, BadLine, encode
 
 START_TRAINER = "import nm_td3_server\nnm_td3_server.serve()\n"
 RESET_MARKERS = ("soft reboot", "MicroPython v", "MPY: ")
@@ -117,8 +117,8 @@ def upload_trainer(port, log=print) -> dict:
     """Put device/lib (compiled with mpy-cross for the board) and the natmods for its arch on
     the board, each written to <dest>.nmtmp, hash-checked, then renamed; files whose hash
     already matches are skipped. Returns the board probe."""
-    from neuromotor.deploy.board import host_hash
-    from neuromotor.deploy.core import TMP_SUFFIX, DeployError, Deployer, make_plan
+    from neuromotor.boards.deploy.board import host_hash
+    from neuromotor.boards.deploy.core import TMP_SUFFIX, DeployError, Deployer, make_plan
 
     workdir = Path(tempfile.mkdtemp(prefix="nm-td3-"))
     try:

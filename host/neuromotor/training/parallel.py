@@ -20,7 +20,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from neuromotor.checkpoint import IDENTITY_PREFIX as checkpoint_identity_prefix
+from neuromotor.training.checkpoint import IDENTITY_PREFIX as checkpoint_identity_prefix
 
 _context = None
 
@@ -175,7 +175,7 @@ class Sharded:
         return out
 
     def scalars(self) -> dict:
-        """The algorithm's per-agent scalars (see neuromotor.tensorboard), shards joined; {} without them."""
+        """The algorithm's per-agent scalars (see neuromotor.training.tensorboard), shards joined; {} without them."""
         if not self._has_scalars:
             return {}
         if self.local:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuromotor.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
+from neuromotor.boards.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
 from neuromotor.errors import UserError
 from neuromotor.paths import DEVICE_DIR, cache_dir
 
@@ -110,8 +110,8 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
 
 def export_policy(run_or_file: str) -> tuple:
     """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
-    from neuromotor.runs import load_spec
-    from neuromotor.export import encode
+    from neuromotor.training.runs import load_spec
+    from neuromotor.policy import encode
     p = Path(run_or_file)
     spec = load_spec(run_or_file)      # reads + validates a .nmp too (magic, version, CRC)
     if p.is_file():

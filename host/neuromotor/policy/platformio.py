@@ -4,7 +4,7 @@
 
     DIR/platformio.ini           environments teensy41, esp32, esp32c3, stm32f405, stm32h743
                                  (their official platforms, Arduino framework)
-    DIR/include/nm_policy.h      the policy as a C header (neuromotor.export.c_header)
+    DIR/include/nm_policy.h      the policy as a C header (neuromotor.policy.c_header)
     DIR/include/nm_kernels.h     the kernels (device/native/include/nm_kernels.h)
     DIR/src/nm_policy_bench.{c,h} times nm_policy_forward with a cycle counter
     DIR/src/main.cpp             board glue: DWT->CYCCNT on Cortex-M, the CPU cycle

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.errors import UserError
-from neuromotor.export import quantize
-from neuromotor.export.quantize import QuantizedPolicy, pack_qnet
-from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, PolicySpec
+from neuromotor.policy import quantize
+from neuromotor.policy.quantize import QuantizedPolicy, pack_qnet
+from neuromotor.policy.spec import ACTIVATIONS, InvalidPolicyError, PolicySpec
 from neuromotor.safe_write import atomic_write
 
 MAGIC = b"NMPL"

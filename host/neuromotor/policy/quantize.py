@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuromotor.policy import ACTIVATIONS, InvalidPolicyError, LayerSizes, PolicySpec, clamp
+from neuromotor.policy.spec import ACTIVATIONS, InvalidPolicyError, LayerSizes, PolicySpec, clamp
 
 F32 = np.float32
 QMAX = 127             # weights

@@ -4,7 +4,7 @@
 import os
 import sys
 
-from neuromotor import config, runs
+from neuromotor.training import config, runs
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
@@ -104,8 +104,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
 def resume(run_dir, vector=None, steps=None):
     """(config, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
     extend it, `vector` changes how a gymnasium env's copies step."""
-    from neuromotor.ondevice.rundir import refuse_resume
-    refuse_resume(run_dir)  # its critics and replay stayed on the board
+    runs.refuse_resume(run_dir)
     cfg, algo = runs.load(run_dir, vector=vector)
     try:
         if vector is not None:  # how a gymnasium env's copies step, not what they compute
@@ -129,9 +128,9 @@ def resume(run_dir, vector=None, steps=None):
 
 def train(run_dir, cfg, algo, progress=True) -> dict:
     """Train `algo` to the end of cfg's steps in run_dir, then release its workers."""
-    from neuromotor import trainer  # matplotlib and tqdm only once there is work to do
+    from neuromotor.training import loop  # matplotlib and tqdm only once there is work to do
 
     try:
-        return trainer.train(run_dir, cfg, algo, progress=progress)
+        return loop.train(run_dir, cfg, algo, progress=progress)
     finally:
         algo.close()
