@@ -76,8 +76,18 @@ def test_symlink_to_a_regular_file_writes_through(tmp_path):
     real.write_bytes(b"old")
     link = tmp_path / "link.nmp"
     link.symlink_to(real)
-    atomic_write(link, b"new")
+    atomic_write(link, b"new", follow=True)
     assert link.is_symlink() and real.read_bytes() == b"new"
+
+
+def test_own_files_are_never_written_through_a_symlink(tmp_path):
+    real = tmp_path / "users_file"
+    real.write_bytes(b"the user's")
+    link = tmp_path / "config.json"
+    link.symlink_to(real)
+    with pytest.raises(UserError, match="symbolic link"):
+        atomic_write(link, b"new")
+    assert link.is_symlink() and real.read_bytes() == b"the user's"
 
 
 @pytest.mark.parametrize("target", ["null", "dangling"])
@@ -87,7 +97,7 @@ def test_symlink_to_anything_else_is_refused(tmp_path, target):
     link = tmp_path / "link.nmp"
     link.symlink_to(tmp_path / target)
     with pytest.raises(UserError):
-        atomic_write(link, b"new")
+        atomic_write(link, b"new", follow=True)
     assert link.is_symlink() and not (tmp_path / "dangling").exists()
 
 
@@ -99,5 +109,5 @@ def test_protected_paths_are_refused_by_any_name(tmp_path):
     os.link(own, tmp_path / "hard")
     for name in (own, tmp_path / "run" / ".." / "run" / "checkpoint.npz", tmp_path / "alias", tmp_path / "hard"):
         with pytest.raises(UserError, match="would overwrite"):
-            check_target(name, protected=[own])
+            check_target(name, protected=[own], follow=True)
     assert own.read_bytes() == b"weights"

@@ -11,7 +11,7 @@ PACKAGE = REPO / "host" / "neuromotor"
 
 # Bottom to top: a module imports only from its own layer's package or from layers below.
 LAYERS = [
-    ("errors", "paths", "rng", "registry", "safe_write", "_nm_host"),
+    ("errors", "paths", "rng", "registry", "reading", "safe_write", "_nm_host"),
     ("nn", "envs"),
     ("policy",),
     ("algos",),

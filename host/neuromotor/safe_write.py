@@ -10,14 +10,19 @@ exported policies) goes through `atomic_write` or `atomic_open`:
   directories and anything the kernel will not let us create a file beside
   (/proc, /sys) are refused with a UserError, as are an empty path and a
   missing parent directory (a typo there should not create directories);
-- a symlink to an existing regular file is written through: the file it points
-  to is replaced and the link stays. A symlink to anything else (a device, a
-  directory, nothing at all) is refused;
+- the files neuromotor names itself (a run's, a sweep's, bench output) are never
+  written through a symlink: a link in their place is refused (`follow=False`, the
+  default), so a link planted in a run directory cannot redirect a write;
+- a path the user named (`follow=True`: an export's -o, a rendered GIF) may be a
+  symlink to an existing regular file, which is written through: the file it
+  points to is replaced and the link stays. A symlink to anything else (a
+  device, a directory, nothing at all) is refused;
 - `protected` paths (e.g. a run's own checkpoint when exporting from it) are
   refused under any name: relative, through symlinks or as a hard link.
 """
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -30,7 +35,7 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def check_target(path, protected=()) -> Path:
+def check_target(path, protected=(), follow: bool = False) -> Path:
     """The file that writing `path` would replace (symlinks resolved), or a UserError saying why not.
 
     Call it before long work whose result goes to `path`, so a bad path fails first.
@@ -39,6 +44,9 @@ def check_target(path, protected=()) -> Path:
         raise UserError("output path is empty")
     given = Path(path)
     target = Path(os.path.realpath(given))
+    if given.is_symlink() and not follow:
+        raise UserError(f"refusing to write {given}: it is a symbolic link, and neuromotor writes its own "
+                        "files only as regular files")
     if given.is_symlink():
         if not target.exists():
             raise UserError(f"{given} is a symlink to {target}, which does not exist; "
@@ -91,9 +99,9 @@ def _first_non_dir(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "wb", protected=()):
+def atomic_open(path, mode: str = "wb", protected=(), follow: bool = False):
     """A file object whose contents replace `path` when the block ends without an exception."""
-    target = check_target(path, protected)
+    target = check_target(path, protected, follow)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
@@ -131,10 +139,38 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path, data, protected=()) -> Path:
+def atomic_write(path, data, protected=(), follow: bool = False) -> Path:
     """Replace `path` with `data` (bytes, or str written as UTF-8); returns the path as given."""
     if isinstance(data, str):
         data = data.encode()
-    with atomic_open(path, "wb", protected) as f:
+    with atomic_open(path, "wb", protected, follow) as f:
         f.write(data)
     return Path(path)
+
+
+def open_own(path, flags: int) -> int:
+    """A descriptor of `path`, one of neuromotor's own files (a log, a lock), opened with
+    `flags` | O_CREAT without following a symlink and without waiting on a FIFO; anything
+    but a regular file is refused."""
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"refusing to open {path}: it is a symbolic link, and neuromotor writes its own "
+                            "files only as regular files") from None
+        raise UserError(f"cannot open {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"refusing to open {path}: it is not a regular file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def append_text(path, text: str) -> None:
+    """Append `text` to one of neuromotor's own logs (metrics.jsonl)."""
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        with os.fdopen(fd, "ab") as f:
+            f.write(text.encode())
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None

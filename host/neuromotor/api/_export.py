@@ -64,7 +64,7 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
             raise UserError(f"{os.fspath(source)}: the PlatformIO project runs float32 policies; this one is "
                             f"{spec.dtype} (use --format c-header)")
         return Path(write_platformio_project(spec, path)), spec, {}
-    target = check_target(path, protected=protected_paths(source, path))
+    target = check_target(path, protected=protected_paths(source, path), follow=True)
     spec = load_spec(source, agent)
     fmt = format or ("c-header" if path.endswith(".h") else "nmp")
     report = {}

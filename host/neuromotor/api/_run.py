@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ import numpy as np
 
 from neuromotor.api._progress import show_progress
 from neuromotor.training import runs, session
+from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec
 
@@ -78,7 +78,7 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
         render = os.fspath(render)
         if not render.endswith(".gif"):
             raise UserError(f"render writes a GIF; give a file name ending in .gif, not {render!r}")
-        check_target(render, protected=[Path(run_dir) / name for name in runs.OWN_FILES])
+        check_target(render, protected=runs.own_paths(run_dir), follow=True)
     cfg, algo = runs.load(run_dir)
     try:
         seeds = cfg["seeds"]
@@ -137,11 +137,8 @@ class Run:
     @property
     def config(self) -> dict:
         """config.json as a dict: env, env_kwargs, vector, algo, seeds, run and algo_config."""
-        try:
-            return json.loads((self.path / runs.CONFIG).read_text())
-        except (OSError, ValueError):
-            runs.read_config(self.path)  # the one-line reason
-            raise
+        runs.read_config(self.path)  # refused in one line unless it is a whole, valid config
+        return reading.read_json(self.path / runs.CONFIG, "run config", limit=reading.MIB)
 
     @property
     def env(self) -> str:
@@ -163,12 +160,9 @@ class Run:
         """summary.json (final returns, steps, wall time), or None before training finished."""
         if self._summary is not None:
             return self._summary
-        try:
-            return json.loads((self.path / runs.SUMMARY).read_text())
-        except FileNotFoundError:
+        if not os.path.lexists(self.path / runs.SUMMARY):
             return None
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{self.path / runs.SUMMARY} cannot be read: {exc}") from None
+        return reading.read_json(self.path / runs.SUMMARY, "summary", limit=reading.MIB)
 
     @property
     def metrics(self) -> list:

@@ -61,6 +61,8 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
     Every setting is checked before anything is written; bad input raises
     neuromotor.UserError with one line saying what is wrong."""
     show = show_progress(progress)
+    if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
+        raise UserError(f"run_dir must be a path, got {type(run_dir).__name__}")
     if run_dir is not None and os.fspath(run_dir) == "":
         raise UserError("run_dir is empty (it would mean the current directory)")
     seed, seeds_text = _seeds(seeds)

@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import pkgutil
 import sys
 
@@ -27,6 +28,12 @@ def json_line(obj) -> str:
             return [clean(v) for v in x]
         return x
     return json.dumps(clean(obj), allow_nan=False)
+
+
+def shown_path(path, limit: int = 200) -> str:
+    """A path as one printable line: undecodable bytes escaped, a very long one shortened."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return text if len(text) <= limit else f"{text[:limit // 2]}...{text[-limit // 2:]}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,6 +71,10 @@ def main(argv=None) -> int:
         return int(args.func(args) or 0)
     except UserError as exc:
         print(f"neuromotor: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the file system's refusal (a name too long, a full disk, ...): in one line
+        name = "" if exc.filename is None else f"{shown_path(exc.filename)}: "
+        print(f"neuromotor: error: {name}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("neuromotor: interrupted", file=sys.stderr)

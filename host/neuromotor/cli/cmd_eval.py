@@ -1,6 +1,5 @@
 """`neuromotor eval RUN_DIR`: deterministic evaluation of a trained run, optionally a GIF."""
 
-from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +34,7 @@ def run(args) -> int:
             raise UserError("--render draws neuromotor's env; it does not combine with --gymnasium")
         if not args.render.endswith(".gif"):
             raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")
-        check_target(args.render, protected=[Path(args.run_dir) / name for name in runs.OWN_FILES])
+        check_target(args.render, protected=runs.own_paths(args.run_dir), follow=True)
     ev = evaluate_run(args.run_dir, args.episodes, args.seed, args.gymnasium, args.render, args.agent)
     returns, seeds = ev.returns, ev.seeds
     print(f"{'seed':>6} {'return':>10} {'std':>8}")

@@ -1,7 +1,7 @@
 """`neuromotor runs`: the run directories as a table."""
 
 from neuromotor.training import runs
-from neuromotor.cli import json_line
+from neuromotor.cli import json_line, shown_path
 
 
 def register(sub):
@@ -12,7 +12,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    rows = runs.list_runs(args.root)
+    rows = [{**r, "run": shown_path(r["run"]), "path": shown_path(r["path"])} for r in runs.list_runs(args.root)]
     if args.json:
         for r in rows:
             print(json_line(r))

@@ -45,16 +45,15 @@ def run(args) -> int:
     port = _resolve_port(args.port)
     quiet = args.quiet or args.json
     log = (lambda *a, **k: None) if quiet else print
-    if args.run_dir is None:
-        run_dir = runs.new_run_dir("pendulum", f"td3-ondevice-{args.profile}", [args.seed])
-    else:
-        run_dir = args.run_dir
-        runs.make_dir(run_dir)
+    made = args.run_dir is None
+    run_dir = args.run_dir or runs.new_run_dir("pendulum", f"td3-ondevice-{args.profile}", [args.seed])
     try:
-        with runs.locked(run_dir):  # one trainer per run directory, as for `train`
-            summary = train_on_device(port, args.profile, args.steps, args.seed, run_dir=run_dir,
-                                      force=args.force, upload=not args.no_upload, every=args.every,
-                                      eval_episodes=args.eval_episodes, progress=not quiet, log=log)
+        with runs.undone_on_failure(run_dir, made):  # a refused port leaves nothing behind
+            runs.make_dir(run_dir)
+            with runs.locked(run_dir):  # one trainer per run directory, as for `train`
+                summary = train_on_device(port, args.profile, args.steps, args.seed, run_dir=run_dir,
+                                          force=args.force, upload=not args.no_upload, every=args.every,
+                                          eval_episodes=args.eval_episodes, progress=not quiet, log=log)
     except BoardResetError as exc:
         raise UserError(str(exc)) from None
     if not quiet:

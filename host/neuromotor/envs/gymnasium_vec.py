@@ -41,6 +41,7 @@ from neuromotor.errors import UserError
 
 # Episodes of an env without a time limit of its own are cut here (gymnasium's MuJoCo default).
 DEFAULT_MAX_EPISODE_STEPS = 1000
+MAX_EPISODE_STEPS = 10**9  # an episode longer than any run
 VECTOR_MODES = ("sync", "async")
 RNG_ATTR = "neuromotor_rng"  # the wrapper attribute that carries a Generator state in and out
 
@@ -187,10 +188,16 @@ def make_env(name: str, kwargs: dict):
             env, limit = _make_registered(gymnasium, name, kwargs)
     except UserError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: a module that calls sys.exit() as it is imported
+        why = f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else _one_line(exc)
         raise UserError(f"environment {name!r} could not be made with kwargs {json.dumps(kwargs, default=str)} "
-                        f"({_one_line(exc)})") from None
-    return _wrapper_class()(env, limit or DEFAULT_MAX_EPISODE_STEPS)
+                        f"({why})") from None
+    limit = limit or DEFAULT_MAX_EPISODE_STEPS
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or not 1 <= limit <= MAX_EPISODE_STEPS:
+        env.close()
+        raise UserError(f"environment {name!r}: max_episode_steps must be an integer from 1 to {MAX_EPISODE_STEPS}, "
+                        f"got {str(limit)[:40]!r}")
+    return _wrapper_class()(env, int(limit))
 
 
 def _check_name(name: str, builtin=()) -> None:
@@ -214,7 +221,7 @@ def check_kwargs(kwargs) -> dict:
 
 
 def check_vector(vector) -> str:
-    if vector not in VECTOR_MODES:
+    if not isinstance(vector, str) or vector not in VECTOR_MODES:
         raise UserError(f"vector must be one of {', '.join(VECTOR_MODES)}, got {vector!r}")
     return vector
 
@@ -253,13 +260,17 @@ class GymEnv:
         _check_name(name, builtin)
         env = make_env(name, check_kwargs(kwargs))
         try:
-            obs_space, act_space = env.observation_space, env.action_space
+            # A class that never sets them has them only as annotations (AttributeError).
+            obs_space, act_space = getattr(env, "observation_space", None), getattr(env, "action_space", None)
             if not isinstance(obs_space, gymnasium.spaces.Box):
                 raise UserError(f"environment {name!r} observes a {_space_text(obs_space)} space; neuromotor "
                                 "trains on Box observations only")
             if not isinstance(act_space, gymnasium.spaces.Box) or len(act_space.shape) != 1:
                 raise UserError(f"environment {name!r} acts in a {_space_text(act_space)} space; neuromotor "
                                 "trains on a one-dimensional Box of continuous actions only")
+            if int(np.prod(obs_space.shape)) < 1 or act_space.shape[0] < 1:
+                raise UserError(f"environment {name!r} observes {_space_text(obs_space)} and acts in "
+                                f"{_space_text(act_space)}: a policy needs at least one number of each")
             low, high = act_space.low.astype(np.float64), act_space.high.astype(np.float64)
             if not (np.isfinite(low).all() and np.isfinite(high).all()) or (low >= high).any():
                 raise UserError(f"environment {name!r} acts in an unbounded {_space_text(act_space)}; actions are "

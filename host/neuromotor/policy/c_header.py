@@ -120,4 +120,4 @@ static const float nm_policy_example_action[NM_POLICY_ACT_DIM] = {{
 
 
 def write_c_header(spec: PolicySpec, path, example_obs=None, protected=()):
-    return atomic_write(path, render_c_header(spec, example_obs), protected)
+    return atomic_write(path, render_c_header(spec, example_obs), protected, follow=True)

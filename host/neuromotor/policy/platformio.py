@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import REPO_ROOT
 from neuromotor.safe_write import atomic_write
@@ -84,9 +85,13 @@ def check_project_dir(out_dir) -> Path:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise UserError(f"{path} is not a regular file: not replaced")
     ini = out / "platformio.ini"
-    if ini.exists() and not ini.read_text(errors="replace").startswith(MARKER):
+    ours = ini.is_file() and reading.read_bytes(ini, "PlatformIO project file").startswith(MARKER.encode())
+    if ini.exists() and not ours:
         raise UserError(f"{ini} belongs to another project (it was not written by neuromotor export): "
                         f"choose an empty directory")
+    if out.is_dir() and not ours and any(out.iterdir()):
+        raise UserError(f"-o {out} is not empty and is not a project neuromotor export wrote (no platformio.ini "
+                        "of ours): choose an empty or new directory, so no file of yours is replaced")
     return out
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.policy import quantize
 from neuromotor.policy.quantize import QuantizedPolicy, pack_qnet
@@ -229,13 +230,11 @@ def _decode_int8(data: bytes, name: str, hlen: int, sizes, activations) -> Quant
 def write_policy(spec, path, protected=()) -> Path:
     """Encode (refusing an undeployable spec before anything is written), then replace
     `path` atomically; `protected` files are never overwritten (neuromotor.safe_write)."""
-    return atomic_write(path, encode(spec), protected)
+    return atomic_write(path, encode(spec), protected, follow=True)
+
+
+POLICY_LIMIT = 64 * reading.MIB  # a policy a board can hold is far smaller
 
 
 def read_policy(path):
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read policy file {path}: {exc.strerror or exc}") from exc
-    return decode(data, str(path))
+    return decode(reading.read_bytes(path, "policy file", POLICY_LIMIT), str(path))

@@ -10,15 +10,10 @@ anything is written, for new runs and for configs read back from a run directory
 import dataclasses
 import json
 import math
-import sys
 from dataclasses import dataclass
 
+from neuromotor import reading
 from neuromotor.errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 @dataclass
@@ -186,15 +181,7 @@ def check_seeds(seeds) -> list:
 
 
 def load_toml(path) -> dict:
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as exc:
-        raise UserError(f"cannot read config {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"malformed TOML in {path}: {exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"config {path} is not a text (UTF-8 TOML) file") from None
+    data = reading.read_toml(path, "config", limit=reading.MIB)
     flat = {}
     for key, value in data.items():
         if key in ("run", "algo") and isinstance(value, dict):
@@ -212,10 +199,17 @@ def parse_set(items) -> dict:
         if not eq or not key.strip():
             raise UserError(f"--set expects key=value, got {item!r}")
         try:
-            out[key.strip()] = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
+            out[key.strip()] = reading.parse_toml(f"v = {text}", f"--set {key.strip()}")["v"]
+        except UserError:
+            if reading.too_deep(text):
+                raise
             out[key.strip()] = text  # a bare string such as activation=tanh
     return out
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _coerce(name, field_type, default, value):
@@ -223,11 +217,11 @@ def _coerce(name, field_type, default, value):
         if isinstance(value, str):
             value = [v for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
-            raise UserError(f"{name} must be a list, got {value!r}")
+            raise UserError(f"{name} must be a list, got {_shown(value)}")
         return tuple(_coerce(name, int, 0, v) for v in value)
     if isinstance(default, bool) or isinstance(value, bool):
         if not isinstance(value, bool) or not isinstance(default, bool):
-            raise UserError(f"{name} must be a {type(default).__name__}, got {value!r}")
+            raise UserError(f"{name} must be a {type(default).__name__}, got {_shown(value)}")
         return value
     try:
         if isinstance(default, int):
@@ -236,8 +230,8 @@ def _coerce(name, field_type, default, value):
             return int(value)
         if isinstance(default, float):
             return float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"{name} must be a {type(default).__name__}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(f"{name} must be a {type(default).__name__}, got {_shown(value)}") from None
     return str(value)
 
 

@@ -44,7 +44,7 @@ def _serve(conn, settings, algo_cls, cfg, env_factory, seeds):
     try:
         with threadpool_limits(1, "blas"):
             _answer(conn, algo_cls, cfg, env_factory, seeds)
-    except (EOFError, BrokenPipeError):
+    except (EOFError, ConnectionError, KeyboardInterrupt):  # the parent is gone or going: nothing to say
         pass
 
 

@@ -66,7 +66,7 @@ def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
         label.set_text(f"{title} t={i}")
         fig.canvas.draw()
         frames.append(Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3]).quantize(16))
-    with atomic_open(path) as f:
+    with atomic_open(path, follow=True) as f:  # a path the user named
         frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=1000 // fps, loop=0)
 
 

@@ -30,11 +30,12 @@ from neuromotor.training import checkpoint, config, memory
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
+from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.training.parallel import Sharded
 from neuromotor.paths import runs_dir
 from neuromotor.policy.spec import PolicySpec
-from neuromotor.safe_write import atomic_write
+from neuromotor.safe_write import append_text, atomic_write, open_own
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
@@ -55,6 +56,18 @@ def own_paths(run_dir) -> list:
     if (run_dir / ON_DEVICE).is_file():
         names += (BOARD_POLICY,)
     return [run_dir / name for name in names]
+
+
+def check_own_files(run_dir) -> None:
+    """UserError if a file of the run is anything but a regular file (a symlink, a FIFO, a
+    directory), or its metrics cannot be read back: found before anything is written."""
+    for path in own_paths(run_dir):
+        if os.path.islink(path):
+            raise UserError(f"refusing to use {path}: it is a symbolic link, and neuromotor writes its own "
+                            "files only as regular files")
+        if os.path.lexists(path) and not path.is_file():
+            raise UserError(f"refusing to use {path}: it is not a regular file")
+    read_metrics(run_dir)
 
 
 def refuse_resume(run_dir) -> None:
@@ -109,9 +122,13 @@ def check_replaceable(run_dir: Path, force: bool) -> None:
     existing = next((p for p in run_dir.parents if p.exists()), None)
     if existing is not None and not existing.is_dir():
         raise UserError(f"cannot create run directory {run_dir}: {existing} is not a directory")
-    if not force and run_dir.is_dir() and any(p.name != LOCK for p in run_dir.iterdir()):
-        raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
-                        "or --resume to continue it")
+    if run_dir.is_dir() and any(p.name != LOCK for p in run_dir.iterdir()):
+        if not os.path.lexists(run_dir / CONFIG):
+            raise UserError(f"{run_dir} is not empty and is not a run directory (no {CONFIG}): --force replaces "
+                            "runs only; choose an empty or new directory")
+        if not force:
+            raise UserError(f"run directory {run_dir} already exists; use --force to overwrite it "
+                            "or --resume to continue it")
 
 
 def prepare(run_dir: Path, force: bool) -> None:
@@ -126,16 +143,34 @@ def prepare(run_dir: Path, force: bool) -> None:
 
 
 @contextlib.contextmanager
+def undone_on_failure(run_dir: Path, made: bool = False):
+    """For a command that makes run_dir: if it fails before its first checkpoint, the files it
+    made there (and run_dir, if it made that too: `made` or new) go again, so a retry starts
+    as the first try."""
+    run_dir = Path(run_dir)
+    made_dir = made or not run_dir.exists()
+    before = set() if made_dir else set(os.listdir(run_dir))
+    try:
+        yield run_dir
+    except BaseException:
+        if run_dir.is_dir() and not os.path.lexists(run_dir / CHECKPOINT):
+            for name in set(os.listdir(run_dir)) - before:
+                with contextlib.suppress(OSError):
+                    os.unlink(run_dir / name)  # files only: a directory of the user's is never removed
+            if made_dir:
+                with contextlib.suppress(OSError):
+                    run_dir.rmdir()
+        raise
+
+
+@contextlib.contextmanager
 def locked(run_dir: Path):
     """Hold the run directory's lock (an flock on run_dir/.lock) for the block: one trainer
     per run. The lock goes with the process, so a killed trainer never leaves it held."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a run directory")
-    try:
-        fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise UserError(f"cannot lock {run_dir}: {exc.strerror}") from None
+    fd = open_own(run_dir / LOCK, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -164,20 +199,14 @@ def write_summary(run_dir: Path, summary: dict) -> None:
 
 def read_config(run_dir) -> dict:
     path = Path(run_dir) / CONFIG
+    if not os.path.lexists(path):
+        raise UserError(f"{run_dir} is not a run directory (no {CONFIG})")
+    doc = reading.read_json(path, "run config", limit=reading.MIB)
     try:
-        doc = json.loads(path.read_text())
         env, algo, seeds = doc["env"], doc["algo"], doc["seeds"]
         run_settings, algo_settings = dict(doc["run"]), dict(doc["algo_config"])
         env_kwargs, vector = doc.get("env_kwargs", {}), doc.get("vector", "sync")
-    except FileNotFoundError:
-        raise UserError(f"{run_dir} is not a run directory (no {CONFIG})") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory, not a run's config") from None
-    except NotADirectoryError:
-        raise UserError(f"{run_dir} is not a run directory") from None
-    except PermissionError:
-        raise UserError(f"cannot read {path}: permission denied") from None
-    except (ValueError, KeyError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+    except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
     if not isinstance(env, str) or not isinstance(algo, str):
         raise UserError(f"{path} is corrupted (env and algo must be names)")
@@ -280,21 +309,28 @@ def load_spec(source, agent: int = 0) -> PolicySpec:
 
 
 def append_metrics(run_dir: Path, records: list) -> None:
-    with open(run_dir / METRICS, "a") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
+    append_text(run_dir / METRICS, "".join(json.dumps(r) + "\n" for r in records))
+
+
+METRICS_LIMIT = 512 * reading.MIB  # 64 agents evaluated every 1,000 steps for 100M steps: ~1 GB less
 
 
 def read_metrics(run_dir) -> list:
+    """The records of metrics.jsonl, each an object with an integer step; a line cut short by a
+    kill ends them (everything after it is gone too). Any other line is a UserError."""
     path = Path(run_dir) / METRICS
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for n, line in enumerate(reading.read_text(path, "metrics", METRICS_LIMIT).splitlines(), 1):
         try:
-            out.append(json.loads(line))
-        except ValueError:
-            break  # a line cut short by a kill: everything after it is gone too
+            record = reading.parse_json(line, f"{path} line {n}")
+        except UserError:
+            break
+        if not (isinstance(record, dict) and isinstance(record.get("step"), int)
+                and not isinstance(record.get("step"), bool)):
+            raise UserError(f"{path} line {n} is not a metrics record (an object with an integer step)")
+        out.append(record)
     return out
 
 
@@ -312,14 +348,13 @@ def list_runs(root=None) -> list:
     rows = []
     for d in sorted(p for p in root.glob("*") if (p / CONFIG).is_file()):
         try:
-            doc = json.loads((d / CONFIG).read_text())
-        except (OSError, ValueError):
+            doc = reading.read_json(d / CONFIG, "run config", limit=reading.MIB)
+        except UserError:  # not a run's config: skipped, as an unreadable one
             continue
-        if not isinstance(doc, dict):  # not a run's config: skipped, as an unreadable one
-            continue
-        # hand-edited or cut-short metrics lines are left out rather than stopping the listing
-        metrics = [r for r in read_metrics(d) if isinstance(r, dict) and isinstance(r.get("step"), int)
-                   and isinstance(r.get("eval_return_mean"), (int, float))]
+        try:
+            metrics = [r for r in read_metrics(d) if isinstance(r.get("eval_return_mean"), (int, float))]
+        except UserError:  # listed without results rather than stopping the listing
+            metrics = []
         last = max((r["step"] for r in metrics), default=None)
         final = [r["eval_return_mean"] for r in metrics if r["step"] == last]
         seeds = doc.get("seeds")

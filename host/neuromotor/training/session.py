@@ -8,25 +8,21 @@ from neuromotor.training import config, runs
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
+from neuromotor import reading
 from neuromotor.errors import UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def parse_table(option: str, text: str) -> dict:
     """A JSON object or a TOML inline table -> dict (one-line UserError otherwise)."""
-    import json
-
+    if reading.too_deep(text):
+        raise UserError(f"{option} nests deeper than {reading.MAX_DEPTH} levels")
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = reading.parse_json(text, option)
+    except UserError:
         try:
-            value = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            raise UserError(f"{option} {text!r} is neither a JSON object nor a TOML inline table") from None
+            value = reading.parse_toml(f"v = {text}", option)["v"]
+        except UserError:
+            raise UserError(f"{option} {text[:80]!r} is neither a JSON object nor a TOML inline table") from None
     if not isinstance(value, dict):
         raise UserError(f"{option} must be a table of keyword arguments, got {text!r}")
     return check_kwargs(value)
@@ -65,7 +61,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
     if env_kwargs_text is not None:
         env_kwargs.update(parse_table("--env-kwargs", env_kwargs_text))
-    vector = vector_option or set_vector or vector or "sync"
+    vector = check_vector(vector_option or set_vector or vector or "sync")
     env_class(env, env_kwargs, vector)
     algo_cls = algo_class(algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
@@ -105,6 +101,7 @@ def resume(run_dir, vector=None, steps=None):
     """(config, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
     extend it, `vector` changes how a gymnasium env's copies step."""
     runs.refuse_resume(run_dir)
+    runs.check_own_files(run_dir)
     cfg, algo = runs.load(run_dir, vector=vector)
     try:
         if vector is not None:  # how a gymnasium env's copies step, not what they compute

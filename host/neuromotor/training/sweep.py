@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.training import config, runs
+from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir
 from neuromotor.safe_write import atomic_write
@@ -179,21 +180,36 @@ def write_plan(sweep_dir: Path, doc: dict) -> None:
 
 def read_plan(sweep_dir) -> dict:
     path = Path(sweep_dir) / PLAN
+    if not os.path.lexists(path):
+        raise UserError(f"{sweep_dir} is not a sweep directory (no {PLAN})")
+    doc = reading.read_json(path, "sweep plan")
     try:
-        doc = json.loads(path.read_text())
-        units = doc["units"]
-        if not all(isinstance(u["name"], str) and "/" not in u["name"] and u["name"] not in ("", ".", "..")
-                   and isinstance(u["config"], int) and 0 <= u["config"] < len(doc["configs"])
-                   for u in units):
+        units, configs, backend = doc["units"], doc["configs"], doc["backend"]
+        if not (isinstance(configs, list) and all(isinstance(c, dict) for c in configs)):
+            raise ValueError("configs must be tables of settings")
+        if not isinstance(backend, str):
+            raise ValueError("backend must be a name")
+        if not (isinstance(units, list) and units and all(
+                isinstance(u, dict) and isinstance(u["name"], str) and "/" not in u["name"]
+                and u["name"] not in ("", ".", "..") and isinstance(u["config"], int)
+                and not isinstance(u["config"], bool) and 0 <= u["config"] < len(configs) for u in units)):
             raise ValueError("bad unit")
-    except (FileNotFoundError, NotADirectoryError):
-        raise UserError(f"{sweep_dir} is not a sweep directory (no {PLAN})") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory, not a sweep plan") from None
-    except PermissionError:
-        raise UserError(f"cannot read {path}: permission denied") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
+    return doc
+
+
+def read_summary(run_dir) -> dict:
+    """A finished unit's summary.json, or a UserError saying how to train the unit again."""
+    path = Path(run_dir) / runs.SUMMARY
+    doc = reading.read_json(path, "summary", limit=reading.MIB)
+    agents = doc.get("agents")
+    if not (isinstance(agents, list) and agents and all(
+            isinstance(a, dict) and isinstance(a.get("seed"), int)
+            and isinstance(a.get("eval_return_mean"), (int, float)) and not isinstance(a["eval_return_mean"], bool)
+            for a in agents)):
+        raise UserError(f"{path} is damaged (no list of agents with seed and eval_return_mean): "
+                        "remove it to train that unit again")
     return doc
 
 
@@ -204,8 +220,8 @@ def run_unit(run_dir) -> dict:
     from neuromotor.training.tensorboard import remove_event_files
 
     run_dir = Path(run_dir)
-    if (run_dir / runs.SUMMARY).is_file():
-        return json.loads((run_dir / runs.SUMMARY).read_text())
+    if os.path.lexists(run_dir / runs.SUMMARY):
+        return read_summary(run_dir)
     with runs.locked(run_dir):
         if (run_dir / runs.CHECKPOINT).is_file():
             cfg, algo = session.resume(run_dir)
