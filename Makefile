@@ -40,7 +40,8 @@ $(VENV)/.installed: pyproject.toml setup.py device/native/nm_host/nm_host.c $(wi
 	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,platformio,ray,docs]'
 	touch $@
 
-# torch first, from its CPU wheel, so stable-baselines3 does not pull CUDA packages.
+# torch pinned first, so stable-baselines3 does not pull a newer release (the comparisons were
+# measured with 2.13.0; on Linux, PyPI's build brings its CUDA libraries, a few GB, used or not).
 compare: venv
 	$(VENV)/bin/pip install -q torch==2.13.0
 	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,compare]'
