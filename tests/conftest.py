@@ -1,6 +1,9 @@
-"""Shared fixtures for the host tests: the CLI in-process and as a real subprocess."""
+"""Shared fixtures for the host tests: the CLI in-process and as a real subprocess, a short
+trained run, and a snapshot of a directory tree (to show a command changed nothing)."""
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -36,3 +39,48 @@ def neuromotor_process():
         return subprocess.Popen([sys.executable, "-m", "neuromotor", *map(str, args)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
     return spawn
+
+
+FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run directory of 50 pendulum steps, made once per test module (copy it to change it)."""
+    run_dir = tmp_path_factory.mktemp("trained") / "run"
+    assert main(["train", "pendulum", "--steps", "50", "--run-dir", str(run_dir), *FAST]) == 0
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(trained, tmp_path):
+    dst = tmp_path / "run"
+    shutil.copytree(trained, dst)
+    return dst
+
+
+def tree_state(root) -> dict:
+    """Every entry below root: its mode, and for a file its mtime and contents' hash, for a
+    symlink its target (a directory's mtime moves with a probe file, so only its mode counts)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                out[os.path.relpath(p, root)] = (st.st_mode, os.readlink(p))
+            elif os.path.isdir(p):
+                out[os.path.relpath(p, root)] = (st.st_mode,)
+            else:
+                digest = None
+                if os.path.isfile(p):
+                    with open(p, "rb") as f:
+                        digest = hashlib.sha256(f.read()).hexdigest()
+                out[os.path.relpath(p, root)] = (st.st_mode, st.st_mtime_ns, digest)
+    return out
+
+
+@pytest.fixture
+def snapshot():
+    """snapshot(root) -> tree_state(root)."""
+    return tree_state

@@ -7,7 +7,6 @@ the test (a bad value must be refused before any of them).
 """
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
@@ -166,16 +165,6 @@ def _cases():
             yield pytest.param(cmd, opt, v, id=f"{cmd}:{opt}={v!r}")
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    from neuromotor.cli import main
-
-    run_dir = tmp_path_factory.mktemp("fuzz") / "run"
-    assert main(["train", "pendulum", "--steps", "20", "--run-dir", str(run_dir), "--set", "batch_size=16",
-                 "--set", "eval_episodes=1", "--quiet"]) == 0
-    return run_dir
-
-
 @pytest.fixture
 def tree(tmp_path, trained, monkeypatch):
     """A working directory with a run, a text file, a binary file, a directory and a device node."""
@@ -195,23 +184,6 @@ def tree(tmp_path, trained, monkeypatch):
     monkeypatch.chdir(root)
     monkeypatch.setenv("NEUROMOTOR_RUNS", str(root / "runs"))
     return root
-
-
-def _snapshot(root):
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            if os.path.isdir(p):  # its entries are compared; its mtime moves with a probe file
-                out[os.path.relpath(p, root)] = (st.st_mode,)
-                continue
-            digest = None
-            if os.path.isfile(p) and not os.path.islink(p):
-                with open(p, "rb") as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(p, root)] = (st.st_mode, st.st_mtime_ns, digest)
-    return out
 
 
 @pytest.fixture
@@ -255,11 +227,11 @@ def _argv(cmd, opt, value):
 
 @pytest.mark.usefixtures("no_boards")
 @pytest.mark.parametrize("cmd, opt, value", list(_cases()))
-def test_bad_value_is_one_line_and_changes_nothing(tree, capsys, cmd, opt, value):
+def test_bad_value_is_one_line_and_changes_nothing(tree, capsys, snapshot, cmd, opt, value):
     from neuromotor.cli import main
 
     argv = _argv(cmd, opt, value)
-    before = _snapshot(tree)
+    before = snapshot(tree)
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == 2, (argv, out, err)
@@ -267,7 +239,7 @@ def test_bad_value_is_one_line_and_changes_nothing(tree, capsys, cmd, opt, value
     assert "Traceback" not in err + out
     if opt != "--port":
         assert "no board at port" not in err, f"{argv}: the bad value was not checked before the port: {err}"
-    assert _snapshot(tree) == before, argv
+    assert snapshot(tree) == before, argv
 
 
 @pytest.mark.parametrize("argv", [

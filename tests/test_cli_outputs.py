@@ -11,22 +11,6 @@ from neuromotor.training import runs
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    from neuromotor.cli import main
-
-    run_dir = tmp_path_factory.mktemp("trained") / "run"
-    assert main(["train", "pendulum", "--steps", "50", "--run-dir", str(run_dir), *FAST]) == 0
-    return run_dir
-
-
-@pytest.fixture
-def run_copy(trained, tmp_path):
-    dst = tmp_path / "run"
-    shutil.copytree(trained, dst)
-    return dst
-
-
 def _snapshot(run_dir):
     return {p.name: p.read_bytes() for p in run_dir.iterdir()}
 

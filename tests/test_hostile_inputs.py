@@ -1,7 +1,6 @@
 """Hostile input, by class: each is refused with one line (exit 2, or the API's UserError),
 without a traceback, a hang, or a change to anything the command was not asked to write."""
 
-import hashlib
 import json
 import os
 import signal
@@ -16,39 +15,7 @@ import pytest
 import neuromotor
 from neuromotor.training import runs
 
-FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    from neuromotor.cli import main
-
-    run_dir = tmp_path_factory.mktemp("hostile") / "run"
-    assert main(["train", "pendulum", "--steps", "100", "--run-dir", str(run_dir), *FAST]) == 0
-    return run_dir
-
-
-@pytest.fixture
-def run(trained, tmp_path):
-    import shutil
-
-    dst = tmp_path / "run"
-    shutil.copytree(trained, dst)
-    return dst
-
-
-def _tree(root):
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            digest = None
-            if os.path.isfile(p) and not os.path.islink(p):
-                with open(p, "rb") as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(p, root)] = (st.st_mode, digest, os.readlink(p) if os.path.islink(p) else None)
-    return out
+FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--quiet"]
 
 
 def refused(code, err, *words):
@@ -68,38 +35,38 @@ def _process(*args, timeout=120, env=None, cwd=None):
 # --- data overwritten through a link, or deleted -------------------------------------------
 
 @pytest.mark.parametrize("name", [runs.LOCK, runs.METRICS, runs.CONFIG, runs.SUMMARY, runs.CHECKPOINT])
-def test_a_run_file_that_is_a_symlink_is_never_written_through(run, tmp_path, cli, name):
+def test_a_run_file_that_is_a_symlink_is_never_written_through(run_copy, tmp_path, cli, name, snapshot):
     victim = tmp_path / "victim"
     victim.write_bytes(b"the user's own file\n")
-    if os.path.lexists(run / name):
-        (run / name).unlink()
-    (run / name).symlink_to(victim)
-    before = _tree(tmp_path)
-    code, _, err = cli("train", "--resume", run, "--steps", 200)
+    if os.path.lexists(run_copy / name):
+        (run_copy / name).unlink()
+    (run_copy / name).symlink_to(victim)
+    before = snapshot(tmp_path)
+    code, _, err = cli("train", "--resume", run_copy, "--steps", 200)
     refused(code, err, "symbolic link")
-    assert victim.read_bytes() == b"the user's own file\n" and _tree(tmp_path) == before
+    assert victim.read_bytes() == b"the user's own file\n" and snapshot(tmp_path) == before
 
 
-def test_platformio_export_keeps_the_users_own_project(run, tmp_path, cli):
+def test_platformio_export_keeps_the_users_own_project(run_copy, tmp_path, cli, snapshot):
     project = tmp_path / "mine"
     (project / "src").mkdir(parents=True)
     (project / "src" / "main.cpp").write_text("int main() { return 42; }\n")
-    before = _tree(project)
-    refused(*cli("export", run, "--format", "platformio", "-o", project)[::2], "not empty")
-    assert _tree(project) == before
+    before = snapshot(project)
+    refused(*cli("export", run_copy, "--format", "platformio", "-o", project)[::2], "not empty")
+    assert snapshot(project) == before
     empty = tmp_path / "new"
-    assert cli("export", run, "--format", "platformio", "-o", empty)[0] == 0
-    assert cli("export", run, "--format", "platformio", "-o", empty)[0] == 0  # its own project: refreshed
+    assert cli("export", run_copy, "--format", "platformio", "-o", empty)[0] == 0
+    assert cli("export", run_copy, "--format", "platformio", "-o", empty)[0] == 0  # its own project: refreshed
 
 
-def test_force_replaces_runs_never_the_users_files(tmp_path, cli):
+def test_force_replaces_runs_never_the_users_files(tmp_path, cli, snapshot):
     d = tmp_path / "mine"
     d.mkdir()
     (d / "policy.nmp").write_bytes(b"a policy of the user's")
     (d / "summary.json").write_text('{"mine": true}')
-    before = _tree(d)
+    before = snapshot(d)
     refused(*cli("train", "pendulum", "--steps", 50, "--run-dir", d, "--force", *FAST)[::2], "not a run directory")
-    assert _tree(d) == before
+    assert snapshot(d) == before
 
 
 def test_a_refused_train_on_device_leaves_nothing_behind(tmp_path):
@@ -121,19 +88,19 @@ def test_a_refused_train_on_device_leaves_nothing_behind(tmp_path):
     (["train", "--resume", "RUN", "--steps", "200"], runs.LOCK, "not a regular file"),
     (["eval", "RUN", "--episodes", "1"], runs.CONFIG, "no such run directory"),
 ])
-def test_a_fifo_is_refused_not_waited_on(run, tmp_path, args, name, words):
-    os.unlink(run / name)
-    os.mkfifo(run / name)
-    argv = [str(run) if a == "RUN" else str(tmp_path / "p.nmp") if a == "OUT" else a for a in args]
+def test_a_fifo_is_refused_not_waited_on(run_copy, tmp_path, args, name, words):
+    os.unlink(run_copy / name)
+    os.mkfifo(run_copy / name)
+    argv = [str(run_copy) if a == "RUN" else str(tmp_path / "p.nmp") if a == "OUT" else a for a in args]
     refused(*_process(*argv, timeout=60)[::2], words)
 
 
-def test_fifo_settings_file_and_fifo_metrics_in_runs(run, tmp_path):
+def test_fifo_settings_file_and_fifo_metrics_in_runs(run_copy, tmp_path):
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     refused(*_process("train", "pendulum", "--config", fifo, timeout=60)[::2], "not a regular file")
-    os.unlink(run / runs.METRICS)
-    os.mkfifo(run / runs.METRICS)
+    os.unlink(run_copy / runs.METRICS)
+    os.mkfifo(run_copy / runs.METRICS)
     code, out, err = _process("runs", tmp_path, timeout=60)
     assert code == 0 and "run" in out and "Traceback" not in err
 
@@ -164,9 +131,9 @@ def test_huge_and_deep_settings_files(cli, tmp_path, runs_root, text):
     refused(*cli("train", "pendulum", "--config", f)[::2])
 
 
-def test_deep_run_config(run, cli):
-    (run / runs.CONFIG).write_text(DEEP)
-    refused(*cli("eval", run)[::2], "nests deeper")
+def test_deep_run_config(run_copy, cli):
+    (run_copy / runs.CONFIG).write_text(DEEP)
+    refused(*cli("eval", run_copy)[::2], "nests deeper")
 
 
 USER_ENVS = '''
@@ -218,9 +185,9 @@ def test_the_users_environment(tmp_path, args):
     ["runs", "LONG"],
     ["sweep", "pendulum", "--seeds", "0", "--steps", "50", "--grid", "batch_size=16", "--dir", "LONG"],
 ])
-def test_names_longer_than_the_file_system_allows(run, cli, runs_root, args):
+def test_names_longer_than_the_file_system_allows(run_copy, cli, runs_root, args):
     long = "x" * 300 + "/" + "y" * 5000
-    refused(*cli(*[long if a == "LONG" else long + ".gif" if a == "LONG.gif" else run if a == "RUN" else a
+    refused(*cli(*[long if a == "LONG" else long + ".gif" if a == "LONG.gif" else run_copy if a == "RUN" else a
                    for a in args])[::2])
 
 
@@ -234,23 +201,23 @@ def _npz_with_header(path, key, shape):
         zf.writestr(f"{key}.npy", buf + len(text).to_bytes(2, "little") + text)
 
 
-def test_a_checkpoint_that_declares_a_vast_array(run, cli, tmp_path):
-    with np.load(run / runs.CHECKPOINT) as npz:
+def test_a_checkpoint_that_declares_a_vast_array(run_copy, cli, tmp_path):
+    with np.load(run_copy / runs.CHECKPOINT) as npz:
         key = next(k for k in npz.files if npz[k].dtype == np.float32 and npz[k].ndim == 2)
-    _npz_with_header(run / runs.CHECKPOINT, key, (10**7, 10**6))
-    for args in (["eval", run, "--episodes", 1], ["export", run, "-o", tmp_path / "p.nmp"],
-                 ["train", "--resume", run, "--steps", 200]):
+    _npz_with_header(run_copy / runs.CHECKPOINT, key, (10**7, 10**6))
+    for args in (["eval", run_copy, "--episodes", 1], ["export", run_copy, "-o", tmp_path / "p.nmp"],
+                 ["train", "--resume", run_copy, "--steps", 200]):
         refused(*cli(*args)[::2], "does not match")
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf-8\n", b"[1, 2]\n", b'{"step": "ten"}\n', "DIR"])
-def test_damaged_metrics(run, cli, tmp_path, content):
-    (run / runs.METRICS).unlink()
+def test_damaged_metrics(run_copy, cli, tmp_path, content):
+    (run_copy / runs.METRICS).unlink()
     if content == "DIR":
-        (run / runs.METRICS).mkdir()
+        (run_copy / runs.METRICS).mkdir()
     else:
-        (run / runs.METRICS).write_bytes(content)
-    refused(*cli("train", "--resume", run, "--steps", 200)[::2], runs.METRICS)
+        (run_copy / runs.METRICS).write_bytes(content)
+    refused(*cli("train", "--resume", run_copy, "--steps", 200)[::2], runs.METRICS)
     code, out, err = cli("runs", tmp_path)
     assert code == 0 and "run" in out
 
@@ -269,8 +236,8 @@ def test_damaged_sweep(tmp_path, cli, damage):
     refused(*cli("sweep", "--resume", sweep, "--quiet")[::2])
 
 
-def test_runs_prints_an_undecodable_name(run, tmp_path):
-    os.rename(run, os.fsdecode(bytes(tmp_path) + b"/r\xff\xfeun"))
+def test_runs_prints_an_undecodable_name(run_copy, tmp_path):
+    os.rename(run_copy, os.fsdecode(bytes(tmp_path) + b"/r\xff\xfeun"))
     code, out, err = _process("runs", tmp_path, env=dict(os.environ, PYTHONIOENCODING="utf-8:strict"))
     assert code == 0 and "\\xff\\xfe" in out, err
 
@@ -301,5 +268,5 @@ def test_the_api_refuses_what_the_cli_refuses(tmp_path, monkeypatch, kwargs, wor
     assert not (tmp_path / "runs").exists()
 
 
-def test_json_summaries_read_back_as_written(run):
-    assert json.loads((run / runs.SUMMARY).read_text()) == neuromotor.load_run(run).summary
+def test_json_summaries_read_back_as_written(run_copy):
+    assert json.loads((run_copy / runs.SUMMARY).read_text()) == neuromotor.load_run(run_copy).summary
