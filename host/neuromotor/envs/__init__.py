@@ -45,6 +45,7 @@ from neuromotor.registry import lookup
 
 ENVS = {
     "pendulum": "neuromotor.envs.pendulum:PendulumVec",
+    "quadrotor": "neuromotor.envs.quadrotor:QuadrotorVec",  # a Crazyflie learning to hover (L2F's model)
     # gymnasium v5 MuJoCo tasks (need the mujoco extra); `ant` observes 27 numbers like the paper's Ant-v4.
     "ant": "neuromotor.envs.mujoco_vec:AntVec",
     "ant-full": "neuromotor.envs.mujoco_vec:AntFullVec",

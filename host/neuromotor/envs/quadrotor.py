@@ -1,0 +1,189 @@
+"""A Crazyflie 2.x quadrotor learning to hover, vectorised: the model, reward, initial states
+and termination of "Learning to Fly in Seconds" (Eschmann, Albani, Loianno 2023, arXiv
+2311.13081).
+
+Parameters are the published ones of the authors' simulator (arplaboratory/learning-to-fly,
+include/learning_to_fly/simulator/parameters/: dynamics/crazy_flie.h, reward_functions/
+default.h, init/default.h, termination/default.h):
+
+- mass 0.027 kg, gravity 9.81 m/s^2, J = diag(3.85e-6, 3.85e-6, 5.9675e-6) kg m^2;
+- four rotors in an X at (+-0.028, +-0.028, 0) m (front-right, back-right, back-left,
+  front-left), each pushing T = 3.16e-10 rpm^2 N along body z and twisting the body about z
+  by 0.005964552 T N m with signs (-1, +1, -1, +1);
+- first-order motors, time constant 0.15 s, 0 to 21,702 rpm; an action a in [-1, 1] asks
+  for (a + 1) / 2 * 21,702 rpm;
+- RK4 at 100 Hz, episodes of 500 steps (5 s).
+
+Frames: world and body are x forward, y left, z up (FLU); the quaternion is (w, x, y, z),
+body to world; the angular velocity is in the body frame.
+
+Observation (18 + 4 * ACTION_HISTORY numbers): position error to the target (the origin),
+the rotation matrix (row-major), linear velocity (world), angular velocity (body), and the
+last ACTION_HISTORY actions, oldest first (at a reset: the action of the initial rotor speed).
+
+Reward: 2 - (5 |p|^2 + 5 (1 - q_w^2) + 0.01 |v|^2 + 0.01 |a - a_hover|^2) / 2, the paper's
+first-stage weights; an episode ends when the drone leaves the 1.2 m cube around the target.
+Initial states: one in ten at rest on the target, upright; the others anywhere within 0.2 m
+of it and tilted by up to 90 degrees. All of them move at up to 1 m/s and turn at up to
+1 rad/s on each axis, rotors at half speed.
+"""
+
+import numpy as np
+
+MASS = 0.027
+GRAVITY = 9.81
+INERTIA = np.array([3.85e-6, 3.85e-6, 5.9675e-6])
+ROTOR_POSITIONS = np.array([[0.028, -0.028, 0.0], [-0.028, -0.028, 0.0], [-0.028, 0.028, 0.0], [0.028, 0.028, 0.0]])
+THRUST_PER_RPM2 = 3.16e-10
+TORQUE_PER_THRUST = 0.005964552
+YAW_SIGNS = np.array([-1.0, 1.0, -1.0, 1.0])
+MOTOR_TIME_CONSTANT = 0.15
+RPM_MAX = 21702.0
+DT = 0.01
+ACTION_HISTORY = 32
+
+HOVER_RPM = np.sqrt(MASS * GRAVITY / 4 / THRUST_PER_RPM2)
+HOVER_ACTION = 2 * HOVER_RPM / RPM_MAX - 1  # 0.334, the reward's reference action
+
+# reward (first stage of the paper's curriculum)
+POSITION_WEIGHT, ORIENTATION_WEIGHT, VELOCITY_WEIGHT, ACTION_WEIGHT = 5.0, 5.0, 0.01, 0.01
+REWARD_SCALE, REWARD_CONSTANT = 0.5, 2.0
+POSITION_LIMIT = 0.6  # m, on each axis
+# initial states
+GUIDANCE = 0.1
+INIT_POSITION, INIT_ANGLE, INIT_VELOCITY, INIT_ANGULAR_VELOCITY = 0.2, np.pi / 2, 1.0, 1.0
+
+# state columns
+P, Q, V, W, RPM = slice(0, 3), slice(3, 7), slice(7, 10), slice(10, 13), slice(13, 17)
+STATE = 17
+
+
+def rotation_matrices(q: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) body-to-world rotations of unit quaternions q (n, 4) in (w, x, y, z)."""
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+def derivative(state: np.ndarray, rpm_command: np.ndarray) -> np.ndarray:
+    """d state / dt of rigid bodies (n, 17) with rotors commanded to rpm_command (n, 4)."""
+    q, v, w, rpm = state[:, Q], state[:, V], state[:, W], state[:, RPM]
+    thrust = THRUST_PER_RPM2 * rpm * rpm                                   # (n, 4) N along body z
+    force_body = np.zeros_like(v)
+    force_body[:, 2] = thrust.sum(1)
+    acceleration = np.einsum("nij,nj->ni", rotation_matrices(q), force_body) / MASS
+    acceleration[:, 2] -= GRAVITY
+    # r x (0, 0, T) = (r_y T, -r_x T, 0), and the rotors' drag about z
+    torque = np.stack([thrust @ ROTOR_POSITIONS[:, 1], -(thrust @ ROTOR_POSITIONS[:, 0]),
+                       TORQUE_PER_THRUST * (thrust @ YAW_SIGNS)], -1)
+    angular_acceleration = (torque - np.cross(w, w * INERTIA)) / INERTIA
+    qw, qx, qy, qz = q.T
+    wx, wy, wz = w.T
+    q_dot = 0.5 * np.stack([-qx * wx - qy * wy - qz * wz, qw * wx + qy * wz - qz * wy,
+                            qw * wy - qx * wz + qz * wx, qw * wz + qx * wy - qy * wx], -1)
+    rpm_dot = (rpm_command - rpm) / MOTOR_TIME_CONSTANT
+    return np.concatenate([v, q_dot, acceleration, angular_acceleration, rpm_dot], 1)
+
+
+def rk4_step(state: np.ndarray, rpm_command: np.ndarray, dt: float = DT) -> np.ndarray:
+    """One RK4 step, then the rotor speeds clamped to their range and the quaternion renormalised."""
+    k1 = derivative(state, rpm_command)
+    k2 = derivative(state + dt / 2 * k1, rpm_command)
+    k3 = derivative(state + dt / 2 * k2, rpm_command)
+    k4 = derivative(state + dt * k3, rpm_command)
+    out = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    np.clip(out[:, RPM], 0.0, RPM_MAX, out=out[:, RPM])
+    out[:, Q] /= np.linalg.norm(out[:, Q], axis=1, keepdims=True)
+    return out
+
+
+def rpm_of(actions: np.ndarray) -> np.ndarray:
+    return (np.clip(actions, -1.0, 1.0) + 1) / 2 * RPM_MAX
+
+
+class QuadrotorVec:
+    obs_dim = 18 + 4 * ACTION_HISTORY
+    act_dim = 4
+    max_episode_steps = 500
+    gym_id, gym_kwargs = "neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0", {}  # `eval --gymnasium`
+    action_low = np.full(4, -1.0, np.float32)
+    action_high = np.full(4, 1.0, np.float32)
+
+    def __init__(self, num_envs: int):
+        self.num_envs = num_envs
+        self.state = np.zeros((num_envs, STATE))
+        self.state[:, 3] = 1.0
+        self.history = np.zeros((num_envs, ACTION_HISTORY, 4))
+
+    def _observe(self) -> np.ndarray:
+        s = self.state
+        return np.concatenate([s[:, P], rotation_matrices(s[:, Q]).reshape(-1, 9), s[:, V], s[:, W],
+                               self.history.reshape(self.num_envs, -1)], 1).astype(np.float32)
+
+    def reset(self, rngs, mask=None) -> np.ndarray:
+        for i in range(self.num_envs) if mask is None else np.flatnonzero(mask):
+            rng = rngs[i]
+            s = np.zeros(STATE)
+            s[3] = 1.0
+            if rng.uniform() >= GUIDANCE:
+                s[P] = rng.uniform(-INIT_POSITION, INIT_POSITION, 3)
+                s[Q] = _random_tilt(rng, INIT_ANGLE)
+            s[V] = rng.uniform(-INIT_VELOCITY, INIT_VELOCITY, 3)
+            s[W] = rng.uniform(-INIT_ANGULAR_VELOCITY, INIT_ANGULAR_VELOCITY, 3)
+            s[RPM] = RPM_MAX / 2
+            self.state[i] = s
+            self.history[i] = 0.0  # the action of half speed
+        return self._observe()
+
+    def step(self, actions):
+        actions = np.asarray(actions, np.float64)
+        self.state = rk4_step(self.state, rpm_of(actions))
+        self.history[:, :-1] = self.history[:, 1:]
+        self.history[:, -1] = np.clip(actions, -1.0, 1.0)
+        s = self.state
+        cost = (POSITION_WEIGHT * (s[:, P] ** 2).sum(1) + ORIENTATION_WEIGHT * (1 - s[:, 3] ** 2)
+                + VELOCITY_WEIGHT * (s[:, V] ** 2).sum(1)
+                + ACTION_WEIGHT * ((np.clip(actions, -1.0, 1.0) - HOVER_ACTION) ** 2).sum(1))
+        reward = (REWARD_CONSTANT - REWARD_SCALE * cost).astype(np.float32)
+        terminated = (np.abs(s[:, P]) > POSITION_LIMIT).any(1) | ~np.isfinite(s).all(1)
+        return self._observe(), reward, terminated
+
+    def get_state(self) -> np.ndarray:
+        return np.concatenate([self.state, self.history.reshape(self.num_envs, -1)], 1)
+
+    def set_state(self, state) -> None:
+        self.state[...] = state[:, :STATE]
+        self.history[...] = state[:, STATE:].reshape(self.history.shape)
+
+    @staticmethod
+    def draw(ax, state_row) -> None:
+        """The drone seen from behind (y to the left, z up), arms and rotors; the first call
+        on an axis creates the artists, later calls move them (fast GIFs)."""
+        R = rotation_matrices(state_row[None, Q])[0]
+        rotors = state_row[P] + ROTOR_POSITIONS * 4 @ R.T  # drawn four times their size
+        ys, zs = -rotors[:, 1], rotors[:, 2]
+        arms = [line for line in ax.lines if line.get_gid() == "arm"]
+        if arms:
+            arms[0].set_data([ys[0], ys[2]], [zs[0], zs[2]])
+            arms[1].set_data([ys[1], ys[3]], [zs[1], zs[3]])
+            return
+        ax.plot([ys[0], ys[2]], [zs[0], zs[2]], lw=4, color="#4c72b0", gid="arm")
+        ax.plot([ys[1], ys[3]], [zs[1], zs[3]], lw=4, color="#cc4c4c", gid="arm")
+        ax.plot([0], [0], "k+", ms=10)
+        ax.set_xlim(-POSITION_LIMIT, POSITION_LIMIT)
+        ax.set_ylim(-POSITION_LIMIT, POSITION_LIMIT)
+        ax.set_aspect("equal")
+        ax.axis("off")
+
+
+def _random_tilt(rng, max_angle: float) -> np.ndarray:
+    """A uniformly random orientation whose rotation angle is at most max_angle (rejection)."""
+    while True:
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        q *= np.sign(q[0]) or 1.0
+        if 2 * np.arccos(min(q[0], 1.0)) <= max_angle:
+            return q

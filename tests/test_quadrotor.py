@@ -1,0 +1,133 @@
+"""The quadrotor's physics, checked against what a rigid body under gravity must do, not
+against the code's own formulas: hover, free fall, a pure yaw torque, which way a push on
+one side moves it, and the frames its observation reports."""
+
+import gymnasium
+import numpy as np
+import pytest
+
+from neuromotor.envs import env_class
+from neuromotor.envs import quadrotor as qr
+from neuromotor.envs.quadrotor import QuadrotorVec
+
+
+def _at_rest(n=1, rpm=None):
+    env = QuadrotorVec(n)
+    state = np.zeros((n, env.get_state().shape[1]))
+    state[:, 3] = 1.0
+    state[:, qr.RPM] = qr.HOVER_RPM if rpm is None else rpm
+    env.set_state(state)
+    return env
+
+
+def _action(rpm):
+    return 2 * np.asarray(rpm, float) / qr.RPM_MAX - 1
+
+
+def test_hover_thrust_equals_weight_at_the_published_parameters():
+    # four rotors at the hover speed carry the 27 g drone: 4 * 3.16e-10 * rpm^2 = 0.027 * 9.81
+    assert 4 * 3.16e-10 * qr.HOVER_RPM ** 2 == pytest.approx(0.027 * 9.81, rel=1e-12)
+    assert qr.HOVER_RPM == pytest.approx(14475.8, abs=0.1) and qr.HOVER_ACTION == pytest.approx(0.334, abs=1e-3)
+    env = _at_rest()
+    for _ in range(300):  # 3 s
+        obs, reward, terminated = env.step(np.full((1, 4), qr.HOVER_ACTION))
+    assert np.abs(env.state[0, :3]).max() < 1e-9 and np.abs(env.state[0, 7:13]).max() < 1e-9
+    assert not terminated[0] and reward[0] == pytest.approx(2.0, abs=1e-6)
+
+
+def test_free_fall():
+    env = _at_rest(rpm=0.0)
+    for _ in range(50):  # 0.5 s with the rotors off
+        env.step(np.full((1, 4), -1.0))
+    t = 0.5
+    assert env.state[0, 2] == pytest.approx(-0.5 * 9.81 * t ** 2, rel=1e-9)
+    assert env.state[0, 9] == pytest.approx(-9.81 * t, rel=1e-9)
+    assert np.abs(env.state[0, [0, 1, 7, 8]]).max() < 1e-12  # straight down
+
+
+def test_motors_follow_their_command_with_the_published_time_constant():
+    env = _at_rest(rpm=0.0)
+    for _ in range(15):  # 0.15 s: one time constant
+        env.step(np.full((1, 4), 1.0))
+    assert env.state[0, qr.RPM] == pytest.approx(np.full(4, qr.RPM_MAX * (1 - np.exp(-1))), rel=1e-6)
+
+
+def test_a_pure_yaw_torque_spins_without_tilting():
+    # rotors 0 and 2 (one diagonal) faster, 1 and 3 slower, the same total thrust: their pulls
+    # cancel about x and y; the drag of the faster pair turns the body about z
+    fast, slow = qr.HOVER_RPM * 1.05, np.sqrt(2 * qr.HOVER_RPM ** 2 - (qr.HOVER_RPM * 1.05) ** 2)
+    rpm = np.array([fast, slow, fast, slow])
+    env = _at_rest(rpm=rpm)
+    for _ in range(100):
+        obs, _, _ = env.step(_action(rpm)[None])
+    w = env.state[0, qr.W]
+    assert w[2] < -0.1 and np.abs(w[:2]).max() < 1e-9
+    assert obs[0, 3:12].reshape(3, 3)[:, 2] == pytest.approx([0, 0, 1], abs=1e-9)  # body z still up
+    assert np.abs(env.state[0, :3]).max() < 1e-9
+
+
+def test_more_thrust_on_the_left_rolls_it_and_it_drifts_right():
+    # left rotors (2, 3: y > 0) push harder: positive roll about x, the thrust tilts toward -y
+    rpm = qr.HOVER_RPM * np.array([0.99, 0.99, 1.01, 1.01])
+    env = _at_rest(rpm=rpm)
+    for _ in range(40):
+        env.step(_action(rpm)[None])
+    assert env.state[0, 10] > 0 and env.state[0, 8] < 0 and env.state[0, 1] < 0
+    assert abs(env.state[0, 11]) < 1e-9  # no pitch
+
+
+def test_observation_frames():
+    env = QuadrotorVec(16)
+    obs = env.reset([np.random.default_rng(s) for s in range(16)])
+    assert obs.shape == (16, 18 + 4 * qr.ACTION_HISTORY) and obs.dtype == np.float32
+    R = obs[:, 3:12].reshape(-1, 3, 3).astype(np.float64)
+    assert np.allclose(R @ R.transpose(0, 2, 1), np.eye(3), atol=1e-6) and np.allclose(np.linalg.det(R), 1, atol=1e-6)
+    # body z of each drone, from its rotation, against the quaternion's own rotation of (0, 0, 1)
+    w, x, y, z = env.state[:, qr.Q].T
+    up = np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), w * w - x * x - y * y + z * z], 1)
+    assert np.allclose(R[:, :, 2], up, atol=1e-6)
+    tilt = np.degrees(np.arccos(np.clip(R[:, 2, 2], -1, 1)))
+    assert tilt.max() <= 90.0 + 1e-6 and np.abs(obs[:, :3]).max() <= 0.2
+    assert np.abs(obs[:, 12:18]).max() <= 1.0 and (obs[:, 18:] == 0).all()
+
+
+def test_leaving_the_box_ends_the_episode():
+    env = _at_rest(rpm=0.0)
+    steps = 0
+    while True:
+        steps += 1
+        _, _, terminated = env.step(np.full((1, 4), -1.0))
+        if terminated[0]:
+            break
+    # 0.6 m of free fall: t = sqrt(2 * 0.6 / 9.81) = 0.35 s
+    assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
+
+
+def test_the_gymnasium_env_is_the_built_in_one():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make("neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0")
+    check_env(env.unwrapped, skip_render_check=True)
+    vec = env_class("quadrotor")(1)
+    obs, _ = env.reset(seed=7)
+    assert np.array_equal(obs, vec.reset([np.random.default_rng(7)])[0])
+    action = np.array([0.4, 0.3, 0.35, 0.2], np.float32)
+    for _ in range(20):
+        obs, reward, terminated, truncated, _ = env.step(action)
+        vobs, vreward, vterm = vec.step(action[None].astype(np.float64))
+        assert np.array_equal(obs, vobs[0]) and reward == vreward[0] and terminated == vterm[0]
+    assert env.spec.max_episode_steps == 500
+
+
+def test_trains_exports_and_renders(tmp_path, cli):
+    run = tmp_path / "q"
+    code, _, err = cli("train", "quadrotor", "--algo", "td3", "--steps", 600, "--run-dir", run, "--set",
+                       "batch_size=32", "--set", "eval_episodes=2", "--set", "eval_every=300", "--quiet")
+    assert code == 0, err
+    assert cli("export", run, "-o", tmp_path / "q.nmp")[0] == 0
+    from neuromotor.policy.policy_file import read_policy
+
+    spec = read_policy(tmp_path / "q.nmp")
+    assert (spec.obs_dim, spec.act_dim) == (146, 4)
+    assert cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")[0] == 0
+    assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
