@@ -131,3 +131,18 @@ def test_trains_exports_and_renders(tmp_path, cli):
     assert (spec.obs_dim, spec.act_dim) == (146, 4)
     assert cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")[0] == 0
     assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
+
+
+def test_bench_says_which_control_loops_a_policy_fits():
+    from neuromotor.boards.bench import control_loops
+
+    real = {"emulated": False, "backends": {"native": {"median_us": 150.0}, "python": {"median_us": 4000.0}}}
+    lines = control_loops(real)
+    assert "measured" in lines[0]
+    assert "100 Hz fits, 67x headroom  500 Hz fits, 13x headroom" in lines[1]
+    assert "100 Hz fits, 2x headroom  500 Hz too slow (2.0x the period)" in lines[2]
+    emulated = {"emulated": True, "predict_mhz": 600, "backends": {"native": {
+        "predicted_us": 36.0, "predicted_boards": {"teensy41": {"us": 50.0}, "stm32f405": {"us": 2500.0}}}}}
+    lines = control_loops(emulated)
+    assert "predicted" in lines[0] and "teensy41: 100 Hz fits, 200x headroom" in lines[1]
+    assert "stm32f405: 100 Hz fits, 4x headroom  500 Hz too slow (1.2x the period)" in lines[2]

@@ -288,7 +288,32 @@ def table(results) -> str:
                              f"{s['khz'] or 0:8.2f} {ticks if ticks is not None else '-':>10}")
         for b, why in res["unavailable"].items():
             lines.append(f"  {b:8s} unavailable: {why}")
+        lines += control_loops(res)
     return "\n".join(lines)
+
+
+CONTROL_RATES_HZ = (100, 500)
+
+
+def _headroom(us: float) -> str:
+    return "  ".join(f"{hz} Hz " + (f"fits, {1e6 / hz / us:.0f}x headroom" if us <= 1e6 / hz
+                                    else f"too slow ({us / (1e6 / hz):.1f}x the period)")
+                     for hz in CONTROL_RATES_HZ)
+
+
+def control_loops(res) -> list:
+    """Whether one inference per period fits a 100 Hz and a 500 Hz control loop, per backend:
+    from measured µs on a real board; on an emulated one from the cycle model's prediction for
+    each real board it models (else the instruction-count prediction), labelled as predicted."""
+    lines = [f"  control loop, one inference per period ({'predicted' if res['emulated'] else 'measured'}):"]
+    for b, s in res["backends"].items():
+        if not res["emulated"]:
+            lines.append(f"  {b:8s} {_headroom(s['median_us'])}")
+        elif s.get("predicted_boards"):
+            lines += [f"  {b:8s} {n}: {_headroom(p['us'])}" for n, p in s["predicted_boards"].items()]
+        else:
+            lines.append(f"  {b:8s} at {res['predict_mhz']:.0f} MHz: {_headroom(s['predicted_us'])}")
+    return lines
 
 
 def plot(results, path: Path):
