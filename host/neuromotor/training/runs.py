@@ -123,7 +123,7 @@ def check_replaceable(run_dir: Path, force: bool) -> None:
     if existing is not None and not existing.is_dir():
         raise UserError(f"cannot create run directory {run_dir}: {existing} is not a directory")
     if run_dir.is_dir() and any(p.name != LOCK for p in run_dir.iterdir()):
-        if not os.path.lexists(run_dir / CONFIG):
+        if not (os.path.lexists(run_dir / CONFIG) or os.path.lexists(run_dir / ON_DEVICE)):
             raise UserError(f"{run_dir} is not empty and is not a run directory (no {CONFIG}): --force replaces "
                             "runs only; choose an empty or new directory")
         if not force:
