@@ -76,6 +76,7 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/arithmetic_bound.py
 	$(VENV)/bin/python benchmarks/device_training.py
 	$(VENV)/bin/python benchmarks/sac.py --no-sb3
+	$(VENV)/bin/python benchmarks/quadrotor.py
 	$(VENV)/bin/python benchmarks/gym_adapter.py
 	$(VENV)/bin/python benchmarks/sweep.py
 

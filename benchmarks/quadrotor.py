@@ -1,0 +1,109 @@
+"""The quadrotor hover task (Learning to Fly's Crazyflie model): train, then measure success.
+
+    .venv/bin/python benchmarks/quadrotor.py                              # TD3 and SAC, 60k steps, seeds 0-2
+    .venv/bin/python benchmarks/quadrotor.py --algos sac --steps 40000 --seeds 1
+    .venv/bin/python benchmarks/quadrotor.py --rltools path/to/l2f_binary  # RLtools' own L2F build in the same run
+
+Success (the same for every row): from the task's own initial states (one in ten at rest on
+the target, the rest within 0.2 m, tilted up to 90 degrees, moving at up to 1 m/s and 1 rad/s),
+an episode succeeds when the drone flies all 500 steps (5 s) without leaving the 1.2 m box and
+its mean distance to the target over the last second is under 0.1 m. --episodes episodes per
+trained agent (seeded 10,000 + k, never seen in training), deterministic actions.
+
+Each agent trains alone with neuromotor's defaults for the algorithm (no quadrotor preset),
+one thread; the time is the training's wall and CPU time, evaluations included (every 10,000
+steps, as `train` does). `--rltools BIN` runs a binary the user built from RLtools' L2F zoo
+(not part of this project) and reports its wall time and the last lines it prints; RLtools
+measures its own returns, not this benchmark's success, and the table says so.
+Prints a table, writes benchmarks/results/quadrotor.json.
+"""
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchutil import write_json
+
+import neuromotor
+from neuromotor.envs.quadrotor import DT, P, QuadrotorVec
+
+SUCCESS_DISTANCE = 0.1  # m, mean over the last second
+LAST_SECOND = int(round(1.0 / DT))
+
+
+def success(policy, episodes: int, seed0: int = 10_000) -> dict:
+    """Success rate and the mean final distance of `policy` (obs batch -> actions)."""
+    env = QuadrotorVec(episodes)
+    obs = env.reset([np.random.default_rng(seed0 + k) for k in range(episodes)])
+    alive = np.ones(episodes, bool)
+    distances = np.zeros((QuadrotorVec.max_episode_steps, episodes))
+    for t in range(QuadrotorVec.max_episode_steps):
+        obs, _, terminated = env.step(np.asarray(policy(obs), np.float64))
+        alive &= ~terminated
+        distances[t] = np.linalg.norm(env.state[:, P], axis=1)
+    final = distances[-LAST_SECOND:].mean(0)
+    ok = alive & (final < SUCCESS_DISTANCE)
+    return {"success_rate": float(ok.mean()), "survived": float(alive.mean()),
+            "final_distance_m": float(np.median(final[alive])) if alive.any() else None}
+
+
+def train_one(algo: str, steps: int, seed: int, episodes: int, root: Path) -> dict:
+    cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime, time.perf_counter()
+    run = neuromotor.train("quadrotor", algo=algo, steps=steps, seeds=seed, run_dir=root / f"{algo}-s{seed}",
+                           progress=False, config={"eval_every": 10_000})
+    wall, cpu = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
+    return {"algo": algo, "seed": seed, "steps": steps, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes)}
+
+
+def rltools(binary: str) -> dict:
+    t0 = time.perf_counter()
+    res = subprocess.run([binary], capture_output=True, text=True)
+    return {"peer": "rltools", "binary": binary, "exit": res.returncode, "wall_s": round(time.perf_counter() - t0, 2),
+            "last_lines": res.stdout.strip().splitlines()[-5:],
+            "success": "not measured: RLtools reports its own returns, not this benchmark's criterion"}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algos", default="td3,sac", help="comma-separated algorithms (default td3,sac)")
+    p.add_argument("--steps", type=int, default=60_000, help="env steps per agent (default 60000)")
+    p.add_argument("--seeds", type=int, default=3, help="agents per algorithm, seeds 0..N-1 (default 3)")
+    p.add_argument("--episodes", type=int, default=100, help="success episodes per agent (default 100)")
+    p.add_argument("--rltools", help="an RLtools L2F binary to run and time in the same run")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "quadrotor.json"))
+    args = p.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(args.seeds):  # seeds alternate between the algorithms: machine load hits both
+            for algo in args.algos.split(","):
+                rows.append(train_one(algo, args.steps, seed, args.episodes, Path(tmp)))
+                r = rows[-1]
+                print(f"{r['algo']:4s} seed {r['seed']}: {r['steps']} steps in {r['wall_s']:.1f} s wall "
+                      f"({r['cpu_s']:.1f} s CPU), eval return {r['eval_return_mean']:.1f}, success "
+                      f"{r['success_rate']:.0%}, survived {r['survived']:.0%}", file=sys.stderr)
+    peer = rltools(args.rltools) if args.rltools else None
+    print(f"\nquadrotor hover, {args.steps} steps per agent, success = 5 s in the box and < "
+          f"{SUCCESS_DISTANCE} m from the target over the last second ({args.episodes} episodes per agent)")
+    print(f"{'algo':5s} {'seed':>4s} {'wall s':>7s} {'CPU s':>7s} {'return':>8s} {'success':>8s} {'survived':>9s} "
+          f"{'final m':>8s}")
+    for r in rows:
+        final = "-" if r["final_distance_m"] is None else f"{r['final_distance_m']:.3f}"
+        print(f"{r['algo']:5s} {r['seed']:4d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} {r['eval_return_mean']:8.1f} "
+              f"{r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s}")
+    if peer:
+        print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall; {peer['success']}")
+    path = write_json(args.out, {"steps": args.steps, "episodes": args.episodes, "rows": rows, "rltools": peer,
+                                 "success_distance_m": SUCCESS_DISTANCE})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
