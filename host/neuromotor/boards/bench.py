@@ -296,7 +296,9 @@ CONTROL_RATES_HZ = (100, 500)
 
 
 def _headroom(us: float) -> str:
-    return "  ".join(f"{hz} Hz " + (f"fits, {1e6 / hz / us:.0f}x headroom" if us <= 1e6 / hz
+    def fits(room):
+        return f"fits, {room:.0f}x headroom" if room >= 10 else f"fits, {room:.1f}x headroom"
+    return "  ".join(f"{hz} Hz " + (fits(1e6 / hz / us) if us <= 1e6 / hz
                                     else f"too slow ({us / (1e6 / hz):.1f}x the period)")
                      for hz in CONTROL_RATES_HZ)
 
