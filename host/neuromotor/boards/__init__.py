@@ -7,15 +7,15 @@
     boards.detect()                   # [ConnectedBoard (name, port, kind)]: USB boards + running QEMUs
 """
 
-from .descriptor import CORE_ARCHS, NATMOD_ARCHS, Board, board_names, list_boards, load_board
+from .descriptor import CORE_ARCHS, NATMOD_ARCHS, BoardDescriptor, board_names, list_boards, load_board
 from .detect import ConnectedBoard, UsbBoard, detect, serial_ports, usb_table
-from .emulated import (EmulatedBoard, build_firmware, clean_stale, firmware_path, get, qemu_command,
+from .emulated import (QemuInstance, build_firmware, clean_stale, firmware_path, get, qemu_command,
                        reset, running, stale, start, state_dir, stop)
 from .validate import validate_board
 
 __all__ = [
-    "CORE_ARCHS", "NATMOD_ARCHS", "Board", "board_names", "list_boards", "load_board", "validate_board",
+    "CORE_ARCHS", "NATMOD_ARCHS", "BoardDescriptor", "board_names", "list_boards", "load_board", "validate_board",
     "ConnectedBoard", "UsbBoard", "detect", "serial_ports", "usb_table",
-    "EmulatedBoard", "build_firmware", "clean_stale", "firmware_path", "get", "qemu_command", "reset",
+    "QemuInstance", "build_firmware", "clean_stale", "firmware_path", "get", "qemu_command", "reset",
     "running", "stale", "start", "state_dir", "stop",
 ]

@@ -46,7 +46,7 @@ USB_ID_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{4}$")
 
 
 @dataclass
-class Board:
+class BoardDescriptor:
     """One board descriptor (boards/<name>/board.toml)."""
 
     name: str
@@ -106,7 +106,7 @@ def board_names(boards_dir: Path = BOARDS_DIR) -> list:
     return sorted(p.parent.name for p in Path(boards_dir).glob("*/board.toml"))
 
 
-def load_board(name: str, boards_dir: Path = BOARDS_DIR) -> Board:
+def load_board(name: str, boards_dir: Path = BOARDS_DIR) -> BoardDescriptor:
     path = Path(boards_dir) / name
     toml = path / "board.toml"
     if not toml.is_file():
@@ -116,7 +116,7 @@ def load_board(name: str, boards_dir: Path = BOARDS_DIR) -> Board:
         data = tomllib.loads(toml.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{toml}: not valid TOML: {exc}") from None
-    return Board(name=name, path=path, data=data)
+    return BoardDescriptor(name=name, path=path, data=data)
 
 
 def list_boards(boards_dir: Path = BOARDS_DIR) -> list:

@@ -14,7 +14,7 @@ from .emulated import running
 
 
 class ConnectedBoard(Protocol):
-    """A board neuromotor can talk to right now: a `UsbBoard` or an `emulated.EmulatedBoard`."""
+    """A board neuromotor can talk to right now: a `UsbBoard` or an `emulated.QemuInstance`."""
 
     @property
     def name(self) -> str: ...   # board name; "a|b" when a USB VID:PID fits several boards

@@ -30,14 +30,14 @@ from pathlib import Path
 from neuromotor.errors import UserError
 from neuromotor.paths import REPO_ROOT, cache_dir
 
-from .descriptor import Board, load_board
+from .descriptor import BoardDescriptor, load_board
 
 PTY_RE = re.compile(r"char device redirected to (/dev/pts/\d+)")
 _children: dict = {}  # pid -> Popen, for processes this interpreter started (reaped on stop)
 
 
 @dataclass
-class EmulatedBoard:
+class QemuInstance:
     """A running emulated board (what `board start` recorded)."""
 
     name: str          # board name (boards/<name>)
@@ -86,7 +86,7 @@ def _pid_runs(pid: int, cmdline: list) -> bool:
     return raw.rstrip(b"\0").split(b"\0") == [os.fsencode(a) for a in cmdline]
 
 
-def firmware_path(board: Board) -> Path:
+def firmware_path(board: BoardDescriptor) -> Path:
     rel = board.micropython.get("firmware") or f"firmware/{board.name}.elf"
     return cache_dir() / rel
 
@@ -109,7 +109,7 @@ def build_firmware(name: str, jobs: int = 2, quiet: bool = False) -> Path:
     return fw
 
 
-def qemu_command(board: Board, firmware: Path, qmp: Path | None = None, extra_args: list | None = None) -> list:
+def qemu_command(board: BoardDescriptor, firmware: Path, qmp: Path | None = None, extra_args: list | None = None) -> list:
     q = board.qemu
     cmd = [q["system"], *q["args"], *(extra_args or []), "-kernel", str(firmware)]
     if qmp is not None:
@@ -127,7 +127,7 @@ def _die_with_parent():
 def _load_state(path: Path):
     try:
         d = json.loads(path.read_text())
-        return EmulatedBoard(**d)
+        return QemuInstance(**d)
     except (OSError, ValueError, TypeError):
         return None
 
@@ -190,7 +190,7 @@ def _wait_repl(port: str, timeout: float) -> bool:
 
 def start(name: str, instance: str | None = None, firmware: str | Path | None = None,
           build: bool = False, die_with_parent: bool = False, wait_ready: bool = True,
-          timeout: float = 20.0, cycles: bool = False) -> EmulatedBoard:
+          timeout: float = 20.0, cycles: bool = False) -> QemuInstance:
     """Start the emulated board `name`; return its record (with .port and .pid).
 
     instance: the key it is recorded under (default: the board name). Starting an
@@ -246,7 +246,7 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
     if port is None:
         _kill(proc.pid, cmd)
         raise UserError(f"QEMU for {name} did not report its pty: {log.read_text(errors='replace')[-500:]}")
-    rec = EmulatedBoard(name=name, instance=instance, pid=proc.pid, port=port, firmware=str(fw.resolve()),
+    rec = QemuInstance(name=name, instance=instance, pid=proc.pid, port=port, firmware=str(fw.resolve()),
                         cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time(), extra=extra)
     tmp = state.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(rec), indent=1))

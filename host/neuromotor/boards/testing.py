@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 
-from .emulated import EmulatedBoard, firmware_path, start, stop
+from .emulated import QemuInstance, firmware_path, start, stop
 from .descriptor import load_board
 
 
@@ -33,7 +33,7 @@ class BoardPool:
     def firmware_ready(self, name: str) -> bool:
         return firmware_path(load_board(name)).exists()
 
-    def get(self, name: str) -> EmulatedBoard:
+    def get(self, name: str) -> QemuInstance:
         b = self._boards.get(name)
         if b is not None and b.alive():
             return b
@@ -43,7 +43,7 @@ class BoardPool:
         self._boards[name] = b
         return b
 
-    def restart(self, name: str) -> EmulatedBoard:
+    def restart(self, name: str) -> QemuInstance:
         b = self._boards.pop(name, None)
         if b is not None:
             stop(b.instance)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from neuromotor.paths import REPO_ROOT
 
-from .descriptor import CORE_ARCHS, NATMOD_ARCHS, USB_ID_RE, Board, arch_ok_for_core
+from .descriptor import CORE_ARCHS, NATMOD_ARCHS, USB_ID_RE, BoardDescriptor, arch_ok_for_core
 
 # MicroPython ports and how their boards are built.
 PORT_BUILD = {"esp32": "cmake", "rp2": "cmake", "stm32": "make", "mimxrt": "make", "samd": "make",
@@ -70,7 +70,7 @@ def _manifest_paths(manifest: Path, board_dir: Path) -> list:
     return out
 
 
-def validate_board(board: Board, mpy_src: Path | None = None) -> list:
+def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
     """Problems with one descriptor and the files it refers to ([] when consistent).
 
     mpy_src: a MicroPython source tree; when given, references into it
@@ -182,7 +182,7 @@ def _make_text(mk: Path, board_dir: Path, depth: int = 0):
     return text, missing
 
 
-def _validate_emulated(board: Board, core, arch) -> list:
+def _validate_emulated(board: BoardDescriptor, core, arch) -> list:
     p = []
     q = board.qemu
     if not q:
@@ -227,7 +227,7 @@ def _validate_emulated(board: Board, core, arch) -> list:
     return p
 
 
-def _validate_custom_firmware(board: Board, port, mpy_src) -> list:
+def _validate_custom_firmware(board: BoardDescriptor, port, mpy_src) -> list:
     """The MicroPython board files for a custom firmware build (not built here)."""
     p = []
     fw = board.firmware
