@@ -15,10 +15,13 @@ every dimension, with the host's forward of the same observation.
 
 import hashlib
 import time
+from pathlib import Path
 
 import numpy as np
 
+from neuromotor import reading
 from neuromotor.errors import UserError
+from neuromotor.policy.policy_file import POLICY_LIMIT, encode
 from neuromotor.policy.spec import env_for
 from neuromotor.training.evaluation import episode_returns
 from neuromotor.training.runs import load_spec
@@ -73,8 +76,9 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
     env_name, factory = env_for(spec, env_name, env_kwargs)
     host_returns = rollout(factory, episodes, seed, lambda obs, t: spec.forward(obs), steps)
     rtts, dev_us, max_diff = [], [], [0.0]
-    from neuromotor.boards.deploy.core import export_policy
-    _, data = export_policy(source)
+    # What deploy put on the board: the policy file itself, or this run's policy, encoded from
+    # the spec already loaded (the checkpoint is read once).
+    data = reading.read_bytes(source, "policy file", POLICY_LIMIT) if Path(source).is_file() else encode(spec)
     with BenchClient(port, timeout=timeout) as c:
         meta = c.load(deployed_policy(port, c.info, data), "auto")
         if meta.get("obs_dim") != spec.obs_dim or meta.get("act_dim") != spec.act_dim:
