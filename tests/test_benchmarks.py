@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from neuromotor.paths import REPO_ROOT
+from neuromotor.paths import SOURCE_ROOT
 
 
 @pytest.fixture
 def bench(monkeypatch):
     """Import a benchmark script as `python benchmarks/<name>.py` would see its folder."""
-    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    monkeypatch.syspath_prepend(str(SOURCE_ROOT / "benchmarks"))
     import importlib
     return importlib.import_module
 

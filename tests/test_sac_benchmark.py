@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from neuromotor.algos.sac import SAC
-from neuromotor.paths import REPO_ROOT
+from neuromotor.paths import SOURCE_ROOT
 
 
 @pytest.fixture
 def sac_bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    monkeypatch.syspath_prepend(str(SOURCE_ROOT / "benchmarks"))
     import importlib
     return importlib.import_module("sac")
 

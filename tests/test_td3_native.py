@@ -268,8 +268,8 @@ def test_isa_paths():
 
 
 def test_benchmark_ratios_are_per_backend(monkeypatch):
-    from neuromotor.paths import REPO_ROOT
-    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    from neuromotor.paths import SOURCE_ROOT
+    monkeypatch.syspath_prepend(str(SOURCE_ROOT / "benchmarks"))
     import importlib
     td3 = importlib.import_module("td3_pendulum")
 

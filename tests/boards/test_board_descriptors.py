@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from neuromotor import boards
-from neuromotor.paths import BOARDS_DIR, REPO_ROOT, cache_dir
+from neuromotor.paths import BOARDS_DIR, SOURCE_ROOT, cache_dir
 
 REAL = {  # name: (core, natmod arch, MHz, port, stock board)
     "esp32": ("xtensa-lx6", "xtensawin", 240, "esp32", "ESP32_GENERIC"),
@@ -65,7 +65,7 @@ def test_manifests_freeze_device_lib():
     for name in REAL:
         text = (BOARDS_DIR / name / "manifest.py").read_text()
         m = re.search(r'freeze\("\$\(BOARD_DIR\)/([^"]+)"\)', text)
-        assert m and (BOARDS_DIR / name / m.group(1)).resolve() == (REPO_ROOT / "device" / "lib").resolve()
+        assert m and (BOARDS_DIR / name / m.group(1)).resolve() == (SOURCE_ROOT / "device" / "lib").resolve()
 
 
 def test_usb_ids_map_to_boards():
@@ -84,7 +84,7 @@ def test_usb_ids_map_to_boards():
 def sandbox(tmp_path):
     """A copy of boards/ next to a link to the real device/ (so relative paths resolve)."""
     shutil.copytree(BOARDS_DIR, tmp_path / "boards", symlinks=True)
-    (tmp_path / "device").symlink_to(REPO_ROOT / "device")
+    (tmp_path / "device").symlink_to(SOURCE_ROOT / "device")
     return tmp_path / "boards"
 
 

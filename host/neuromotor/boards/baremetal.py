@@ -27,13 +27,13 @@ import sys
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.paths import REPO_ROOT, cache_dir
+from neuromotor.paths import SOURCE_ROOT, cache_dir, require_checkout
 from neuromotor.safe_write import atomic_write
 
 from . import cycles as cyc
 from .descriptor import load_board
 
-BAREMETAL_DIR = REPO_ROOT / "device" / "baremetal"
+BAREMETAL_DIR = SOURCE_ROOT / "device" / "baremetal"
 ACT_CODES = {"identity": 0, "linear": 0, "relu": 1, "tanh": 2}
 
 
@@ -56,6 +56,7 @@ def _vars(board, sizes, acts, repeat, generic=None):
 def build_baremetal(board: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repeat: int = 200,
                     generic=None) -> str:
     """Build the program; return the ELF path. generic: a real board's generic build."""
+    require_checkout("the bare-metal program")
     res = subprocess.run(["make", "-s", "-C", str(BAREMETAL_DIR), *_vars(board, sizes, acts, repeat, generic)],
                          capture_output=True, text=True)
     if res.returncode != 0:

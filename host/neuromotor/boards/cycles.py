@@ -26,11 +26,11 @@ import subprocess
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.paths import REPO_ROOT, cache_dir
+from neuromotor.paths import SOURCE_ROOT, cache_dir, require_checkout
 
 from .descriptor import load_board
 
-TIMING_DIR = REPO_ROOT / "device" / "timing"
+TIMING_DIR = SOURCE_ROOT / "device" / "timing"
 MAGIC = b"NMCYC1\0\0"
 MAX_MARKS = 64
 _HEAD = struct.Struct("<8s5Q")
@@ -86,6 +86,7 @@ def plugin_path() -> Path:
 
 def build_plugin() -> Path:
     """Build (or bring up to date) the plugin in the cache; return its path."""
+    require_checkout("the cycle model's QEMU plugin")
     res = subprocess.run(["make", "-s", "-C", str(TIMING_DIR), "plugin", f"NEUROMOTOR_CACHE={cache_dir()}"],
                          capture_output=True, text=True)
     if res.returncode != 0:

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.paths import REPO_ROOT, cache_dir
+from neuromotor.paths import SOURCE_ROOT, cache_dir, require_checkout
 
 from .descriptor import BoardDescriptor, load_board
 
@@ -94,10 +94,11 @@ def firmware_path(board: BoardDescriptor) -> Path:
 def build_firmware(name: str, jobs: int = 2, quiet: bool = False) -> Path:
     """`make -C device/port firmware BOARD=<name>`; returns the firmware ELF."""
     board = load_board(name)
+    require_checkout(f"building the {name} firmware")
     if not board.emulated:
         raise UserError(f"{name} is a real board: its custom firmware needs the vendor SDK "
                         f"(see boards/{name}/README.md); only emulated boards build here")
-    cmd = ["make", "-C", str(REPO_ROOT / "device" / "port"), "firmware", f"BOARD={name}", f"JOBS={jobs}"]
+    cmd = ["make", "-C", str(SOURCE_ROOT / "device" / "port"), "firmware", f"BOARD={name}", f"JOBS={jobs}"]
     res = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else None,
                          stderr=subprocess.STDOUT if quiet else None, text=True)
     if res.returncode != 0:

@@ -32,7 +32,7 @@ import numpy as np
 
 from neuromotor.errors import UserError
 from neuromotor.policy.c_header import render_c_header
-from neuromotor.paths import REPO_ROOT, cache_dir
+from neuromotor.paths import SOURCE_ROOT, cache_dir, require_checkout
 from neuromotor.safe_write import atomic_write
 
 from . import cycles
@@ -98,6 +98,7 @@ static const float nm_case_obs[NM_CASE_N_OBS][NM_CASE_OBS_DIM] = {{
 
 def build(arch: str, case: dict, repeat: int = 4) -> Path:
     """Write the case into its own cache folder (named by its contents), build; return the ELF."""
+    require_checkout("the bare-metal policy program")
     t = _target(arch)
     digest = hashlib.sha256(str(int(repeat)).encode())
     for name in sorted(case):
@@ -108,7 +109,7 @@ def build(arch: str, case: dict, repeat: int = 4) -> Path:
         path = case_dir / name
         if not path.is_file() or path.read_text() != text:
             atomic_write(path, text)
-    res = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "device" / "baremetal" / t.folder),
+    res = subprocess.run(["make", "-s", "-C", str(SOURCE_ROOT / "device" / "baremetal" / t.folder),
                           f"CASE={case_dir}", f"REPEAT={int(repeat)}", f"NEUROMOTOR_CACHE={cache_dir()}"],
                          capture_output=True, text=True)
     if res.returncode != 0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from neuromotor.paths import REPO_ROOT
+from neuromotor.paths import SOURCE_ROOT
 
 from .descriptor import CORE_ARCHS, NATMOD_ARCHS, USB_ID_RE, BoardDescriptor, arch_ok_for_core
 
@@ -122,7 +122,7 @@ def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
         if not (Path(mpy_src) / "ports" / port / "boards" / stock).is_dir():
             p.append(f"micropython.stock_board {stock!r} does not exist in ports/{port}/boards")
     for mod in mp.get("user_c_modules", []):
-        if not (REPO_ROOT / mod).is_dir():
+        if not (SOURCE_ROOT / mod).is_dir():
             p.append(f"micropython.user_c_modules: {mod} does not exist")
 
     ser = d.get("serial")
@@ -275,7 +275,7 @@ def _validate_custom_firmware(board: BoardDescriptor, port, mpy_src) -> list:
         except Exception as exc:  # a broken manifest is a finding, not a crash
             p.append(f"{manifest} does not run: {exc!r}")
             paths = []
-        lib = (REPO_ROOT / "device" / "lib").resolve()
+        lib = (SOURCE_ROOT / "device" / "lib").resolve()
         if not any(fn == "freeze" and Path(x).resolve() == lib for fn, x in paths):
             p.append(f"{manifest} does not freeze device/lib")
         for fn, x in paths:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from neuromotor.boards.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
 from neuromotor.errors import UserError
-from neuromotor.paths import DEVICE_DIR, cache_dir
+from neuromotor.paths import DEVICE_DIR, natmods_dir
 
 POLICY_DEST = "/policy.nmp"
 MANIFEST = "/nm_deploy.json"
@@ -86,7 +86,7 @@ def _pause(stage, log, deployer=None):
 
 
 def natmod_dir(arch):
-    return cache_dir() / "natmods" / str(arch)
+    return natmods_dir() / str(arch)
 
 
 def mpy_cross_path():
