@@ -124,11 +124,48 @@ def test_huge_and_deep_values(cli, runs_root, args):
     assert list(runs_root.iterdir()) == []
 
 
+SETTINGS = ["actor_hidden", "critic_hidden", "activation", "batch_size", "buffer_size", "learning_starts",
+            "warmup_actions", "exploration_noise", "policy_noise", "noise_clip", "gamma", "tau", "actor_lr",
+            "critic_lr", "policy_delay", "shared_minibatch", "backend", "steps", "eval_every", "eval_episodes",
+            "checkpoint_every", "shards"]
+HOSTILE_VALUES = [LONG_INT, DEEP, "1e400", "-1e400", "nan", '"\u0000"', "[1, [2, [3]]]", "{a = 1}"]
+
+
+@pytest.mark.parametrize("key", SETTINGS)
+@pytest.mark.parametrize("value", HOSTILE_VALUES, ids=lambda v: v[:12])
+def test_every_setting_refuses_hostile_values(cli, runs_root, key, value):
+    """Every TD3 and run setting, from --set and from a settings file alike: one line, no run made."""
+    refused(*cli("train", "pendulum", "--set", f"{key}={value}", "--quiet")[::2])
+    assert list(runs_root.iterdir()) == []
+
+
 @pytest.mark.parametrize("text", [f"batch_size = {LONG_INT}\n", f"actor_hidden = {DEEP}\n"])
 def test_huge_and_deep_settings_files(cli, tmp_path, runs_root, text):
     f = tmp_path / "c.toml"
     f.write_text(text)
     refused(*cli("train", "pendulum", "--config", f)[::2])
+
+
+DAMAGED_CONFIGS = [b"", b"null", b"[]", b"{}", b'{"env": 3, "algo": "td3", "seeds": [0]}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": "0"}',
+                   b'{"env": "pendulum", "algo": "zzz", "seeds": [0], "run": {}, "algo_config": {}}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": [-1], "run": {}, "algo_config": {}}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": [0, 0], "run": {}, "algo_config": {}}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": [1180591620717411303424], "run": {}, "algo_config": {}}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": [0], "run": {"steps": "x"}, "algo_config": {}}',
+                   b'{"env": "pendulum", "algo": "td3", "seeds": [0], "run": {}, "algo_config": {"tau": 1e400}}',
+                   b"\xff\xfe{}", b" " * (2 << 20)]
+
+
+@pytest.mark.parametrize("command", ["eval", "export", "resume"])
+@pytest.mark.parametrize("content", DAMAGED_CONFIGS, ids=lambda c: repr(c[:24]))
+def test_a_damaged_run_config(run_copy, cli, tmp_path, snapshot, command, content):
+    (run_copy / runs.CONFIG).write_bytes(content)
+    before = snapshot(run_copy)
+    args = {"eval": ["eval", run_copy, "--episodes", 1], "export": ["export", run_copy, "-o", tmp_path / "p.nmp"],
+            "resume": ["train", "--resume", run_copy, "--steps", 200]}[command]
+    refused(*cli(*args)[::2], runs.CONFIG)
+    assert snapshot(run_copy) == before and not (tmp_path / "p.nmp").exists()
 
 
 def test_deep_run_config(run_copy, cli):
