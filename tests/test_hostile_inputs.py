@@ -297,6 +297,7 @@ def test_ctrl_c_on_a_sharded_population_is_one_line(tmp_path):
     ({"algo": ["td3"]}, "unknown algorithm"),
     ({"run_dir": 123}, "run_dir must be a path"),
     ({"vector": "threads"}, "vector must be one of"),
+    ({"run_dir": "x" * 300 + "/" + "y" * 5000}, "cannot use run directory"),
 ])
 def test_the_api_refuses_what_the_cli_refuses(tmp_path, monkeypatch, kwargs, words):
     monkeypatch.chdir(tmp_path)

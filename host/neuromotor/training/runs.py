@@ -117,6 +117,13 @@ def make_dir(run_dir: Path) -> None:
 
 def check_replaceable(run_dir: Path, force: bool) -> None:
     """UserError unless run_dir is new, empty, or (with --force) may be replaced."""
+    try:
+        _check_replaceable(Path(run_dir), force)
+    except OSError as exc:  # a name the file system refuses (too long, ...): before anything is made
+        raise UserError(f"cannot use run directory {str(run_dir)[:200]}: {exc.strerror}") from None
+
+
+def _check_replaceable(run_dir: Path, force: bool) -> None:
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir} exists and is not a directory")
     existing = next((p for p in run_dir.parents if p.exists()), None)
