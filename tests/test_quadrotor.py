@@ -129,8 +129,10 @@ def test_trains_exports_and_renders(tmp_path, cli):
 
     spec = read_policy(tmp_path / "q.nmp")
     assert (spec.obs_dim, spec.act_dim) == (146, 4)
-    assert cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")[0] == 0
+    code, out, _ = cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")
+    assert code == 0 and "q.png" in out
     assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
+    assert (tmp_path / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # position and attitude over time
 
 
 def test_bench_says_which_control_loops_a_policy_fits():

@@ -31,7 +31,8 @@ class Evaluation:
     """Deterministic returns of every agent of a run (no exploration noise).
 
     `returns[k, e]` is agent k's return in episode e. `frames` is the number of rendered
-    frames when a GIF was written (`render`), else None."""
+    frames when a GIF was written (`render`), else None; `plot` the PNG of the episode over
+    time written beside it, for environments that draw one (the quadrotor)."""
 
     returns: np.ndarray
     seeds: list
@@ -41,6 +42,7 @@ class Evaluation:
     run_dir: str
     render: "str | None" = None
     frames: "int | None" = None
+    plot: "str | None" = None
 
     @property
     def mean(self) -> float:
@@ -87,6 +89,9 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
         env_cls = runs.env_factory(cfg)
         if render and not hasattr(env_cls, "draw"):
             raise UserError(f"environment {cfg['env']!r} cannot be rendered")
+        plot = str(Path(render).with_suffix(".png")) if render and hasattr(env_cls, "plot_episode") else None
+        if plot:
+            check_target(plot, protected=runs.own_paths(run_dir), follow=True)
         t0 = time.perf_counter()
         if gymnasium:
             if render:
@@ -103,11 +108,14 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
     finally:
         algo.close()
     if render:
-        from neuromotor.training.plotting import episode_gif
+        from neuromotor.training.plotting import episode_gif, episode_plot
 
-        episode_gif(env_cls.draw, states, render, title=f"{cfg['env']} seed {seeds[agent]}")
+        title = f"{cfg['env']} seed {seeds[agent]}"
+        episode_gif(env_cls.draw, states, render, title=title, projection=getattr(env_cls, "draw_projection", None))
+        if plot:
+            episode_plot(env_cls.plot_episode, env_cls.plot_rows, states, plot, title)
     return Evaluation(np.asarray(returns), list(seeds), steps, episodes, wall, str(run_dir), render,
-                      len(states) if render else None)
+                      len(states) if render else None, plot)
 
 
 class Run:

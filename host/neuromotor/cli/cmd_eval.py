@@ -41,7 +41,7 @@ def run(args) -> int:
     for k, s in enumerate(seeds):
         print(f"{s:>6} {returns[k].mean():>10.1f} {returns[k].std():>8.1f}")
     if args.render:
-        print(f"wrote {args.render} ({ev.frames} frames)")
+        print(f"wrote {args.render} ({ev.frames} frames)" + (f" and {ev.plot}" if ev.plot else ""))
     if args.json:
         print(json_line(ev.as_dict()))
     return 0 if np.isfinite(returns).all() else 1

@@ -158,25 +158,56 @@ class QuadrotorVec:
         self.state[...] = state[:, :STATE]
         self.history[...] = state[:, STATE:].reshape(self.history.shape)
 
+    draw_projection = "3d"
+
     @staticmethod
     def draw(ax, state_row) -> None:
-        """The drone seen from behind (y to the left, z up), arms and rotors; the first call
-        on an axis creates the artists, later calls move them (fast GIFs)."""
+        """The drone in 3-D (arms drawn four times their length) and the path it has flown;
+        the first call on an axis creates the artists, later calls move them (fast GIFs)."""
+        p = state_row[P]
         R = rotation_matrices(state_row[None, Q])[0]
-        rotors = state_row[P] + ROTOR_POSITIONS * 4 @ R.T  # drawn four times their size
-        ys, zs = -rotors[:, 1], rotors[:, 2]
-        arms = [line for line in ax.lines if line.get_gid() == "arm"]
+        rotors = p + ROTOR_POSITIONS * 4 @ R.T
+        arms = [line for line in ax.lines if line.get_gid() in ("arm", "path")]
         if arms:
-            arms[0].set_data([ys[0], ys[2]], [zs[0], zs[2]])
-            arms[1].set_data([ys[1], ys[3]], [zs[1], zs[3]])
+            arm0, arm1, path = arms
+            arm0.set_data_3d(*rotors[[0, 2]].T)
+            arm1.set_data_3d(*rotors[[1, 3]].T)
+            xs, ys, zs = (np.append(c, v) for c, v in zip(path.get_data_3d(), p))
+            path.set_data_3d(xs, ys, zs)
             return
-        ax.plot([ys[0], ys[2]], [zs[0], zs[2]], lw=4, color="#4c72b0", gid="arm")
-        ax.plot([ys[1], ys[3]], [zs[1], zs[3]], lw=4, color="#cc4c4c", gid="arm")
-        ax.plot([0], [0], "k+", ms=10)
-        ax.set_xlim(-POSITION_LIMIT, POSITION_LIMIT)
-        ax.set_ylim(-POSITION_LIMIT, POSITION_LIMIT)
-        ax.set_aspect("equal")
-        ax.axis("off")
+        ax.plot(*rotors[[0, 2]].T, lw=3, color="#4c72b0", gid="arm")
+        ax.plot(*rotors[[1, 3]].T, lw=3, color="#cc4c4c", gid="arm")
+        ax.plot([p[0]], [p[1]], [p[2]], lw=1, color="0.5", gid="path")
+        ax.scatter([0], [0], [0], marker="+", color="k")
+        for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
+            set_lim(-POSITION_LIMIT, POSITION_LIMIT)
+        ax.set_xlabel("x", fontsize=7)
+        ax.set_ylabel("y", fontsize=7)
+        ax.set_zlabel("z", fontsize=7)
+        ax.tick_params(labelsize=6)
+
+    plot_rows = 2
+
+    @staticmethod
+    def plot_episode(axes, states, title: str = "") -> None:
+        """Position and attitude (roll, pitch, yaw) over the episode, on two matplotlib axes."""
+        t = np.arange(len(states)) * DT
+        w, x, y, z = states[:, Q].T
+        roll = np.degrees(np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y)))
+        pitch = np.degrees(np.arcsin(np.clip(2 * (w * y - z * x), -1, 1)))
+        yaw = np.degrees(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+        top, bottom = axes
+        for k, name in enumerate("xyz"):
+            top.plot(t, states[:, k], label=name)
+        top.set_ylabel("position error (m)")
+        top.set_title(title)
+        for series, name in ((roll, "roll"), (pitch, "pitch"), (yaw, "yaw")):
+            bottom.plot(t, series, label=name)
+        bottom.set_ylabel("attitude (degrees)")
+        bottom.set_xlabel("time (s)")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8, loc="upper right")
 
 
 def _random_tilt(rng, max_angle: float) -> np.ndarray:

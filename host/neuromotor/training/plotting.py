@@ -11,11 +11,11 @@ from matplotlib.figure import Figure
 from neuromotor.safe_write import atomic_open
 
 
-def subplots(**figure_kw):
+def subplots(subplot_kw=None, nrows: int = 1, sharex: bool = False, **figure_kw):
     """(figure, axes) on an Agg canvas, outside pyplot."""
     fig = Figure(**figure_kw)
     FigureCanvasAgg(fig)
-    return fig, fig.subplots()
+    return fig, fig.subplots(nrows, sharex=sharex, subplot_kw=subplot_kw)
 
 
 def learning_curve(metrics: list, path, title: str) -> None:
@@ -40,25 +40,28 @@ def learning_curve(metrics: list, path, title: str) -> None:
     save_png(fig, path)
 
 
-def save_png(fig, path, dpi: int = 100) -> None:
-    """Write a figure atomically (a reader never sees half a PNG) and close it."""
+def save_png(fig, path, dpi: int = 100, follow: bool = False) -> None:
+    """Write a figure atomically (a reader never sees half a PNG) and close it; `follow`: a
+    path the user named, which may be a link to a regular file."""
     try:
         fig.tight_layout()
-        with atomic_open(path) as f:
+        with atomic_open(path, follow=follow) as f:
             fig.savefig(f, format="png", dpi=dpi)
     finally:
         plt.close(fig)
 
 
-def episode_gif(draw, states, path, fps: int = 20, title: str = "") -> None:
+def episode_gif(draw, states, path, fps: int = 20, title: str = "", projection: "str | None" = None) -> None:
     """Animate `draw(ax, state_row)` over a trajectory of env states into a GIF.
 
     `draw` creates its artists on the first call and moves them afterwards; each
     frame is one Agg canvas draw handed to Pillow (much faster than savefig per frame).
+    `projection` "3d" draws on 3-D axes.
     """
     from PIL import Image
 
-    fig, ax = subplots(figsize=(2.5, 2.5), dpi=72)
+    fig, ax = subplots(subplot_kw={"projection": projection} if projection else None,
+                       figsize=(3.5, 3.5) if projection else (2.5, 2.5), dpi=72)
     label = ax.set_title("", fontsize=8)
     frames = []
     for i, state in enumerate(states):
@@ -82,3 +85,10 @@ def sweep_returns(groups: list, path, title: str) -> None:
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     save_png(fig, path)
+
+
+def episode_plot(plot, rows: int, states, path, title: str = "") -> None:
+    """`plot(axes, states, title)` of an env (its episode over time, on `rows` axes) as a PNG."""
+    fig, axes = subplots(nrows=rows, figsize=(7, 2.5 * rows), sharex=True)
+    plot(np.atleast_1d(axes), np.asarray(states), title)
+    save_png(fig, path, follow=True)  # a path the user named
