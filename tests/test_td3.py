@@ -164,7 +164,8 @@ def test_shared_minibatch_is_one_minibatch_per_update_for_critics_and_actor(back
         for arr in (algo.critic.params, algo.critic.target):  # critic 1 := critic 0, per agent
             for layer in algo.critic.mlp.views(arr):
                 layer[:, 1] = layer[:, 0]
-        algo._native_setup()
+        if algo.native:
+            algo.native.load()
         for _ in range(steps):
             algo.advance()
         algo.sync_host()

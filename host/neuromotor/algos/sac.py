@@ -42,16 +42,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, Replay
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay
 from neuromotor.algos import named_config
-from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
-from neuromotor.rng import rng_state_array, set_rng_state
 
-RNG_BLOCK = 1000
+RNG_BLOCK = OffPolicyAgents.RNG_BLOCK
 LOG_PROB_EPS = 1e-6
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -133,7 +131,7 @@ class TanhGaussian:
         return d_out
 
 
-class SAC:
+class SAC(OffPolicyAgents):
     """SAC for a population of agents: ``SAC(SAC.Config(...), env_factory, seeds)``.
 
     ``advance()`` takes one env step of every agent and one update, ``act(obs)`` gives
@@ -148,18 +146,10 @@ class SAC:
         return named_config(CONFIGS, "sac", env_name, preset, mujoco="mujoco")
 
     def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
-        if cfg.warmup_actions not in ("uniform", "policy"):
-            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
         if not cfg.log_std_min < cfg.log_std_max:
             raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
-        self.cfg, self.dtype = cfg, dtype
-        self.seeds = list(seeds)
-        P = self.P = len(self.seeds)
-        self.env = env = env_factory(P)
-        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
-        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
-        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
-        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        self._setup(cfg, env_factory, seeds, dtype)
+        P, o, a = self.P, self.obs_dim, self.act_dim
         self.target_entropy = -float(a)
 
         act = cfg.activation
@@ -168,10 +158,7 @@ class SAC:
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
         self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
                           cfg.critic_lr, dtype, target=True)
-        for k, rng in enumerate(self.rngs):
-            self.actor.mlp.init_member(self.actor.layers, k, rng)
-            for c in range(2):
-                self.critic.mlp.init_member(self.critic.layers, (k, c), rng)
+        self._init_members(self.actor, self.critic)
         self.critic.target[...] = self.critic.params
         self.log_alpha = np.full(P, math.log(cfg.init_alpha), dtype)
         self.alpha_opt = Adam(P, lr=cfg.alpha_lr)
@@ -195,28 +182,19 @@ class SAC:
 
         self._last_actor = None  # what the last update leaves for scalars()
         self._last_log_alpha = self.log_alpha.copy()
-        self.steps = 0
-        self._block = None
-        self._block_rng = self._rng_states()
-        self.episodes = AutoReset(env, self.rngs)
-        self.obs = self.episodes.reset()
+        self._start()
 
     @property
     def alpha(self) -> np.ndarray:
         return np.exp(self.log_alpha)
 
-    # ----- randomness, drawn per agent in blocks -----
-    def _rng_states(self) -> np.ndarray:
-        return np.stack([rng_state_array(r) for r in self.rngs])
-
-    def _draw_block(self):
-        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
+    def _draws(self, r):
+        """One agent's numbers for RNG_BLOCK steps: acting noise, warm-up actions, raw replay
+        indices of three minibatches, the critics' next-action noise and the actor's noise."""
         n, B, a, dt = RNG_BLOCK, self.cfg.batch_size, self.act_dim, self.dtype
-        parts = [(r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
-                  r.integers(0, 1 << 32, (n, 3, B), np.uint32),
-                  r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt)) for r in self.rngs]
-        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
-        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+        return (r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
+                r.integers(0, 1 << 32, (n, 3, B), np.uint32),
+                r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt))
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
@@ -334,9 +312,6 @@ class SAC:
         return -(self.log_alpha[:, None, None] * (log_prob + self.target_entropy)).mean(axis=(1, 2))
 
     # ----- reporting, export, checkpoints -----
-    def pop_episode_returns(self):
-        return self.episodes.pop_episode_returns()
-
     def scalars(self) -> dict:
         """Per agent: learning rates, the entropy coefficient and the last update's losses and
         policy entropy estimate -mean log pi (TensorBoard's scalars)."""
@@ -358,16 +333,9 @@ class SAC:
     def policy_spec(self, agent: int) -> PolicySpec:
         """The deterministic policy tanh(mean): the actor without its log-std outputs."""
         layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
-        weights, biases = [w.T for w, _ in layers], [b for _, b in layers]
-        weights[-1], biases[-1] = weights[-1][:self.act_dim], biases[-1][:self.act_dim]
-        return PolicySpec(
-            weights=weights, biases=biases,
-            activations=self.actor.mlp.activations[:-1] + ["tanh"],
-            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
-            action_scale=self.act_scale, action_offset=self.act_offset,
-            action_low=self.env.action_low, action_high=self.env.action_high,
-            meta={"algo": "sac", "seed": self.seeds[agent], "step": self.steps},
-        )
+        w, b = layers[-1]
+        layers[-1] = (w[:, :self.act_dim], b[:self.act_dim])
+        return self._deployable(agent, layers, self.actor.mlp.activations[:-1] + ["tanh"], "sac")
 
     def _arrays(self) -> dict:
         """The mutable arrays a checkpoint restores in place."""
@@ -380,29 +348,8 @@ class SAC:
             "replay": self.replay.data, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
-    def state_dict(self) -> dict:
-        return {
-            **self._arrays(),
-            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
-            "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
-            "alpha_opt_t": np.int64(self.alpha_opt.t),
-            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
-            "rng": self._rng_states(), "rng_block_start": self._block_rng,
-            "env_state": self.env.get_state(), "obs": self.obs,
-        }
+    def _optimizers(self) -> dict:
+        return {"actor": self.actor.opt, "critic": self.critic.opt, "alpha": self.alpha_opt}
 
-    def load_state_dict(self, d: dict) -> None:
-        for key, arr in self._arrays().items():
-            arr[...] = d[key]
-        self.steps = int(d["steps"])
+    def _restored(self) -> None:
         self._last_actor = None  # no update of this state has run yet
-        self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
-        self.alpha_opt.t = int(d["alpha_opt_t"])
-        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
-        if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
-            for r, st in zip(self.rngs, d["rng_block_start"]):
-                set_rng_state(r, st)
-            self._draw_block()
-        for r, st in zip(self.rngs, d["rng"]):
-            set_rng_state(r, st)
-        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))

@@ -1,4 +1,8 @@
-"""TD3's native backend keeps its networks in the training layout between updates.
+"""TD3's native backend: the update (and on the built-in pendulum the whole step) in one call.
+
+The arithmetic is td3.py's NumPy update, compiled (neuromotor._nm_host, the training
+kernels the boards use); tests/test_td3_native.py holds the two to agreement per update.
+`NativeTD3` makes the calls, and keeps the networks in the training layout between updates:
 
 The compiled kernels (neuromotor._nm_host, device/native/include) train a network
 family as one flat float32 vector, member after member, each member's layers as
@@ -17,6 +21,23 @@ import math
 import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net
+from neuromotor.envs.pendulum import PendulumVec
+
+try:
+    from neuromotor import _nm_host
+    NATIVE_ERROR = None
+except ImportError as exc:  # a source tree without the compiled extension
+    _nm_host = None
+    NATIVE_ERROR = exc
+
+# What nm_host/nm_pendulum.h compiles in: TD3 steps a PendulumVec natively only when it has these.
+NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,
+                   "obs_dim": 3, "act_dim": 1}
+
+
+def steps_natively(env) -> bool:
+    """Whether the native call can also step `env`: the built-in pendulum, one env per agent."""
+    return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
 
 
 class TrainFamily:
@@ -58,3 +79,72 @@ class TrainFamily:
     def arrays(self) -> tuple:
         """(params, target, grad, adam_m, adam_v, adam_state) as the kernels take them."""
         return self.params, self.target, self.grad, self.m, self.v, self.adam_state
+
+
+class NativeTD3:
+    """The native calls of one TD3 population, and the training-layout copy of its networks."""
+
+    def __init__(self, td3):
+        self.td3 = td3
+        self.families = (TrainFamily(td3.actor), TrainFamily(td3.critic))
+        self.losses = np.zeros((td3.P, 2), F32)  # the last update's (critic, actor) loss per agent
+        self.whole_step = steps_natively(td3.env)
+        self.load()
+
+    def load(self) -> None:
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
+        td3, cfg = self.td3, self.td3.cfg
+        for fam in self.families:
+            fam.load()
+        self.host_stale = False
+        actor, critic = self.families
+        self.nets = (actor.arrays(), critic.arrays(), td3.actor.layout(), td3.critic.layout(), self.losses)
+        self.hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
+                      float(td3.act_scale[0]), float(td3.act_offset[0]))
+        if self.whole_step:
+            td3.obs = np.array(td3.obs, F32)  # the array the native step writes
+            ep = td3.episodes
+            self.envs = (td3.env.state, td3.obs, ep.ep_return, ep.ep_len, td3.env.max_episode_steps)
+
+    def sync_host(self) -> None:
+        """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
+        if self.host_stale:
+            for fam in self.families:
+                fam.store()
+            self.host_stale = False
+
+    def act(self, obs, explore) -> np.ndarray:
+        """clip(pi(s) + exploration_noise * explore, -1, 1) of every agent."""
+        action = np.empty((self.td3.P, self.td3.act_dim), F32)
+        _nm_host.act(self.families[0].params, self.nets[2], np.ascontiguousarray(obs, F32), explore,
+                     self.td3.cfg.exploration_noise, action)
+        return action
+
+    def update(self, raw_idx, target_noise, update_actor) -> None:
+        """The critics' update, then (update_actor) the actor's and the targets', of every agent:
+        the arithmetic of TD3._update_critics, _update_actor and _update_targets."""
+        td3 = self.td3
+        td3.critic.opt.t += 1
+        td3.actor.opt.t += update_actor
+        _nm_host.td3_update(self.nets, td3.replay.data, td3.replay.size, raw_idx, target_noise,
+                            update_actor, td3.cfg.shared_minibatch, self.hyper[:4])
+        self.host_stale = True
+
+    def step(self, block, i) -> None:
+        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        TD3.advance() with the NumPy update."""
+        td3, cfg, replay = self.td3, self.td3.cfg, self.td3.replay
+        learn = td3.steps >= cfg.learning_starts
+        uniform = not learn and cfg.warmup_actions == "uniform"
+        update_actor = learn and td3.steps % cfg.policy_delay == 0
+        td3.critic.opt.t += learn
+        td3.actor.opt.t += update_actor
+        ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, replay.pos, replay.size,
+                                  uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
+        if ended:
+            td3.obs[...] = td3.episodes.finish(td3.episodes.ep_len >= td3.env.max_episode_steps)
+        self.host_stale = True
+        return learn
