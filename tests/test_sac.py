@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from neuromotor.training import config, memory, runs
+from neuromotor.training import config, memory, run_policy, runs
 from neuromotor.algos import algo_class
 from neuromotor.algos.sac import SAC, Config, TanhGaussian
 from neuromotor.envs import env_class
@@ -335,7 +335,7 @@ def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
     assert code == 0, err
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["algo"] == "sac" and cfg["algo_config"]["alpha_lr"] == 1e-3
-    spec = runs.load_policy_spec(run_dir, agent=1)
+    spec = run_policy.load_policy_spec(run_dir, agent=1)
     _, algo = runs.load(run_dir)
     obs = np.array([[1.0, 0.0, 0.5]], np.float32)
     np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)

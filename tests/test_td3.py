@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neuromotor.training import config, runs
+from neuromotor.training import config, run_policy, runs
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
 from neuromotor.training.evaluation import Evaluator
@@ -86,7 +86,7 @@ def test_load_policy_spec_from_a_run_dir(tmp_path, cli):
     assert code == 0
     cfg, algo = runs.load(run_dir)
     assert cfg["seeds"] == [3, 4] and algo.steps == 150
-    spec = runs.load_policy_spec(run_dir, agent=1)
+    spec = run_policy.load_policy_spec(run_dir, agent=1)
     assert spec.meta["seed"] == 4 and spec.meta["env"] == "pendulum"
     obs = np.array([[1.0, 0.0, 0.5]], np.float32)
     np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)

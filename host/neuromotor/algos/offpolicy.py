@@ -56,6 +56,18 @@ class Net:
         return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)
 
 
+def deployable(env, layers, activations, algo: str, seed: int, step: int) -> PolicySpec:
+    """A policy acting in env units from actor layers [(W (in, out), b)] whose tanh output is in [-1, 1]."""
+    scale = ((env.action_high - env.action_low) / 2).astype(F32)
+    offset = ((env.action_high + env.action_low) / 2).astype(F32)
+    return PolicySpec(
+        weights=[w.T for w, _ in layers], biases=[b for _, b in layers], activations=activations,
+        obs_mean=np.zeros(env.obs_dim), obs_std=np.ones(env.obs_dim),
+        action_scale=scale, action_offset=offset, action_low=env.action_low, action_high=env.action_high,
+        meta={"algo": algo, "seed": int(seed), "step": int(step)},
+    )
+
+
 class ReplayRow:
     """Where each field of a transition sits in a replay row, as slices of its last axis.
 
@@ -116,8 +128,9 @@ class OffPolicyAgents:
 
     A subclass builds its networks and replay between `_setup` and `_start`, and names
     what it adds: `_draws(rng)` (one agent's random numbers for RNG_BLOCK steps),
-    `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()` and
-    `_restored()` (called after a checkpoint was loaded)."""
+    `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()`,
+    `_restored()` (called after a checkpoint was loaded), and its actor: `actor_mlp`,
+    `_actor_params()` and `policy_from_state` (the deployable policy of one agent)."""
 
     RNG_BLOCK = 1000
 
@@ -162,15 +175,17 @@ class OffPolicyAgents:
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
 
-    def _deployable(self, agent: int, layers, activations, algo: str) -> PolicySpec:
-        """Agent `agent`'s policy from its actor layers [(W (in, out), b)], acting in env units."""
-        return PolicySpec(
-            weights=[w.T for w, _ in layers], biases=[b for _, b in layers], activations=activations,
-            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
-            action_scale=self.act_scale, action_offset=self.act_offset,
-            action_low=self.env.action_low, action_high=self.env.action_high,
-            meta={"algo": algo, "seed": self.seeds[agent], "step": self.steps},
-        )
+    @classmethod
+    def policy_state(cls, cfg, env, agents: int) -> dict:
+        """The checkpoint arrays a policy is read from (templates: shapes and dtypes), for a
+        population of `agents`: what a run's policy is loaded from without building the algorithm."""
+        return {"actor": cls.actor_mlp(cfg, env.obs_dim, env.act_dim, agents).zeros(),
+                "seeds": np.zeros(agents, np.int64), "steps": np.int64(0)}
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        """Agent `agent`'s deployable policy, made exactly as from a checkpoint (policy_from_state)."""
+        state = {"actor": self._actor_params(), "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
+        return self.policy_from_state(self.cfg, self.env, state, agent)
 
     def state_dict(self) -> dict:
         return {

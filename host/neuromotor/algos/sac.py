@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
 from neuromotor.algos import named_config
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
@@ -153,8 +153,8 @@ class SAC(OffPolicyAgents):
         self.target_entropy = -float(a)
 
         act = cfg.activation
-        self.actor = Net([o, *cfg.actor_hidden, 2 * a], [act] * len(cfg.actor_hidden) + ["identity"], (P,),
-                         cfg.actor_lr, dtype, target=False)
+        actor = self.actor_mlp(cfg, o, a, P)
+        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr, dtype, target=False)
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
         self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
                           cfg.critic_lr, dtype, target=True)
@@ -330,12 +330,24 @@ class SAC(OffPolicyAgents):
             })
         return out
 
-    def policy_spec(self, agent: int) -> PolicySpec:
+    @staticmethod
+    def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int, dtype=F32) -> MLP:
+        """[mean, log_std] per action dimension: the hidden layers, then identity."""
+        return MLP([obs_dim, *cfg.actor_hidden, 2 * act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["identity"],
+                   pop=(agents,), dtype=dtype)
+
+    def _actor_params(self) -> np.ndarray:
+        return self.actor.params
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
         """The deterministic policy tanh(mean): the actor without its log-std outputs."""
-        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
+        a = env.act_dim
+        mlp = cls.actor_mlp(cfg, env.obs_dim, a, len(state["seeds"]), state["actor"].dtype)
+        layers = mlp.weights_and_biases(MLP.member(mlp.views(state["actor"]), agent))
         w, b = layers[-1]
-        layers[-1] = (w[:, :self.act_dim], b[:self.act_dim])
-        return self._deployable(agent, layers, self.actor.mlp.activations[:-1] + ["tanh"], "sac")
+        layers[-1] = (w[:, :a], b[:a])
+        return deployable(env, layers, mlp.activations[:-1] + ["tanh"], "sac", state["seeds"][agent], state["steps"])
 
     def _arrays(self) -> dict:
         """The mutable arrays a checkpoint restores in place."""

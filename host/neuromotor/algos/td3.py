@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
 from neuromotor.algos.td3_native import NATIVE_ERROR, NativeTD3
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP
@@ -99,7 +99,8 @@ class TD3(OffPolicyAgents):
         P, o, a = self.P, self.obs_dim, self.act_dim
 
         act = cfg.activation
-        self.actor = Net([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], (P,), cfg.actor_lr)
+        actor = self.actor_mlp(cfg, o, a, P)
+        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr)
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
         self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
                           cfg.critic_lr)
@@ -278,10 +279,21 @@ class TD3(OffPolicyAgents):
             out["loss/actor"] = actor.astype(np.float64)
         return out
 
-    def policy_spec(self, agent: int) -> PolicySpec:
+    @staticmethod
+    def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:
+        """pi(s) in [-1, 1]: the hidden layers, then tanh."""
+        return MLP([obs_dim, *cfg.actor_hidden, act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["tanh"],
+                   pop=(agents,))
+
+    def _actor_params(self) -> np.ndarray:
         self.sync_host()
-        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
-        return self._deployable(agent, layers, self.actor.mlp.activations, "td3")
+        return self.actor.params
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
+        mlp = cls.actor_mlp(cfg, env.obs_dim, env.act_dim, len(state["seeds"]))
+        layers = mlp.weights_and_biases(MLP.member(mlp.views(state["actor"]), agent))
+        return deployable(env, layers, mlp.activations, "td3", state["seeds"][agent], state["steps"])
 
     def _arrays(self) -> dict:
         """The mutable arrays a checkpoint restores in place (after writing them: native.load())."""

@@ -35,7 +35,7 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
     than `max_error` of the action range. The file is written atomically and only over a
     regular file that is neither the source nor a run's own file."""
     from neuromotor.policy import DEFAULT_MAX_ERROR, quantize_checked, write_c_header, write_policy
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
 
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
     if format is not None and format not in FORMATS:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neuromotor.api._progress import show_progress
-from neuromotor.training import runs, session
+from neuromotor.training import run_policy, runs, session
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec
@@ -197,7 +197,7 @@ class Run:
         """The deterministic policy of agent `agent` (index into `seeds`)."""
         agent = _count("agent", agent, 0)
         if agent not in self._policies:
-            self._policies[agent] = runs.load_spec(self.path, agent)
+            self._policies[agent] = run_policy.load_spec(self.path, agent)
         return self._policies[agent]
 
     def evaluate(self, episodes: int = 10, *, seed: int = 12345, gymnasium: bool = False,

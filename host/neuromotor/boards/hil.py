@@ -24,7 +24,7 @@ from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import POLICY_LIMIT, encode
 from neuromotor.policy.spec import env_for
 from neuromotor.training.evaluation import episode_returns
-from neuromotor.training.runs import load_spec
+from neuromotor.training.run_policy import load_spec
 from neuromotor.boards.link import BenchClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order

@@ -12,9 +12,8 @@
       events.out.tfevents.*, agent<k>/events.out.tfevents.*
                           TensorBoard event files (see neuromotor.training.tensorboard)
 
-`load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
-loads the checkpoint and returns the deployable actor of one agent;
-`load_spec(source)` does that for a run directory or reads a policy file.
+`load(run_dir)` rebuilds the algorithm from config.json and its checkpoint (to resume
+or evaluate); neuromotor.training.run_policy reads one agent's policy without it.
 """
 
 import contextlib
@@ -34,7 +33,6 @@ from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.training.parallel import Sharded
 from neuromotor.paths import runs_dir
-from neuromotor.policy.spec import PolicySpec
 from neuromotor.safe_write import append_text, atomic_write, open_own
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
@@ -250,11 +248,16 @@ def build(cfg: dict):
     # the estimate builds one env: in this process, never a worker of its own
     probe = env_class(cfg["env"], cfg.get("env_kwargs"), "sync")
     memory.check(cfg["algo"], cfg["algo_config"], cfg["run"], probe, len(cfg["seeds"]))
-    identity = {"env": cfg["env"], "algo": cfg["algo"]}
-    if cfg.get("env_kwargs"):
-        identity["env_kwargs"] = json.dumps(cfg["env_kwargs"], sort_keys=True)
     return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env, cfg["seeds"],
-                   cfg["run"].shards or 1, identity=identity)
+                   cfg["run"].shards or 1, identity=identity(cfg))
+
+
+def identity(cfg: dict) -> dict:
+    """What a checkpoint says it belongs to (its "run.<key>" arrays)."""
+    out = {"env": cfg["env"], "algo": cfg["algo"]}
+    if cfg.get("env_kwargs"):
+        out["env_kwargs"] = json.dumps(cfg["env_kwargs"], sort_keys=True)
+    return out
 
 
 def load(run_dir, vector: str = None):
@@ -270,8 +273,8 @@ def load(run_dir, vector: str = None):
         seeds = [int(s) for k in sorted(arrays, key=_shard_order) if k.rpartition(".")[2] == "seeds"
                  for s in arrays[k]]
         if seeds != cfg["seeds"]:
-            raise UserError(f"checkpoint {path} holds agents with seeds {_short(seeds)}, but {CONFIG} says "
-                            f"{_short(cfg['seeds'])}")
+            raise UserError(f"checkpoint {path} holds agents with seeds {short(seeds)}, but {CONFIG} says "
+                            f"{short(cfg['seeds'])}")
         algo.load_state_dict(arrays)
     except BaseException:
         algo.close()
@@ -284,35 +287,9 @@ def _shard_order(key: str):
     return int(shard[5:]) if dot and shard.startswith("shard") and shard[5:].isdigit() else -1
 
 
-def _short(seeds: list) -> str:
+def short(seeds: list) -> str:
     text = str(seeds)
     return text if len(text) <= 60 else text[:57] + "...]"
-
-
-def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
-    cfg, algo = load(run_dir)
-    try:  # a population's shard workers end here, not with the process (a notebook lives long)
-        if not 0 <= agent < len(cfg["seeds"]):
-            raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
-        spec = algo.policy_spec(agent)
-    finally:
-        algo.close()
-    spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
-    if cfg.get("env_kwargs"):
-        spec.meta["env_kwargs"] = cfg["env_kwargs"]
-    return spec
-
-
-def load_spec(source, agent: int = 0) -> PolicySpec:
-    """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
-    from neuromotor.policy.policy_file import read_policy
-
-    path = Path(source)
-    if path.is_file():
-        return read_policy(path)
-    if not path.is_dir():
-        raise UserError(f"{source}: no such run directory or policy file")
-    return load_policy_spec(path, agent=agent)
 
 
 def append_metrics(run_dir: Path, records: list) -> None:

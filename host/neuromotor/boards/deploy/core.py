@@ -110,7 +110,7 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
 
 def export_policy(run_or_file: str) -> tuple:
     """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
     from neuromotor.policy import encode
     p = Path(run_or_file)
     spec = load_spec(run_or_file)      # reads + validates a .nmp too (magic, version, CRC)
