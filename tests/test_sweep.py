@@ -46,8 +46,8 @@ def test_local_sweep_is_configurations_times_seeds_in_run_directories(reference)
     sweep_dir = reference["sweep_dir"]
     for t in reference["trials"]:
         cfg = runs.read_config(t["run_dir"])  # a normal run directory, readable as any run
-        assert cfg["algo_config"].batch_size == t["config"]["batch_size"] and t["seed"] in cfg["seeds"]
-        assert cfg["run"].steps == 600
+        assert cfg.algo_config.batch_size == t["config"]["batch_size"] and t["seed"] in cfg.seeds
+        assert cfg.run.steps == 600
         final = [r for r in runs.read_metrics(t["run_dir"]) if r["step"] == 600 and r["seed"] == t["seed"]]
         assert [r["eval_return_mean"] for r in final] == [t["eval_return_mean"]]
     with open(os.path.join(sweep_dir, sweep.PLOT), "rb") as f:

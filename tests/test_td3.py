@@ -85,7 +85,7 @@ def test_load_policy_spec_from_a_run_dir(tmp_path, cli):
                      "--set", "batch_size=16", "--quiet")
     assert code == 0
     cfg, algo = runs.load(run_dir)
-    assert cfg["seeds"] == [3, 4] and algo.steps == 150
+    assert cfg.seeds == [3, 4] and algo.steps == 150
     spec = run_policy.load_policy_spec(run_dir, agent=1)
     assert spec.meta["seed"] == 4 and spec.meta["env"] == "pendulum"
     obs = np.array([[1.0, 0.0, 0.5]], np.float32)
@@ -198,7 +198,7 @@ def test_shared_minibatch_from_the_cli_trains_and_resumes_exactly(tmp_path, cli)
     assert code == 0, err
     for run_dir in (straight, resumed):
         cfg, algo = runs.load(run_dir)
-        assert cfg["algo_config"].shared_minibatch is True and algo.local.cfg.shared_minibatch is True
+        assert cfg.algo_config.shared_minibatch is True and algo.local.cfg.shared_minibatch is True
         assert algo.steps == 160
         algo.close()
     with np.load(straight / "checkpoint.npz") as a, np.load(resumed / "checkpoint.npz") as b:

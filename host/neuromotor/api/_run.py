@@ -81,14 +81,14 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
         if not render.endswith(".gif"):
             raise UserError(f"render writes a GIF; give a file name ending in .gif, not {render!r}")
         check_target(render, protected=runs.own_paths(run_dir), follow=True)
-    cfg, algo = runs.load(run_dir)
+    spec, algo = runs.load(run_dir)
     try:
-        seeds = cfg["seeds"]
+        seeds = spec.seeds
         if not 0 <= agent < len(seeds):
             raise UserError(f"agent {agent} out of range: the run has {len(seeds)} agent(s)")
-        env_cls = runs.env_factory(cfg)
+        env_cls = spec.env_factory()
         if render and not hasattr(env_cls, "draw"):
-            raise UserError(f"environment {cfg['env']!r} cannot be rendered")
+            raise UserError(f"environment {spec.env!r} cannot be rendered")
         plot = str(Path(render).with_suffix(".png")) if render and hasattr(env_cls, "plot_episode") else None
         if plot:
             check_target(plot, protected=runs.own_paths(run_dir), follow=True)
@@ -110,7 +110,7 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
     if render:
         from neuromotor.training.plotting import episode_gif, episode_plot
 
-        title = f"{cfg['env']} seed {seeds[agent]}"
+        title = f"{spec.env} seed {seeds[agent]}"
         episode_gif(env_cls.draw, states, render, title=title, projection=getattr(env_cls, "draw_projection", None))
         if plot:
             episode_plot(env_cls.plot_episode, env_cls.plot_rows, states, plot, title)
@@ -258,8 +258,8 @@ def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "st
     if not (run_dir / runs.CONFIG).is_file():
         raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
     with runs.locked(run_dir):
-        cfg, algo = session.resume(run_dir, vector=vector, steps=steps)
-        summary = session.train(run_dir, cfg, algo, progress=show_progress(progress))
+        spec, algo = session.resume(run_dir, vector=vector, steps=steps)
+        summary = session.train(run_dir, spec, algo, progress=show_progress(progress))
     return finished(run_dir, summary)
 
 

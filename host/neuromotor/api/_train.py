@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from neuromotor.training import runs, session
+from neuromotor.training.config import RunSpec
 from neuromotor.api._env import env_name
 from neuromotor.api._progress import show_progress
 from neuromotor.api._run import Run, finished
@@ -77,26 +78,26 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
         raise UserError(f"env_kwargs must be a dict, got {type(env_kwargs).__name__}")
     if env_kwargs:
         settings["env_kwargs"] = dict(env_kwargs)
-    cfg = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
+    spec = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
                               vector=vector, envs=num_envs, steps=steps, shards=shards, seeds=seeds_text,
                               seed=seed, quiet=not show)
-    return start(cfg, run_dir=run_dir, force=force, progress=show)
+    return start(spec, run_dir=run_dir, force=force, progress=show)
 
 
-def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -> Run:
-    """Train a new run from a whole config (session.new_config) into run_dir."""
-    algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
+def start(spec: RunSpec, run_dir=None, force: bool = False, progress: bool = True) -> Run:
+    """Train a new run from a whole RunSpec (session.new_config) into run_dir."""
+    algo = runs.build(spec)  # bad hyperparameters and runs that cannot fit fail here, before any file
     try:
         if run_dir is None:
-            run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
+            run_dir = runs.new_run_dir(spec.env, spec.algo, spec.seeds)
         else:
             run_dir = Path(run_dir)
             runs.check_replaceable(run_dir, force)  # before the lock file is made
             runs.make_dir(run_dir)
         with runs.locked(run_dir):
             runs.prepare(run_dir, force)
-            runs.save_config(run_dir, cfg)
-            summary = session.train(run_dir, cfg, algo, progress=progress)
+            runs.write_config(run_dir, spec)
+            summary = session.train(run_dir, spec, algo, progress=progress)
     finally:
         algo.close()
     return finished(run_dir, summary)

@@ -19,33 +19,33 @@ from neuromotor.training.parallel import identity_arrays, shard_bounds, shard_pr
 
 def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
     """Agent `agent`'s actor of the run in `run_dir`, as a deployable policy."""
-    cfg = runs.read_config(run_dir)
-    seeds = cfg["seeds"]
+    run = runs.read_config(run_dir)
+    seeds = run.seeds
     if not 0 <= agent < len(seeds):
         raise UserError(f"agent {agent} out of range: {run_dir} has {len(seeds)} agent(s)")
-    algo = algo_class(cfg["algo"])
-    env = env_class(cfg["env"], cfg.get("env_kwargs"), "sync")(1)
+    algo = algo_class(run.algo)
+    env = env_class(run.env, run.env_kwargs, "sync")(1)
     try:
-        bounds = shard_bounds(len(seeds), cfg["run"].shards or 1)
+        bounds = shard_bounds(len(seeds), run.run.shards or 1)
         prefix, index = shard_prefix(bounds, agent)
         shard = bounds.index(agent - index)
-        template = algo.policy_state(cfg["algo_config"], env, bounds[shard + 1] - bounds[shard])
+        template = algo.policy_state(run.algo_config, env, bounds[shard + 1] - bounds[shard])
         path = Path(run_dir) / runs.CHECKPOINT
         arrays = checkpoint.load(path, {**{prefix + k: v for k, v in template.items()},
-                                        **identity_arrays(runs.identity(cfg))})
+                                        **identity_arrays(runs.identity(run))})
         state = {k: arrays[prefix + k] for k in template}
         held, said = [int(s) for s in state["seeds"]], seeds[bounds[shard]:bounds[shard + 1]]
         if held != said:
             raise UserError(f"checkpoint {path} holds agents with seeds {runs.short(held)}, but {runs.CONFIG} "
                             f"says {runs.short(said)}")
-        spec = algo.policy_from_state(cfg["algo_config"], env, state, index)
+        spec = algo.policy_from_state(run.algo_config, env, state, index)
     finally:
         close = getattr(env, "close", None)
         if close:
             close()
-    spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
-    if cfg.get("env_kwargs"):
-        spec.meta["env_kwargs"] = cfg["env_kwargs"]
+    spec.meta.update(env=run.env, run_dir=str(run_dir))
+    if run.env_kwargs:
+        spec.meta["env_kwargs"] = run.env_kwargs
     return spec
 
 

@@ -59,9 +59,8 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
     """Write config, checkpoint, policy file, metrics and summary; returns the summary."""
     run_cfg = config.RunConfig(steps=steps, eval_episodes=eval_episodes, shards=1)
     algo_cfg = algo_config(profile)
-    runs.write_config(run_dir, "pendulum", "td3", [seed], run_cfg, algo_cfg)
-    cfg = runs.read_config(run_dir)
-    algo = runs.build(cfg)
+    runs.write_config(run_dir, config.RunSpec("pendulum", "td3", [seed], run_cfg, algo_cfg))
+    algo = runs.build(runs.read_config(run_dir))
     td3 = algo.local
     _set_actor(td3, spec)
     td3.steps = steps
