@@ -15,6 +15,9 @@ SMALL = {"actor_hidden": [16, 16], "critic_hidden": [32, 32], "eval_every": 400,
 
 
 def test_top_level_names_resolve_and_are_the_api():
+    from neuromotor import api
+
+    assert set(neuromotor.__all__) == {*api.__all__, "__version__"}
     for name in neuromotor.__all__:
         assert getattr(neuromotor, name) is not None, name
     # the modules the CLI and tests import by name stay modules: no API name shadows one

@@ -86,6 +86,13 @@ class BenchResult:
 
         return table(self.results)
 
+    @property
+    def summary(self) -> dict:
+        """Every board's figures per backend (what `neuromotor bench --json` prints)."""
+        from neuromotor.boards.bench import json_summary
+
+        return json_summary(self.results)
+
     def rows(self) -> list:
         """One dict per board and backend: board, backend, emulated, median_us, p99_us and,
         on emulated boards, predicted_us (at the clock given to bench) and instructions."""
@@ -155,16 +162,7 @@ class Board:
               predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
         """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
         backend runs n/20) and write bench.json and bench.png into `out`."""
-        from neuromotor.boards.bench import prepare_out_dir, run_bench
-
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
-            raise UserError(f"n must be from 1 to 10000000, got {n!r}")
-        if not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
-            raise UserError(f"predict_mhz must be a positive number, got {predict_mhz!r}")
-        prepare_out_dir(out)
-        results, out_dir = run_bench([self.port], n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
-                                     log=print if verbose else _quiet)
-        return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
+        return bench([self.port], n=n, backends=backends, out=out, predict_mhz=predict_mhz, verbose=verbose)
 
 
 class EmulatedBoard(Board):
@@ -196,22 +194,137 @@ class EmulatedBoard(Board):
 
 
 def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles: bool = False,
-                build: bool = True) -> EmulatedBoard:
+                build: bool = True, firmware: "str | os.PathLike | None" = None,
+                detach: bool = False) -> EmulatedBoard:
     """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32) and wait for its REPL.
 
     The board belongs to this Python process: it is stopped by `stop()`, by leaving a `with`
-    block, or when the process (or notebook kernel) ends. `instance` names it for
-    `neuromotor boards` (default: ``<name>-py<pid>``); `cycles` runs it under the cycle model;
-    `build` builds a missing firmware first."""
+    block, or when the process (or notebook kernel) ends; with `detach` it runs on until
+    `stop_board` (as `neuromotor board start`). `instance` names it for `neuromotor boards`
+    (default: ``<name>-py<pid>``, or the board's name when detached); `cycles` runs it under
+    the cycle model; `build` builds a missing firmware first; `firmware` runs another ELF."""
     from neuromotor import boards
 
     if instance is not None and not (isinstance(instance, str) and _NAME.match(instance)):
         raise UserError(f"instance {instance!r} is not a name (letters, digits, _ . - ; not starting with . or -)")
     if not isinstance(name, str) or name not in boards.board_names():
         raise UserError(f"unknown board {name!r}; known: {', '.join(sorted(boards.board_names()))}")
-    record = boards.start(name, instance=instance or f"{name}-py{os.getpid()}", build=build,
-                          die_with_parent=True, cycles=cycles)
+    if instance is None and not detach:
+        instance = f"{name}-py{os.getpid()}"
+    record = boards.start(name, instance=instance, firmware=firmware, build=build, die_with_parent=not detach,
+                          cycles=cycles)
     return EmulatedBoard(record)
+
+
+def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
+          predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
+    """Time the deployed policy on each board of `ports` (port paths, or "auto" for every board
+    connected or running; see Board.bench) and write bench.json and bench.png into `out`."""
+    from neuromotor.boards.bench import prepare_out_dir, run_bench
+    from neuromotor.boards.link.ports import resolve_ports
+
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
+        raise UserError(f"n must be from 1 to 10000000, got {n!r}")
+    if not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
+        raise UserError(f"predict_mhz must be a positive number, got {predict_mhz!r}")
+    prepare_out_dir(out, create=False)
+    ports = resolve_ports([ports] if isinstance(ports, str) else ports)
+    prepare_out_dir(out)  # before any board time is spent
+    results, out_dir = run_bench(ports, n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
+                                 log=print if verbose else _quiet)
+    return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
+
+
+def board_names() -> list:
+    """The boards neuromotor has a descriptor for (boards/<name>/board.toml)."""
+    from neuromotor import boards
+
+    return boards.board_names()
+
+
+def known_boards() -> list:
+    """One dict per board descriptor: board, kind, core, clock_mhz, natmod_arch, usb, description."""
+    from neuromotor import boards
+
+    return [{"board": b.name, "kind": b.kind, "core": b.mcu.get("core", ""),
+             "clock_mhz": b.mcu.get("clock_hz", 0) / 1e6, "natmod_arch": b.natmod_arch,
+             "usb": ", ".join(f"{v:04x}:{p:04x}" for v, p in b.usb_ids), "description": b.description}
+            for b in boards.list_boards()]
+
+
+def connected_boards(all_ports: bool = False) -> list:
+    """Serial boards found by their USB VID:PID (every USB serial port with `all_ports`)."""
+    from neuromotor import boards
+
+    return boards.serial_ports(all_ports=all_ports)
+
+
+def running_boards(clean: bool = False) -> list:
+    """The emulated boards running (records: name, instance, port, pid, started); `clean`
+    also removes the records of boards whose QEMU is gone and returns (running, removed)."""
+    from neuromotor import boards
+
+    found = boards.running()
+    return (found, boards.clean_stale()) if clean else found
+
+
+def stop_board(instance: str) -> bool:
+    """Stop the emulated board `instance` (by its QEMU's PID); False if it was not running."""
+    from neuromotor import boards
+
+    return boards.stop(instance)
+
+
+def reset_board(instance: str) -> None:
+    """Hardware-reset the running emulated board `instance` (RAM and its filesystem are kept)."""
+    from neuromotor import boards
+
+    if instance not in {b.instance for b in boards.running()}:
+        raise UserError(f"{instance} is not running (see `neuromotor boards`)")
+    boards.reset(instance)
+
+
+def build_firmware(name: str, jobs: int = 2) -> Path:
+    """Build the firmware of the emulated board `name`; returns the ELF."""
+    from neuromotor import boards
+
+    return boards.build_firmware(name, jobs=jobs)
+
+
+def check_boards(names: "list | None" = None) -> dict:
+    """{board: [problems]} for each descriptor named (default: all) against its files."""
+    from neuromotor import boards
+    from neuromotor.paths import cache_dir
+
+    mpy_src = next(iter(sorted(cache_dir().glob("micropython-*/ports"))), None)
+    return {n: boards.validate_board(boards.load_board(n), mpy_src.parent if mpy_src else None)
+            for n in (names or boards.board_names())}
+
+
+def run_baremetal(name: str = "qemu-m7", sizes=(13, 64, 64, 4), acts=None, repeat: int = 200) -> dict:
+    """Our kernel as a bare-metal program on an emulated board: instructions and cycles per
+    inference, predictions per real board, and the error against a naive C reference."""
+    from neuromotor.boards.baremetal import run_baremetal as run
+
+    return run(name, sizes, acts, repeat)
+
+
+def pio(args: list) -> int:
+    """Run PlatformIO offline (its core directory in neuromotor's cache) on device/baremetal; the exit status."""
+    import subprocess
+
+    from neuromotor.boards.baremetal import pio_env, pio_executable
+
+    return subprocess.run([pio_executable(), *args], env=pio_env(), stdin=subprocess.DEVNULL).returncode
+
+
+def web_server(port: int = 8000, log: bool = False):
+    """(server, url): the browser page serving the webassembly board on 127.0.0.1; call
+    serve_forever() on it, server_close() when done."""
+    from neuromotor.boards.web.serve import make_server, url
+
+    server = make_server(port, quiet=not log)
+    return server, url(server)
 
 
 def as_board(port: "str | Board") -> Board:

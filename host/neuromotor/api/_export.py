@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from neuromotor.training.config import MAX_COUNT, MAX_SEED
+from neuromotor.limits import MAX_COUNT, MAX_SEED
 from neuromotor.errors import UserError
 from neuromotor.safe_write import check_target
 
@@ -23,7 +23,7 @@ def protected_paths(source, output) -> list:
     return paths
 
 
-def export_policy(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
+def export(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
                   max_error: "float | None" = None, calibration: int = 2000, heldout: int = 2000, seed: int = 0):
     """Write the policy of `source` (a run directory or a .nmp file) to `path`.
 

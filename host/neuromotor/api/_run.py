@@ -66,7 +66,7 @@ class Evaluation:
         }
 
 
-def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
+def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
                  render=None, agent: int = 0) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
     from neuromotor.training.config import check_seed
@@ -164,6 +164,11 @@ class Run:
         return list(self.config["seeds"])
 
     @property
+    def curve_file(self) -> Path:
+        """The learning curve PNG (evaluation return against steps, one line per agent)."""
+        return self.path / runs.CURVE
+
+    @property
     def summary(self) -> "dict | None":
         """summary.json (final returns, steps, wall time), or None before training finished."""
         if self._summary is not None:
@@ -206,7 +211,7 @@ class Run:
 
         gymnasium: evaluate in gymnasium's own environment (MuJoCo tasks) instead of
         neuromotor's. render: also write the first episode of `agent` as a GIF to this path."""
-        return evaluate_run(self.path, episodes, seed, gymnasium, render, agent)
+        return evaluate(self.path, episodes, seed, gymnasium, render, agent)
 
     def render(self, path: "str | os.PathLike", *, agent: int = 0, seed: int = 12345) -> Path:
         """Render one deterministic episode of `agent` to a GIF at `path`; returns the path."""
@@ -222,9 +227,9 @@ class Run:
         quantize="int8" writes integer weights and activations, calibrated on rollouts of the
         run's environment; it is refused (a UserError with the figures) when its actions are
         further than `max_error` (default 0.02) of the action range from the float policy's."""
-        from neuromotor.api._export import export_policy
+        from neuromotor.api._export import export
 
-        return export_policy(self.path, path, format, agent, quantize, max_error)[0]
+        return export(self.path, path, format, agent, quantize, max_error)[0]
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
         """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""
@@ -268,3 +273,9 @@ def finished(run_dir, summary: dict) -> Run:
     run = Run(run_dir)
     run._summary = summary
     return run
+
+
+def list_runs(root: "str | os.PathLike | None" = None) -> list:
+    """One dict per run directory under `root` (default runs/): run, path, env, algo, seeds,
+    steps and the final eval_return_mean (None while unfinished)."""
+    return runs.list_runs(root)

@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from neuromotor.api._export import export_policy
+    from neuromotor import api  # NumPy and the algorithms: imported once there is work
 
     # Checked before the (slow) load, under the options' own names.
     checks.source("source", args.run)
@@ -58,7 +58,7 @@ def run(args) -> int:
             raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
     elif args.max_error is not None:
         raise UserError("--max-error applies to --quantize int8 only")
-    out, spec, report = export_policy(args.run, args.output, args.format, args.agent, args.quantize,
+    out, spec, report = api.export(args.run, args.output, args.format, args.agent, args.quantize,
                                       args.max_error, args.calibration, args.heldout, args.seed)
     if args.format == "platformio":
         print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "

@@ -19,6 +19,7 @@ from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_LAYER, MAX_LAYERS, MAX_SEED, MAX_STEPS
 
 
 @dataclass
@@ -35,12 +36,6 @@ class RunConfig:
 
 # Rules for every field of RunConfig and of each algorithm's Config, by field name
 # (a name means the same thing in every algorithm). Each rule is (check, what it wants).
-MAX_STEPS = 10**15          # env steps, step intervals: far beyond any run, still exact in float64
-MAX_COUNT = 2**31 - 1       # sizes that become array dimensions
-MAX_LAYER = 65_536          # units in one hidden layer
-MAX_LAYERS = 64
-MAX_SEED = 2**32 - 1        # seeds feed 32-bit RNG seeding on boards too
-MAX_AGENTS = 1_000_000      # a population bigger than this never fits; memory is checked separately
 
 
 def _int(lo, hi):

@@ -61,7 +61,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
     if env_kwargs_text is not None:
         env_kwargs.update(parse_table("--env-kwargs", env_kwargs_text))
-    vector = check_vector(vector_option or set_vector or vector or "sync")
+    vector = check_vector(vector_option if vector_option is not None else (set_vector or vector or "sync"))
     env_class(env, env_kwargs, vector)
     algo_cls = algo_class(algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().

@@ -108,7 +108,7 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
     return out.read_bytes()
 
 
-def export_policy(run_or_file: str) -> tuple:
+def policy_bytes(run_or_file: str) -> tuple:
     """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
     from neuromotor.training.run_policy import load_spec
     from neuromotor.policy import encode
@@ -291,7 +291,7 @@ def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
         natmod = "never"
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
     try:
-        source, data = export_policy(run_or_file)
+        source, data = policy_bytes(run_or_file)
         d = Deployer(port, log=log)
         try:
             return _deploy(d, source, data, workdir, dry_run, policy_dest, natmod, full, log)
