@@ -70,7 +70,7 @@ def hil_returns(path, episodes, seed, env_name, env_kwargs, log):
 
 def compare(name, run, episodes, calibration, heldout, seed, hil, hil_episodes, tmp, log):
     from neuromotor.policy import encode, quantize_checked, write_policy
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
     spec = load_spec(str(run))
     t0 = time.monotonic()
     qp, acc = quantize_checked(spec, calibration, heldout, seed, max_error=float("inf"))

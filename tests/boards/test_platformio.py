@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.boards.link.protocol import decode
+from neuromotor.boards.link.protocol import decode_line
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from board_inference import make_policy  # noqa: E402
@@ -89,7 +89,7 @@ def test_bench_program_prints_nmb1_lines(project, tmp_path):
     exe = _host_program(project, tmp_path)
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
-    good, bad = [decode(line) for line in res.stdout.splitlines()]
+    good, bad = [decode_line(line) for line in res.stdout.splitlines()]
     assert good.seq == "-" and good.word == "bench"
     import json
     r = json.loads(good.payload)
@@ -176,7 +176,7 @@ def test_baremetal_project_emulated_env_runs_offline_and_bench_reads_it():
     out = pio_run("qemu-m4f", "exec")
     assert not (BAREMETAL_DIR / ".pio").exists()  # the build lives in the cache
     line = next(x for x in out.splitlines() if x.startswith("@nm - bench"))
-    msg = decode(line)
+    msg = decode_line(line)
     r = json.loads(msg.payload)
     assert r["board"] == "qemu-m4f" and r["clock_hz"] == 10**9 and set(r["backends"]) == {"native", "generic"}
     # the same program as the Makefile build: the same instruction count per inference

@@ -10,11 +10,10 @@ import numpy as np
 
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
-from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.nn import F32, MLP, Adam, polyak
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
-F32 = np.float32
 ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
 
 

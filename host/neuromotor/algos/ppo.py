@@ -33,12 +33,11 @@ from threadpoolctl import ThreadpoolController
 from neuromotor.algos import named_config
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
-from neuromotor.nn import MLP, Adam
+from neuromotor.nn import F32, MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
-F32 = np.float32
 LOG_2PI = math.log(2 * math.pi)
 BLAS = ThreadpoolController()
 

@@ -40,7 +40,8 @@ _HOME = {
 
 __all__ = list(_HOME)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
+    # ruff: noqa: F401
     from neuromotor.algos.ppo import PPO
     from neuromotor.algos.sac import SAC
     from neuromotor.algos.td3 import TD3

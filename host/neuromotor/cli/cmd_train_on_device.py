@@ -1,7 +1,6 @@
 """`neuromotor train-on-device`: TD3 on the board itself (pendulum swing-up)."""
 
 from neuromotor.cli import checks, json_line
-from neuromotor.errors import UserError
 
 
 def register(sub):
