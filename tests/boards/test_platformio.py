@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from neuromotor.boards.link.protocol import decode_line
+from neuromotor.policy.platformio import INCLUDE_DIR, kernel_headers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from board_inference import make_policy  # noqa: E402
@@ -50,6 +51,10 @@ def test_export_writes_the_project(project):
     for rel in ("include/nm_policy.h", "include/nm_kernels.h", "src/nm_policy_bench.c", "src/nm_policy_bench.h",
                 "src/main.cpp"):
         assert (project / rel).is_file(), rel
+    headers = kernel_headers()
+    assert {"nm_kernels.h", "nm_dense.h", "nm_isa.h", "nm_mlp.h"} <= set(headers)
+    for h in headers:  # nm_kernels.h and every header it includes, as in the tree
+        assert (project / "include" / h).read_text() == (INCLUDE_DIR / h).read_text(), h
     assert "nm_policy_forward" in (project / "include/nm_policy.h").read_text()
     assert "DWT->CYCCNT" in (project / "src/main.cpp").read_text()
 

@@ -1,5 +1,6 @@
 """Deploy planning without a board: what gets copied for which .mpy arch, and package.json."""
 
+import ast
 import json
 
 from neuromotor.boards.deploy.board import MPY_ARCHS, parse_probe
@@ -45,7 +46,20 @@ def test_other_mpy_version_gets_sources(tmp_path):
 def test_package_json_installs_runtime_and_bench_server():
     # mip's format: "urls": [[path under the install target, source relative to package.json]]
     pkg = json.loads((DEVICE_DIR / "package.json").read_text())
-    assert {"neuromotor_rt.py", "nm_bench.py"} <= {dst for dst, src in pkg["urls"]}
+    installed = {dst for dst, src in pkg["urls"]}
+    assert {"neuromotor_rt.py", "nm_bench.py"} <= installed
+    # every device/lib module the runtime and the bench server import, directly or through another
+    need, todo = set(), ["neuromotor_rt", "nm_bench"]
+    while todo:
+        name = todo.pop()
+        need.add(name)
+        for node in ast.walk(ast.parse((DEVICE_DIR / "lib" / f"{name}.py").read_text())):
+            for mod in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                        [node.module] if isinstance(node, ast.ImportFrom) else []):
+                if (DEVICE_DIR / "lib" / f"{mod}.py").exists() and mod not in need:
+                    todo.append(mod)
+    assert {"nm_rt_python", "nm_rt_write", "nm_link"} <= need
+    assert {f"{n}.py" for n in need} <= installed, sorted({f"{n}.py" for n in need} - installed)
     for dst, src in pkg["urls"]:
         assert (DEVICE_DIR / src).exists(), f"package.json installs {src}, which is not in device/"
         assert dst == src.split("/")[-1]

@@ -15,10 +15,10 @@
 #ifndef NM_TRAIN_H
 #define NM_TRAIN_H
 
-#define NM_TRAIN_VERSION 1
-
 #include "nm_rng.h"
 #include "nm_mlp_train.h"
 #include "nm_td3_steps.h"
+
+#define NM_TRAIN_VERSION 1
 
 #endif // NM_TRAIN_H
