@@ -23,6 +23,13 @@ MICROPY_FLOAT_IMPL = float
 LINK_RUNTIME = 1
 MPY_LD_FLAGS += $(addprefix -l,$(NM_SOFTFP_LIB))
 endif
+ifeq ($(ARCH),xtensawin)
+# ESP32/ESP32-S3 through clang (device/port/xtensawin/xtensawin-gcc): no libgcc, so the
+# 64-bit multiply is our own, and division is NM_NO_FDIV's reciprocal (LLVM calls
+# __divsf3 for a / b, which the natmod cannot link).
+SRC += $(NM_NATIVE_DIR)../port/xtensawin/muldi3.c
+CFLAGS_EXTRA += -DNM_NO_FDIV
+endif
 ifeq ($(ARCH),rv32imc)
 # Debian's riscv64-unknown-elf gcc 12.2 with picolibc.
 CFLAGS_EXTRA += -march=rv32imac -mabi=ilp32

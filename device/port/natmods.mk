@@ -1,6 +1,5 @@
 # Dynamic native modules (.mpy) of neuromotor's kernels, one per architecture:
-#   make -C device/port natmods                       (x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa)
-#   make -C device/port natmods CROSS=xtensa-esp32-elf-   (+ xtensawin, needs an ESP32 toolchain)
+#   make -C device/port natmods      (x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa xtensawin)
 #   make -C device/port -f natmods.mk ARCHS="x64 armv7emsp"
 # Output: $(NEUROMOTOR_CACHE)/natmods/<arch>/<module>_natmod.mpy for each module folder in
 # device/native (nm_kernels, nm_train), built by that folder's Makefile.
@@ -20,10 +19,7 @@ ifeq ($(MPY_SRC),)
 $(error fetching MicroPython failed (device/port/fetch_micropython.sh))
 endif
 
-ARCHS ?= x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa
-ifneq ($(CROSS),)
-ARCHS += xtensawin
-endif
+ARCHS ?= x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa xtensawin
 ARCHS := $(sort $(ARCHS))
 
 cross_x64 :=
@@ -33,20 +29,14 @@ cross_armv7emsp := arm-none-eabi-
 cross_armv7emdp := arm-none-eabi-
 cross_rv32imc := riscv64-unknown-elf-
 cross_xtensa := xtensa-lx106-elf-
-cross_xtensawin := $(CROSS)
+cross_xtensawin := $(PORT_DIR)/xtensawin/xtensawin-
 
 # What every module shares; each module adds its own folder.
 SHARED := $(wildcard $(NATIVE_DIR)/include/*.h) $(NATIVE_DIR)/nm_args.h $(NATIVE_DIR)/natmod.mk
 
-.PHONY: all natmods xtensawin-note
-all natmods: $(foreach m,$(MODULES),$(foreach a,$(ARCHS),$(OUT)/$(a)/$(m)_natmod.mpy)) xtensawin-note
+.PHONY: all natmods
+all natmods: $(foreach m,$(MODULES),$(foreach a,$(ARCHS),$(OUT)/$(a)/$(m)_natmod.mpy))
 	@echo "natmods in $(OUT): $(ARCHS)"
-
-xtensawin-note:
-ifeq ($(filter xtensawin,$(ARCHS)),)
-	@echo "natmods: skipping xtensawin (ESP32/ESP32-S3): no registry packages an ESP32 toolchain;" \
-	      "with ESP-IDF installed run: make natmods CROSS=xtensa-esp32-elf-"
-endif
 
 # $(OUT)/<arch>/<module>_natmod.mpy from device/native/<module>/Makefile, in
 # $(OUT)/build/<module>/<arch>.
@@ -54,7 +44,7 @@ define natmod_rule
 $$(OUT)/%/$(1)_natmod.mpy: $$(SHARED) $$(wildcard $$(NATIVE_DIR)/$(1)/*)
 	@if ! command -v $$(cross_$$*)gcc >/dev/null 2>&1; then \
 	    echo "natmods: $$*: compiler $$(cross_$$*)gcc not found" \
-	         "$$(if $$(filter xtensawin,$$*),(ESP-IDF provides it; no registry package does: install ESP-IDF, then make natmods CROSS=xtensa-esp32-elf-),(run device/port/setup_system.sh))" >&2; \
+	         "(run device/port/setup_system.sh)" >&2; \
 	    exit 1; fi
 	@rm -rf $$(OUT)/build/$(1)/$$* && mkdir -p $$(OUT)/build/$(1)/$$* $$(OUT)/$$*
 	@ln -sfn $$(NATIVE_DIR)/$(1)/Makefile $$(OUT)/build/$(1)/$$*/Makefile
@@ -75,3 +65,8 @@ $(foreach m,$(MODULES),$(OUT)/xtensa/$(m)_natmod.mpy): $(NM_SOFTFP_LIB)
 include $(REPO)/device/baremetal/armv6m/fdiv.mk
 extra_armv6m := NM_FDIV_LIB=$(NM_FDIV_LIB)
 $(foreach m,$(MODULES),$(OUT)/armv6m/$(m)_natmod.mpy): $(NM_FDIV_LIB)
+
+# ESP32/ESP32-S3 natmods: Debian's clang-22 behind a gcc-style driver (xtensawin-gcc), linked
+# by mpy_ld through a wrapper that reads LLVM's objects (see both files).
+extra_xtensawin := MPY_LD="$(PYTHON) $(PORT_DIR)/xtensawin/mpy_ld_xtensawin.py $(MPY_SRC)/tools"
+$(foreach m,$(MODULES),$(OUT)/xtensawin/$(m)_natmod.mpy): $(wildcard $(PORT_DIR)/xtensawin/*)

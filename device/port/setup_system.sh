@@ -6,13 +6,17 @@
 # kernel fuzz test, patch for the MicroPython source's patches; emscripten, Node and
 # Chromium for the browser board (its build, its tests under Node and in a page);
 # gcc-12-source for the ESP8266's soft-float routines (libgcc's xtensa sources) and
-# picolibc-xtensa-lx106-elf for their C headers. Skips
+# picolibc-xtensa-lx106-elf for their C headers (and the ESP32 natmods' C headers);
+# clang-22 and llvm-22 (Debian 12's bookworm-security) for the ESP32's windowed Xtensa
+# ABI, which no GCC in a registry targets (the lx106's GNU ld links its bare-metal
+# programs: lld has no Xtensa). Skips
 # the install when everything is already present.
 set -eu
 pkgs="gcc libc6-dev make cmake patch pkg-config libffi-dev xz-utils ca-certificates
 gcc-arm-none-eabi libnewlib-arm-none-eabi picolibc-arm-none-eabi
 gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
 gcc-xtensa-lx106 picolibc-xtensa-lx106-elf gcc-12-source
+clang-22 llvm-22
 qemu-system-arm qemu-system-misc valgrind
 emscripten nodejs chromium"
 # Debian's python3 ships venv and ensurepip in separate packages; a python3 that

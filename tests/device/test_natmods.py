@@ -7,7 +7,7 @@ import pytest
 from mp_helpers import run_script
 
 ARCH_CODES = {"x64": 2, "armv6m": 4, "armv7m": 5, "armv7emsp": 7, "armv7emdp": 8, "xtensa": 9, "xtensawin": 10, "rv32imc": 11}
-REQUIRED = ["x64", "armv6m", "armv7m", "armv7emsp", "armv7emdp", "rv32imc", "xtensa"]
+REQUIRED = ["x64", "armv6m", "armv7m", "armv7emsp", "armv7emdp", "rv32imc", "xtensa", "xtensawin"]
 NAME = "nm_kernels_natmod.mpy"
 
 

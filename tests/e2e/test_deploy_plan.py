@@ -22,13 +22,14 @@ def test_probe_decodes_arch_from_sys_implementation_mpy():
     assert board_dict(8)["mpy_version"] == 6
 
 
-def test_xtensawin_says_plainly_no_natmod(tmp_path, monkeypatch):
+def test_no_natmod_built_says_so_plainly(tmp_path, monkeypatch):
     monkeypatch.setenv("NEUROMOTOR_CACHE", str(tmp_path))       # no natmods built here
     plan = make_plan(board_dict(MPY_ARCHS.index("xtensawin")), "p.nmp", b"x" * 10, tmp_path)
     kinds = [it.kind for it in plan.items]
     assert "natmod" not in kinds and kinds[-1] == "policy"
     note = " ".join(plan.notes)
-    assert "no native kernels copied" in note and "ESP32 toolchain" in note
+    assert "no native kernels copied" in note and "no natmod built for xtensawin" in note
+    assert "make natmods" in note
     assert "ulab" in note and "python backend" in note
     # libraries compiled for the board's arch, at /lib
     libs = [it for it in plan.items if it.kind == "lib"]

@@ -66,7 +66,10 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
             const float i0 = bias ? bias[m] : 0.0f, i1 = bias ? bias[m + 1] : 0.0f;
             const float i2 = bias ? bias[m + 2] : 0.0f, i3 = bias ? bias[m + 3] : 0.0f;
             const float *b0 = B, *b1 = B + ldb, *b2 = B + 2 * ldb, *b3 = K > 3 ? B + 3 * ldb : B;
-            const float k3 = K > 3 ? 1.0f : 0.0f; // b3 aliases b0 when K == 3 (and a[3] is 0)
+            // b3 aliases b0 when K == 3 (and a[3] is 0). K is 3 or 4 here: K - 3, not
+            // K > 3 ? 1.0f : 0.0f, which clang 22 turns into a constant-pool load of the two
+            // floats that its Xtensa back end cannot emit.
+            const float k3 = (float)(K - 3);
             float *c = C + m * ldc;
             for (size_t n = 0; n < N; n++) {
                 const float x0 = b0[n], x1 = b1[n], x2 = b2[n], x3 = b3[n] * k3;

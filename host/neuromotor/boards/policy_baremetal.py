@@ -7,7 +7,10 @@ Two architectures no emulator here runs MicroPython on for a board of ours:
   instructions counted exactly by the cycle-model plugin's marks (neuromotor.boards.cycles);
 - ``xtensa``: the ESP8266's Xtensa LX106 on QEMU's ``sim`` machine, instructions from
   its CCOUNT register under ``-icount shift=0`` (the plugin models ARM and RISC-V only),
-  calibrated in the same run on a straight line of instructions.
+  calibrated in the same run on a straight line of instructions;
+- ``xtensawin``: the ESP32's ABI (windowed registers, single-precision FPU) on the same
+  machine with QEMU's ``de233_fpu`` core, compiled as the xtensawin natmods (clang-22),
+  counted as ``xtensa``.
 
 device/baremetal/xtensa/nm_policy_run.c is the program (ports in device/baremetal/xtensa
 and device/baremetal/armv6m). It runs the policy as the two C headers `neuromotor export
@@ -54,6 +57,9 @@ TARGETS = {
     # CCOUNT counts the sim core's 40 MHz clock; -icount shift=0 makes an instruction 1 ns.
     "xtensa": Target("xtensa", "qemu-system-xtensa", ("-machine", "sim", "-cpu", "lx106"), "", 25,
                      "Xtensa LX106 (QEMU sim), instructions from CCOUNT under -icount shift=0"),
+    # The ESP32's windowed ABI and FPU on QEMU's de233_fpu core (an LX7); same clock.
+    "xtensawin": Target("xtensawin", "qemu-system-xtensa", ("-machine", "sim", "-cpu", "de233_fpu"), "", 25,
+                        "Xtensa de233_fpu (QEMU sim), instructions from CCOUNT under -icount shift=0"),
 }
 
 

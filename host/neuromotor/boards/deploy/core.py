@@ -166,10 +166,7 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
         else:
             why = ("this board has no native code emitter" if not arch else
                    f"no natmod built for {arch} in {nd}")
-            if arch == "xtensawin":
-                why += (" (xtensawin needs an ESP32 toolchain, which no package registry has: "
-                        "`make natmods CROSS=xtensa-esp32-elf-` with ESP-IDF)")
-            elif arch:
+            if arch:
                 why += " (run `make natmods`)"
             notes.append(f"no native kernels copied: {why}; unless the firmware has them built in, "
                          "the runtime will use the ulab backend (if the firmware has ulab) or the python backend")

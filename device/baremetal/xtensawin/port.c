@@ -1,0 +1,41 @@
+/*
+ * The xtensawin port of nm_policy_run.c: QEMU's sim machine with the de233_fpu core.
+ * Semihosting is the instruction set simulator's simcall: call number in a2, arguments
+ * in a3.., result in a2 (1 = exit(status), 4 = write(fd, buffer, length)).
+ */
+#include "nm_port.h"
+
+void nm_policy_run(void);
+void nm_start(void);
+
+enum { SIM_EXIT = 1, SIM_WRITE = 4 };
+
+static int simcall(int nr, int a, const void *b, size_t c) {
+    register int a2 __asm__ ("a2") = nr;
+    register int a3 __asm__ ("a3") = a;
+    register const void *a4 __asm__ ("a4") = b;
+    register size_t a5 __asm__ ("a5") = c;
+    // simcall, as bytes: LLVM 22's assembler has no mnemonic for it
+    __asm__ volatile (".byte 0x00, 0x51, 0x00" : "+r" (a2), "+r" (a3) : "r" (a4), "r" (a5) : "memory");
+    return a2;
+}
+
+void nm_port_write(const char *s, size_t n) {
+    simcall(SIM_WRITE, 1, s, n);
+}
+
+void nm_port_exit(int code) {
+    simcall(SIM_EXIT, code, 0, 0);
+    for (;;) {
+    }
+}
+
+// Called by start.S with the register window, stack and FPU set up: clear .bss, then run.
+void nm_start(void) {
+    extern uint32_t _sbss, _ebss;
+    for (uint32_t *p = &_sbss; p < &_ebss; p++) {
+        *p = 0;
+    }
+    nm_policy_run();
+    nm_port_exit(2);
+}
