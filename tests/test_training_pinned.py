@@ -1,4 +1,4 @@
-"""Short TD3 (both backends), SAC and PPO runs pinned to the exact numbers they train to.
+"""Short TD3 and SAC (both backends each) and PPO runs pinned to the exact numbers they train to.
 
 Refactoring an algorithm must not change a single bit of what it computes: the
 checkpoint's arrays (weights, optimiser state, replay, RNG states) are hashed and the
@@ -18,13 +18,15 @@ OFF_POLICY = {**SMALL, "learning_starts": 100, "batch_size": 32, "eval_every": 2
 CASES = {
     "td3-native": ("td3", 400, [0, 1], OFF_POLICY),
     "td3-numpy": ("td3", 400, [0, 1], {**OFF_POLICY, "backend": "numpy"}),
-    "sac": ("sac", 400, [0, 1], OFF_POLICY),
+    "sac-native": ("sac", 400, [0, 1], OFF_POLICY),
+    "sac-numpy": ("sac", 400, [0, 1], {**OFF_POLICY, "backend": "numpy"}),
     "ppo": ("ppo", 1600, [0], {**SMALL, "num_envs": 4, "num_steps": 200, "minibatch_size": 200, "epochs": 2,
                                "eval_every": 800}),
 }
 PINNED = {  # (checkpoint digest, each agent's final evaluation return)
     'ppo': ('fc5f4bb3954f75fd', [-915.2968429401517]),
-    'sac': ('3d575fab1600ee7d', [-1524.5695757865906, -1252.0167183876038]),
+    'sac-native': ('3375af563d1afb07', [-1524.5692739486694, -1252.0168089866638]),
+    'sac-numpy': ('3d575fab1600ee7d', [-1524.5695757865906, -1252.0167183876038]),
     'td3-native': ('9e7c2e923c0448c5', [-1079.4242854118347, -1665.7379885911942]),
     'td3-numpy': ('c26f48bc78e0789a', [-1079.4245645403862, -1665.7379730939865]),
 }

@@ -1,6 +1,6 @@
 /*
  * nm_host.c - the training kernels (nm_train.h) as a CPython extension,
- * neuromotor._nm_host: the host's TD3 update for a whole population in one call,
+ * neuromotor._nm_host: the host's TD3 and SAC updates (nm_host_sac.h) for a whole population in one call,
  * through the same forward, backward, Adam, Polyak, smoothing and Bellman code
  * the boards run.
  *
@@ -24,6 +24,7 @@
 #include "nm_train.h"
 #include "nm_pendulum.h"
 #include "nm_host_args.h"
+#include "nm_host_sac.h"
 
 /* ---------------------------------------------------------------------------
  * The TD3 update of every agent.
@@ -555,6 +556,9 @@ static PyObject *nmh_isa(PyObject *self, PyObject *args) {
 static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
     {"td3_step", nmh_td3_step, METH_VARARGS, td3_step_doc},
+    {"sac_update", nmh_sac_update, METH_VARARGS, sac_update_doc},
+    {"sac_workspace", nmh_sac_workspace, METH_VARARGS, sac_workspace_doc},
+    {"sac_act", nmh_sac_act, METH_VARARGS, sac_act_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},

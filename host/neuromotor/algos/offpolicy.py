@@ -41,15 +41,8 @@ class Net:
         polyak(self.target, self.params, tau, self._tmp)
 
     def native_arrays(self) -> tuple:
-        """What the native update reads and writes, with Adam's float32 state
-        [lr, beta1, beta2, eps, beta1^t, beta2^t] as the kernels keep it (nm_adam): the
-        powers are float32 products, t of them, so a resumed run continues them exactly."""
-        opt = self.opt
-        st = np.array([opt.lr, opt.b1, opt.b2, opt.eps, 1, 1], F32)
-        for _ in range(opt.t):
-            st[4] *= st[1]
-            st[5] *= st[2]
-        return self.params, self.target, self.grad, opt.m, opt.v, st
+        """What the native update reads and writes, with Adam's float32 state (Adam.kernel_state)."""
+        return self.params, self.target, self.grad, self.opt.m, self.opt.v, self.opt.kernel_state()
 
     def layout(self) -> tuple:
         return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)

@@ -31,6 +31,12 @@ critics learn from one set of next-action samples and the actor and alpha learn
 too. Either way the critics' targets and the actor use alpha before this step's
 alpha update, and there is no actor target network.
 
+Two backends compute the same update: `native` (the default where the compiled
+extension neuromotor._nm_host imports) runs the whole population's update, and the
+sampled actions, in one call each through the training kernels (device/native/include),
+with the networks kept in the kernels' training layout between updates
+(neuromotor.algos.sac_native); `numpy` is the readable reference below.
+
 Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
 agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
 and the actor's reparameterisation noise); env resets draw from the same
@@ -44,6 +50,8 @@ import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
 from neuromotor.algos import named_config
+from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor.algos.sac_native import NativeSAC
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
@@ -88,6 +96,7 @@ class Config:
     log_std_min: float = -20.0
     log_std_max: float = 2.0
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
+    backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.
@@ -148,6 +157,11 @@ class SAC(OffPolicyAgents):
     def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
         if not cfg.log_std_min < cfg.log_std_max:
             raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
+        if cfg.backend == "native" and NATIVE_ERROR is not None:
+            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
+                            "reinstall with `pip install -e .`, or --set backend=numpy")
+        if cfg.backend == "native" and dtype != F32:
+            raise UserError("backend 'native' trains in float32: --set backend=numpy for other dtypes")
         self._setup(cfg, env_factory, seeds, dtype)
         P, o, a = self.P, self.obs_dim, self.act_dim
         self.target_entropy = -float(a)
@@ -183,6 +197,8 @@ class SAC(OffPolicyAgents):
         self._last_actor = None  # what the last update leaves for scalars()
         self._last_log_alpha = self.log_alpha.copy()
         self._start()
+        self._updated = False  # an update ran in this process (losses to report)
+        self.native = NativeSAC(self) if cfg.backend == "native" else None
 
     @property
     def alpha(self) -> np.ndarray:
@@ -199,6 +215,7 @@ class SAC(OffPolicyAgents):
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions tanh(mean) in env units."""
+        self.sync_host()
         out = self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(self.dtype)))
         return np.tanh(out[..., :self.act_dim]).astype(F32) * self.act_scale + self.act_offset
 
@@ -210,6 +227,8 @@ class SAC(OffPolicyAgents):
         explore, uniform, raw_idx, next_noise, actor_noise = (x[i] for x in self._block)
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
+        elif self.native:
+            action = self.native.act(self.obs, explore)
         else:
             self._obs1[:, 0, :-1] = self.obs
             out = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
@@ -220,7 +239,11 @@ class SAC(OffPolicyAgents):
         self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
-        if self.steps >= cfg.learning_starts:
+        if self.steps >= cfg.learning_starts and self.native:
+            self._last_log_alpha = self.log_alpha.copy()
+            self.native.update(raw_idx, next_noise, actor_noise)
+            self._updated = True
+        elif self.steps >= cfg.learning_starts:
             if cfg.shared_minibatch:
                 # One minibatch per agent for both critics and the actor (the first of the draws).
                 batch = self.replay.sample(raw_idx[:, :1])
@@ -236,7 +259,14 @@ class SAC(OffPolicyAgents):
             self._last_log_alpha = self.log_alpha.copy()
             self.alpha_opt.step(self.log_alpha, self._alpha_grad(log_prob))
             self.critic.update_target(cfg.tau)
+            self._updated = True
         self.steps += 1
+
+    def sync_host(self):
+        """Bring the nn.mlp-layout arrays up to date after native updates, which train a copy in
+        the kernels' layout (as TD3.sync_host)."""
+        if self.native:
+            self.native.sync_host()
 
     # ----- the losses: each writes its gradient (and computes its value per agent if asked) -----
     def _critic_loss(self, batch, next_noise, want_loss=False):
@@ -318,7 +348,10 @@ class SAC(OffPolicyAgents):
         cfg, P = self.cfg, self.P
         out = {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr),
                "lr/alpha": np.full(P, cfg.alpha_lr), "entropy/alpha": self.alpha.astype(np.float64)}
-        if self._last_actor is not None:
+        if self._updated and self.native:
+            critic, actor, alpha, entropy = self.native.losses.T.astype(np.float64)
+            out.update({"loss/critic": critic, "loss/actor": actor, "loss/alpha": alpha, "policy/entropy": entropy})
+        elif self._last_actor is not None:
             dq, B = self._last_critic_dq, self.cfg.batch_size
             alpha_logp, q_min, log_prob = self._last_actor
             out.update({
@@ -337,6 +370,7 @@ class SAC(OffPolicyAgents):
                    pop=(agents,), dtype=dtype)
 
     def _actor_params(self) -> np.ndarray:
+        self.sync_host()
         return self.actor.params
 
     @classmethod
@@ -350,7 +384,8 @@ class SAC(OffPolicyAgents):
         return deployable(env, layers, mlp.activations[:-1] + ["tanh"], "sac", state["seeds"][agent], state["steps"])
 
     def _arrays(self) -> dict:
-        """The mutable arrays a checkpoint restores in place."""
+        """The mutable arrays a checkpoint restores in place (after writing them: native.load())."""
+        self.sync_host()
         return {
             "actor": self.actor.params, "critic": self.critic.params, "critic_target": self.critic.target,
             "log_alpha": self.log_alpha,
@@ -365,3 +400,6 @@ class SAC(OffPolicyAgents):
 
     def _restored(self) -> None:
         self._last_actor = None  # no update of this state has run yet
+        self._updated = False
+        if self.native:
+            self.native.load()

@@ -1,0 +1,70 @@
+"""The native backends' networks: a family in the training layout of the compiled kernels.
+
+The compiled kernels (neuromotor._nm_host, device/native/include) train a network
+family as one flat float32 vector, member after member, each member's layers as
+W (in, out) row-major then b (out,) (nm_mlp_train.h). neuromotor.nn.mlp keeps the
+same numbers as augmented matrices, layer after layer. `TrainFamily` holds a
+family's parameters, targets, Adam moments and Adam's float32 state in the
+training layout and copies them to or from the host layout only when asked:
+when a checkpoint, an evaluation or an export reads the networks, or after
+someone wrote them. The copies move the same float32 values (the host's constant
+column holds no trainable entry and its gradient is zero), so the numbers do not
+depend on when they happen.
+"""
+
+import math
+
+import numpy as np
+
+from neuromotor.algos.offpolicy import F32, Net
+
+try:
+    from neuromotor import _nm_host
+    NATIVE_ERROR = None
+except ImportError as exc:  # a source tree without the compiled extension
+    _nm_host = None
+    NATIVE_ERROR = exc
+
+
+class TrainFamily:
+    """One network family (a Net) in the training layout, and the copies to and from the host's."""
+
+    def __init__(self, net: Net):
+        mlp = net.mlp
+        self.net = net
+        self.members = math.prod(mlp.pop)
+        blocks = [(n_in + 1) * n_out for n_in, n_out in zip(mlp.sizes, mlp.sizes[1:])]
+        self.net_len = sum(blocks)
+        # params, target, grad, Adam m, Adam v: (members * net_len,) each
+        self.params, self.target, self.grad, self.m, self.v = (np.zeros(self.members * self.net_len, F32)
+                                                             for _ in range(5))
+        self.adam_state = np.zeros(6, F32)
+        self._pairs = [(self.params, lambda: net.params), (self.m, lambda: net.opt.m), (self.v, lambda: net.opt.v)]
+        if net.target is not None:  # without one, the kernels' target vector stays zero and unread
+            self._pairs.append((self.target, lambda: net.target))
+        self._starts = np.cumsum([0] + blocks)
+
+    def _layer_views(self, train: np.ndarray, host: np.ndarray):
+        """Per layer (training-layout block (M, in + 1, out), the same entries of the host's
+        augmented matrices (M, in + 1, out)), both views."""
+        mlp, M = self.net.mlp, self.members
+        rows = train.reshape(M, self.net_len)
+        for a, b, n_in, n_out, view in zip(self._starts, self._starts[1:], mlp.sizes, mlp.sizes[1:], mlp.views(host)):
+            yield rows[:, a:b].reshape(M, n_in + 1, n_out), view.reshape(M, n_in + 1, -1)[..., :n_out]
+
+    def load(self) -> None:
+        """The host's numbers (and Adam's step count) into the training layout."""
+        for train, host in self._pairs:
+            for t, h in self._layer_views(train, host()):
+                t[...] = h
+        self.adam_state[...] = self.net.opt.kernel_state()
+
+    def store(self) -> None:
+        """The training layout's numbers back into the host's arrays."""
+        for train, host in self._pairs:
+            for t, h in self._layer_views(train, host()):
+                h[...] = t
+
+    def arrays(self) -> tuple:
+        """(params, target, grad, adam_m, adam_v, adam_state) as the kernels take them."""
+        return self.params, self.target, self.grad, self.m, self.v, self.adam_state

@@ -1,0 +1,65 @@
+"""SAC's native backend: the update of the whole population in one call.
+
+The arithmetic is sac.py's NumPy update, compiled (neuromotor._nm_host's sac_update:
+nm_host/nm_host_sac.h over nm_mlp_train.h and nm_sac_steps.h); tests/test_sac_native.py
+holds the two to agreement per update. `NativeSAC` makes the calls and keeps the
+networks in the training layout between updates (neuromotor.algos.native_family);
+log_alpha and its Adam moments are the host's own arrays, which the call updates in place.
+"""
+
+import numpy as np
+
+from neuromotor.algos.native_family import TrainFamily, _nm_host
+from neuromotor.algos.offpolicy import F32
+
+
+class NativeSAC:
+    """The native calls of one SAC population, and the training-layout copy of its networks."""
+
+    def __init__(self, sac):
+        self.sac = sac
+        self.families = (TrainFamily(sac.actor), TrainFamily(sac.critic))
+        self.losses = np.zeros((sac.P, 4), F32)  # the last update's (critic, actor, alpha) loss and entropy per agent
+        self.alpha_grad = np.zeros(sac.P, F32)
+        self.alpha_state = np.zeros(6, F32)
+        self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size),
+                                  F32)
+        self.load()
+
+    def load(self) -> None:
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
+        sac, cfg = self.sac, self.sac.cfg
+        for fam in self.families:
+            fam.load()
+        self.alpha_state[...] = sac.alpha_opt.kernel_state()
+        self.host_stale = False
+        actor, critic = self.families
+        self.nets = (actor.arrays(), critic.arrays(), sac.actor.layout(), sac.critic.layout(), self.losses)
+        self.alpha = (sac.log_alpha, self.alpha_grad, sac.alpha_opt.m, sac.alpha_opt.v, self.alpha_state)
+        self.hyper = (cfg.gamma, cfg.tau, cfg.log_std_min, cfg.log_std_max, sac.target_entropy)
+
+    def sync_host(self) -> None:
+        """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
+        if self.host_stale:
+            for fam in self.families:
+                fam.store()
+            self.host_stale = False
+
+    def act(self, obs, explore) -> np.ndarray:
+        """The sampled actions tanh(mean + std * explore) of every agent, as SAC.advance's NumPy ones."""
+        sac = self.sac
+        action = np.empty((sac.P, sac.act_dim), F32)
+        _nm_host.sac_act(self.families[0].params, self.nets[2], np.ascontiguousarray(obs, F32),
+                         explore, sac.cfg.log_std_min, sac.cfg.log_std_max, action, self.workspace)
+        return action
+
+    def update(self, raw_idx, next_noise, actor_noise) -> None:
+        """One update of every agent: the arithmetic of SAC's _critic_loss, the critics' step,
+        _actor_loss, the actor's and alpha's steps and the critics' targets."""
+        sac = self.sac
+        for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
+            opt.t += 1
+        _nm_host.sac_update(self.nets, self.alpha, sac.replay.data, sac.replay.size, raw_idx, next_noise, actor_noise,
+                            sac.cfg.shared_minibatch, self.hyper, self.workspace)
+        self.host_stale = True
