@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "nm_train.h"
-#include "nm_pendulum.h"
 #include "nm_host_args.h"
+#include "nm_host_env.h"
 #include "nm_host_sac.h"
 
 /* ---------------------------------------------------------------------------
@@ -414,37 +414,15 @@ out:
  * td3_step: one training step of every agent on the built-in pendulum: act, step the
  * env, count the episode, store the transition, then (from learning_starts on) update.
  */
-typedef struct {
-    double *state, *ep_return;
-    int64_t *ep_len;
-    float *obs;
-    const float *explore, *uniform;
-    float *replay_w;
-    int64_t max_steps;
-} nmh_env;
-
-// Returns how many envs reached max_steps.
+// The actors' actions (uniform: the block's), then the pendulum step and the store.
 static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int uniform, float explore,
     float scale, float offset, float *tape, float *action) {
-    const size_t o = NM_PENDULUM_OBS;
     if (uniform) {
         memcpy(action, e->uniform, t->P * sizeof(float));
     } else {
         nmh_act_all(t->a.p, &t->actor, e->obs, e->explore, explore, action, tape);
     }
-    size_t done = 0;
-    for (size_t k = 0; k < t->P; k++) {
-        float *row = e->replay_w + (k * t->cap + pos) * t->width;
-        row[0] = action[k];
-        memcpy(row + 1, e->obs + k * o, o * sizeof(float));
-        const float r = nm_pendulum_step(e->state + 2 * k, action[k] * scale + offset, e->obs + k * o);
-        e->ep_return[k] += (double)r;
-        done += ++e->ep_len[k] >= e->max_steps;
-        row[1 + o + 1] = r;
-        row[1 + o + 2] = 1.0f; // Pendulum-v1 never terminates: every transition bootstraps
-        memcpy(row + 1 + o + 3, e->obs + k * o, o * sizeof(float));
-    }
-    return done;
+    return nmh_pendulum_store(e, (float *)t->replay, t->P, t->cap, t->width, pos, action, scale, offset);
 }
 
 static const char td3_step_doc[] =
@@ -473,7 +451,7 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     nmh_td3 t;
     nmh_env e;
     float explore, scale, offset;
-    PyObject *result = NULL, *state, *obs, *ep_return, *ep_len, *explore_a, *uniform_a, *idx, *noise;
+    PyObject *result = NULL, *explore_a, *uniform_a, *idx, *noise;
     if (!nmh_parse_hyper(hyper, &t, &explore, &scale, &offset) || !nmh_parse_nets(&bs, nets, replay, size, 1, &t)) {
         goto out;
     }
@@ -485,33 +463,17 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
         goto out;
     }
-    e.replay_w = (float *)t.replay;
-    if (!PyTuple_Check(env) || !PyArg_ParseTuple(env, "OOOOL;env must be (state, obs, ep_return, ep_len, max_steps)",
-            &state, &obs, &ep_return, &ep_len, &e.max_steps)) {
-        goto out;
-    }
     if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOO;block must be (explore, uniform, idx, noise)",
             &explore_a, &uniform_a, &idx, &noise)) {
         goto out;
     }
-    Py_ssize_t sshape[2] = {(Py_ssize_t)t.P, 2}, oshape[2] = {(Py_ssize_t)t.P, NM_PENDULUM_OBS};
-    Py_ssize_t pshape[1] = {(Py_ssize_t)t.P}, lshape[1] = {(Py_ssize_t)t.P};
-    if (!(e.state = nmh_get(&bs, state, "state", 'd', 1, 2, sshape))
-        || !(e.obs = nmh_get(&bs, obs, "obs", 'f', 1, 2, oshape))
-        || !(e.ep_return = nmh_get(&bs, ep_return, "ep_return", 'd', 1, 1, pshape))
-        || !(e.ep_len = nmh_get(&bs, ep_len, "ep_len", 'q', 1, 1, lshape))
-        || !nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
+    if (!nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
         goto out;
     }
     const size_t n = (size_t)bs.view[bs.n - 1].shape[0]; // steps in the block
-    Py_ssize_t eshape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1}, ushape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1};
-    const float *ex = nmh_get(&bs, explore_a, "explore", 'f', 0, 3, eshape);
-    const float *un = ex ? nmh_get(&bs, uniform_a, "uniform", 'f', 0, 3, ushape) : NULL;
-    if (!un || !nmh_check_disjoint(&bs)) {
+    if (!nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, n, (size_t)i, &e) || !nmh_check_disjoint(&bs)) {
         goto out;
     }
-    e.explore = ex + (size_t)i * t.P;
-    e.uniform = un + (size_t)i * t.P;
     t.update_actor = update_actor;
     t.shared = shared;
     nmh_ws w;
