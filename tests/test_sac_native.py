@@ -245,3 +245,75 @@ def test_native_act_checks_its_arrays():
         assert np.all(out == 7)
     _nm_host.sac_act(params, layout, obs, noise, -20.0, 2.0, out, work)
     assert np.all(np.abs(out) < 1)
+
+
+# ----- the whole step in one call on the built-in pendulum -----
+class _OtherPendulum(PendulumVec):
+    """PendulumVec stepped in NumPy: SAC steps only the built-in class natively."""
+
+
+@pytest.mark.parametrize("warmup", ["uniform", "policy"])
+def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(warmup):
+    """sac_step (act, nm_pendulum.h, episode counting, replay store, update) against sac_act and
+    sac_update around PendulumVec, AutoReset and Replay.store in NumPy: 1,300 steps, warm-up,
+    episode ends (200) and an RNG block boundary (1,000); every state array equal."""
+    kw = dict(learning_starts=50, warmup_actions=warmup)
+    native = _sac([3, 7], "native", **kw)
+    numpy_env = SAC(Config(backend="native", **kw), lambda n: _OtherPendulum(n), [3, 7])
+    assert native.native.whole_step and not numpy_env.native.whole_step
+    for _ in range(1300):
+        native.advance()
+        numpy_env.advance()
+    a, b = native.state_dict(), numpy_env.state_dict()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert native.pop_episode_returns() == numpy_env.pop_episode_returns() != [[], []]
+    for tag, v in native.scalars().items():
+        np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
+
+
+def _step(algo, **change):
+    n = algo.native
+    d = dict(nets=n.nets, alpha=n.alpha, replay=algo.replay.data, env=n.envs, block=algo._native_block, i=algo.steps,
+             pos=algo.replay.pos, size=algo.replay.size, hyper=n.hyper, work=n.workspace)
+    d.update(change)
+    return _nm_host.sac_step(d["nets"], d["alpha"], d["replay"], d["env"], d["block"], d["i"], d["pos"], d["size"],
+                             False, True, False, d["hyper"], d["work"])
+
+
+def test_native_step_refuses_bad_arrays_and_changes_nothing():
+    algo = _sac([0, 1], "native", learning_starts=10)
+    for _ in range(20):
+        algo.advance()
+    state, obs, ep_return, ep_len, max_steps = algo.native.envs
+    ro = algo.replay.data.copy()
+    ro.flags.writeable = False
+    block = algo._native_block
+    cases = [
+        ("read-only replay", {"replay": ro}, "writable"),
+        ("pos past the ring", {"pos": algo.replay.capacity}, "pos"),
+        ("negative size", {"size": -1}, "replay_size"),
+        ("float32 state", {"env": (state.astype(np.float32), obs, ep_return, ep_len, max_steps)}, "float64"),
+        ("int32 episode lengths", {"env": (state, obs, ep_return, ep_len.astype(np.int32), max_steps)}, "int64"),
+        ("obs of 1 agent", {"env": (state, obs[:1].copy(), ep_return, ep_len, max_steps)}, "axis 0"),
+        ("obs is the workspace", {"env": (state, algo.native.workspace[:6].reshape(2, 3), ep_return, ep_len,
+                                          max_steps)}, "overlap"),
+        ("step past the block", {"i": len(block[0])}, "block"),
+        ("block of 4", {"block": block[:4]}, "block"),
+        ("actor noise of another block", {"block": block[:4] + (block[4][:-1],)}, "axis 0"),
+        ("small workspace", {"work": algo.native.workspace[:100]}, "workspace must hold"),
+        ("hyper of strings", {"hyper": ("a",) * 7}, "float|must be real"),
+    ]
+    before = {k: np.array(v) for k, v in algo.state_dict().items()}
+    train_before = [np.array(x) for x in (*algo.native.families[0].arrays(), *algo.native.families[1].arrays())]
+    for label, change, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            _step(algo, **change)
+        after = (*algo.native.families[0].arrays(), *algo.native.families[1].arrays())
+        for x, y in zip(train_before, after):
+            np.testing.assert_array_equal(x, y, err_msg=label)
+        for key in ("replay", "env_state", "log_alpha", "ep_len"):
+            np.testing.assert_array_equal(algo.state_dict()[key], before[key], err_msg=label)
+    assert _step(algo) == 0  # the good arguments do run
+    assert not np.array_equal(train_before[0], algo.native.families[0].params)
+    assert not np.array_equal(algo.env.state, before["env_state"])

@@ -519,6 +519,7 @@ static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
     {"td3_step", nmh_td3_step, METH_VARARGS, td3_step_doc},
     {"sac_update", nmh_sac_update, METH_VARARGS, sac_update_doc},
+    {"sac_step", nmh_sac_step, METH_VARARGS, sac_step_doc},
     {"sac_workspace", nmh_sac_workspace, METH_VARARGS, sac_workspace_doc},
     {"sac_act", nmh_sac_act, METH_VARARGS, sac_act_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},

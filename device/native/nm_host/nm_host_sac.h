@@ -1,8 +1,9 @@
 /*
- * nm_host_sac.h - nm_host's SAC update of a whole population in one call: the
- * arithmetic of neuromotor.algos.sac's NumPy update through nm_mlp_train.h and
- * nm_sac_steps.h. The caller's workspace array holds every intermediate, so
- * the call allocates nothing.
+ * nm_host_sac.h - nm_host's SAC calls: the update of a whole population, its
+ * sampled actions, and on the built-in pendulum the whole training step, each in
+ * one call: the arithmetic of neuromotor.algos.sac's NumPy update through
+ * nm_mlp_train.h and nm_sac_steps.h. The caller's workspace array holds every
+ * intermediate, so no call allocates.
  */
 #ifndef NM_HOST_SAC_H
 #define NM_HOST_SAC_H
@@ -12,6 +13,7 @@
 
 #include "nm_train.h"
 #include "nm_host_args.h"
+#include "nm_host_env.h"
 
 typedef struct {
     nmh_net actor, critic;
@@ -199,6 +201,19 @@ static void nmh_sac_run(const nmh_sac *t, nmh_sac_ws *w) {
     nm_polyak(t->c.t, t->c.p, t->critic.len, t->tau);
 }
 
+// out[k] = tanh(mean_k + std_k * eps[k]) of the P actors (net: members set), the actor's tape and a
+// log-probability in `tape` (tape_per_sample + 1 floats).
+static void nmh_sac_act_all(const float *p, const nmh_net *an, const float *x, const float *eps, float lo, float hi,
+    float *out, float *tape) {
+    const size_t o = an->sizes[0], na = an->sizes[an->n_layers] / 2;
+    for (size_t k = 0; k < an->members; k++) {
+        nm_train_forward(p + k * an->net_len, an->sizes, an->acts, an->n_layers, x + k * o, tape, 1);
+        // a sample of one: feature-major and sample-major are the same
+        nm_sac_sample(tape + an->tape_per_sample - 2 * na, eps + k * na, na, 1, lo, hi, out + k * na,
+            tape + an->tape_per_sample);
+    }
+}
+
 // The layouts: an actor of 2 na outputs ([mean, log_std]), critics of o + na inputs and one output.
 static int nmh_sac_parse_layouts(PyObject *alayout, PyObject *clayout, nmh_sac *t) {
     if (!nmh_parse_net(alayout, "actor_layout", 1, &t->actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t->critic)) {
@@ -215,26 +230,140 @@ static int nmh_sac_parse_layouts(PyObject *alayout, PyObject *clayout, nmh_sac *
     return 1;
 }
 
+// Workspace floats of a call: the update's, and a step's actions (P x na) and acting tape beside.
+static size_t nmh_sac_need(const nmh_sac *t, size_t P) {
+    size_t lens[NMH_SAC_WS_PARTS];
+    const size_t update = nmh_sac_lens(&t->actor, &t->critic, t->B, lens);
+    const size_t act = P * t->na + t->actor.tape_per_sample + 1;
+    return update > act ? update : act;
+}
+
 static const char sac_workspace_doc[] =
-    "sac_workspace(actor_layout, critic_layout, batch) -> floats of sac_update's workspace";
+    "sac_workspace(actor_layout, critic_layout, batch, agents) -> floats of the workspace of sac_update,\n"
+    "sac_step and sac_act";
 
 static PyObject *nmh_sac_workspace(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *alayout, *clayout;
-    Py_ssize_t B;
-    if (!PyArg_ParseTuple(args, "OOn:sac_workspace", &alayout, &clayout, &B)) {
+    Py_ssize_t B, P;
+    if (!PyArg_ParseTuple(args, "OOnn:sac_workspace", &alayout, &clayout, &B, &P)) {
         return NULL;
     }
     nmh_sac t;
     if (!nmh_sac_parse_layouts(alayout, clayout, &t)) {
         return NULL;
     }
-    if (B < 1 || B > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "the batch must be from 1 to 2^20 samples");
+    if (B < 1 || B > (1 << 20) || P < 1 || P > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "the batch and the agents must be from 1 to 2^20");
         return NULL;
     }
-    size_t lens[NMH_SAC_WS_PARTS];
-    return PyLong_FromSize_t(nmh_sac_lens(&t.actor, &t.critic, (size_t)B, lens));
+    nmh_set_members(&t.actor, (size_t)P);
+    t.B = (size_t)B;
+    return PyLong_FromSize_t(nmh_sac_need(&t, (size_t)P));
+}
+
+// hyper, layouts, replay (written with `store`: one more row, size counting the rows before it),
+// the families, the losses and alpha's arrays.
+static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject *replay, Py_ssize_t size, int store,
+    PyObject *hyper, nmh_sac *t, float *scale, float *offset) {
+    double g, tau, lo, hi, te, sc = 1.0, of = 0.0;
+    if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "ddddd|dd;hyper must be (gamma, tau, log_std_min, "
+            "log_std_max, target_entropy[, action_scale, action_offset])", &g, &tau, &lo, &hi, &te, &sc, &of)) {
+        return 0;
+    }
+    t->gamma = (float)g, t->tau = (float)tau, t->log_std_min = (float)lo, t->log_std_max = (float)hi;
+    t->target_entropy = (float)te, *scale = (float)sc, *offset = (float)of;
+    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
+        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
+        return 0;
+    }
+    if (!PyTuple_Check(alpha) || PyTuple_GET_SIZE(alpha) != 5) {
+        PyErr_SetString(PyExc_ValueError, "alpha must be a tuple (log_alpha, grad, adam_m, adam_v, adam_state)");
+        return 0;
+    }
+    if (!nmh_sac_parse_layouts(PyTuple_GET_ITEM(nets, 2), PyTuple_GET_ITEM(nets, 3), t)) {
+        return 0;
+    }
+    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t->o + t->na + 4)};
+    if (!(t->replay = nmh_get(bs, replay, "replay", 'f', store, 3, rshape))) {
+        return 0;
+    }
+    t->P = (size_t)rshape[0], t->cap = (size_t)rshape[1], t->width = (size_t)rshape[2];
+    if (t->P < 1 || t->P > (1 << 20) || t->cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
+        return 0;
+    }
+    if (size < !store || (size_t)size > t->cap) {
+        PyErr_Format(PyExc_ValueError, "replay_size must be from %d to the capacity %zu, got %zd", !store, t->cap, size);
+        return 0;
+    }
+    // an update after a store samples from the rows stored so far, the new one included
+    t->size = store && (size_t)size < t->cap ? (size_t)size + 1 : (size_t)size;
+    nmh_set_members(&t->actor, t->P);
+    nmh_set_members(&t->critic, 2 * t->P);
+    Py_ssize_t lshape[2] = {(Py_ssize_t)t->P, 4};
+    if (!nmh_get_family(bs, PyTuple_GET_ITEM(nets, 0), "actor", &t->actor, &t->a)
+        || !nmh_get_family(bs, PyTuple_GET_ITEM(nets, 1), "critic", &t->critic, &t->c)
+        || !(t->losses = nmh_get(bs, PyTuple_GET_ITEM(nets, 4), "losses", 'f', 1, 2, lshape))) {
+        return 0;
+    }
+    static const char *const names[5] = {"log_alpha", "alpha grad", "alpha adam_m", "alpha adam_v", "alpha adam_state"};
+    float **dst[5] = {&t->log_alpha, &t->alpha_g, &t->alpha_m, &t->alpha_v, &t->alpha_st};
+    for (int i = 0; i < 5; i++) {
+        Py_ssize_t shape[1] = {i == 4 ? NM_ADAM_STATE : (Py_ssize_t)t->P};
+        if (!(*dst[i] = nmh_get(bs, PyTuple_GET_ITEM(alpha, i), names[i], 'f', 1, 1, shape))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// idx (P, 3, B), next_noise (P, 2, B, na), actor_noise (P, B, na); with `block`, each with a leading
+// axis of n steps, of which step `at` is used (n is returned in *steps).
+static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise, PyObject *actor_noise, int block,
+    Py_ssize_t at, size_t *steps, nmh_sac *t) {
+    const int s = !block;
+    Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1};
+    const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + block, ishape + s);
+    if (!ip) {
+        return 0;
+    }
+    t->B = (size_t)ishape[3];
+    if (t->B < 1 || t->B > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
+        return 0;
+    }
+    Py_ssize_t nshape[5] = {ishape[0], (Py_ssize_t)t->P, 2, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
+    Py_ssize_t ashape[4] = {ishape[0], (Py_ssize_t)t->P, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
+    const float *np_ = nmh_get(bs, next_noise, "next_noise", 'f', 0, 4 + block, nshape + s);
+    const float *ap = np_ ? nmh_get(bs, actor_noise, "actor_noise", 'f', 0, 3 + block, ashape + s) : NULL;
+    if (!ap) {
+        return 0;
+    }
+    if (block && (at < 0 || at >= ishape[0])) {
+        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", at, ishape[0]);
+        return 0;
+    }
+    const size_t i = block ? (size_t)at : 0;
+    *steps = block ? (size_t)ishape[0] : 1;
+    t->idx = ip + i * t->P * 3 * t->B;
+    t->next_noise = np_ + i * t->P * 2 * t->B * t->na;
+    t->actor_noise = ap + i * t->P * t->B * t->na;
+    return 1;
+}
+
+// The workspace: float32, at least `need` floats; then no two written arrays overlap.
+static float *nmh_sac_parse_work(nmh_bufs *bs, PyObject *work, size_t need) {
+    Py_ssize_t wshape[1] = {-1};
+    float *mem = nmh_get(bs, work, "workspace", 'f', 1, 1, wshape);
+    if (!mem) {
+        return NULL;
+    }
+    if ((size_t)wshape[0] < need) {
+        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", need, wshape[0]);
+        return NULL;
+    }
+    return nmh_check_disjoint(bs) ? mem : NULL;
 }
 
 static const char sac_update_doc[] =
@@ -262,80 +391,14 @@ static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
     }
     nmh_bufs bs = {.n = 0};
     nmh_sac t;
+    float scale, offset;
+    size_t steps;
     PyObject *result = NULL;
-    double g, tau, lo, hi, te;
-    if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "ddddd;hyper must be (gamma, tau, log_std_min, "
-            "log_std_max, target_entropy)", &g, &tau, &lo, &hi, &te)) {
-        return NULL;
-    }
-    t.gamma = (float)g, t.tau = (float)tau, t.log_std_min = (float)lo, t.log_std_max = (float)hi;
-    t.target_entropy = (float)te;
     t.shared = shared;
-    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
-        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
-        return NULL;
-    }
-    if (!PyTuple_Check(alpha) || PyTuple_GET_SIZE(alpha) != 5) {
-        PyErr_SetString(PyExc_ValueError, "alpha must be a tuple (log_alpha, grad, adam_m, adam_v, adam_state)");
-        return NULL;
-    }
-    if (!nmh_sac_parse_layouts(PyTuple_GET_ITEM(nets, 2), PyTuple_GET_ITEM(nets, 3), &t)) {
-        return NULL;
-    }
-    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t.o + t.na + 4)};
-    if (!(t.replay = nmh_get(&bs, replay, "replay", 'f', 0, 3, rshape))) {
-        goto out;
-    }
-    t.P = (size_t)rshape[0], t.cap = (size_t)rshape[1], t.width = (size_t)rshape[2];
-    if (t.P < 1 || t.P > (1 << 20) || t.cap < 1) {
-        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
-        goto out;
-    }
-    if (size < 1 || (size_t)size > t.cap) {
-        PyErr_Format(PyExc_ValueError, "replay_size must be from 1 to the capacity %zu, got %zd", t.cap, size);
-        goto out;
-    }
-    t.size = (size_t)size;
-    nmh_set_members(&t.actor, t.P);
-    nmh_set_members(&t.critic, 2 * t.P);
-    Py_ssize_t lshape[2] = {(Py_ssize_t)t.P, 4}, ishape[3] = {(Py_ssize_t)t.P, 3, -1};
-    if (!nmh_get_family(&bs, PyTuple_GET_ITEM(nets, 0), "actor", &t.actor, &t.a)
-        || !nmh_get_family(&bs, PyTuple_GET_ITEM(nets, 1), "critic", &t.critic, &t.c)
-        || !(t.losses = nmh_get(&bs, PyTuple_GET_ITEM(nets, 4), "losses", 'f', 1, 2, lshape))) {
-        goto out;
-    }
-    static const char *const alpha_names[5] = {"log_alpha", "alpha grad", "alpha adam_m", "alpha adam_v",
-        "alpha adam_state"};
-    float **alpha_dst[5] = {&t.log_alpha, &t.alpha_g, &t.alpha_m, &t.alpha_v, &t.alpha_st};
-    for (int i = 0; i < 5; i++) {
-        Py_ssize_t shape[1] = {i == 4 ? NM_ADAM_STATE : (Py_ssize_t)t.P};
-        if (!(*alpha_dst[i] = nmh_get(&bs, PyTuple_GET_ITEM(alpha, i), alpha_names[i], 'f', 1, 1, shape))) {
-            goto out;
-        }
-    }
-    if (!(t.idx = nmh_get(&bs, idx, "idx", 'I', 0, 3, ishape))) {
-        goto out;
-    }
-    t.B = (size_t)ishape[2];
-    if (t.B < 1 || t.B > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
-        goto out;
-    }
-    Py_ssize_t nshape[4] = {(Py_ssize_t)t.P, 2, (Py_ssize_t)t.B, (Py_ssize_t)t.na};
-    Py_ssize_t ashape[3] = {(Py_ssize_t)t.P, (Py_ssize_t)t.B, (Py_ssize_t)t.na}, wshape[1] = {-1};
-    size_t lens[NMH_SAC_WS_PARTS];
-    const size_t need = nmh_sac_lens(&t.actor, &t.critic, t.B, lens);
     float *mem;
-    if (!(t.next_noise = nmh_get(&bs, next_noise, "next_noise", 'f', 0, 4, nshape))
-        || !(t.actor_noise = nmh_get(&bs, actor_noise, "actor_noise", 'f', 0, 3, ashape))
-        || !(mem = nmh_get(&bs, work, "workspace", 'f', 1, 1, wshape))) {
-        goto out;
-    }
-    if ((size_t)wshape[0] < need) {
-        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", need, wshape[0]);
-        goto out;
-    }
-    if (!nmh_check_disjoint(&bs)) {
+    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
+        || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &steps, &t)
+        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }
     nmh_sac_ws w;
@@ -344,6 +407,76 @@ static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
     nmh_sac_run(&t, &w);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+static const char sac_step_doc[] =
+    "sac_step(nets, alpha, replay, env, block, i, pos, size, uniform, learn, shared_minibatch, hyper,\n"
+    "         workspace) -> ended\n\n"
+    "One training step of P agents on the built-in pendulum, in place: nets, alpha, replay,\n"
+    "shared_minibatch and workspace as sac_update's, hyper with (action_scale, action_offset) after\n"
+    "sac_update's, env as td3_step's; block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
+    "next_noise (N, P, 2, B, 1), actor_noise (N, P, B, 1)), the draws of N steps, of which step i is\n"
+    "used. Actions are uniform[i] (uniform true) or the actors' samples with noise explore[i]; the\n"
+    "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
+    "learn the update runs on the ring's size rows. Returns how many envs reached max_steps (their\n"
+    "reset is the caller's).";
+
+static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *nets, *alpha, *replay, *env, *block, *hyper, *work, *explore_a, *uniform_a, *idx, *nn, *an;
+    Py_ssize_t i, pos, size;
+    int uniform, learn, shared;
+    if (!PyArg_ParseTuple(args, "OOOOOnnnpppOO:sac_step", &nets, &alpha, &replay, &env, &block, &i, &pos, &size,
+            &uniform, &learn, &shared, &hyper, &work)) {
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    nmh_sac t;
+    nmh_env e;
+    float scale, offset, *mem;
+    size_t steps;
+    PyObject *result = NULL;
+    t.shared = shared;
+    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 1, hyper, &t, &scale, &offset)) {
+        goto out;
+    }
+    if (t.o != NM_PENDULUM_OBS || t.na != NM_PENDULUM_ACT) {
+        PyErr_SetString(PyExc_ValueError, "sac_step steps the pendulum: 3 observations, 1 action");
+        goto out;
+    }
+    if (pos < 0 || (size_t)pos >= t.cap) {
+        PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
+        goto out;
+    }
+    if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOOO;block must be (explore, uniform, idx, next_noise, "
+            "actor_noise)", &explore_a, &uniform_a, &idx, &nn, &an)) {
+        goto out;
+    }
+    if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, i, &steps, &t)
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, steps, (size_t)i, &e)
+        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
+        goto out;
+    }
+    nmh_sac_ws w;
+    nmh_sac_ws_split(&w, mem, &t);
+    size_t ended;
+    Py_BEGIN_ALLOW_THREADS
+    // the actions and their tape in the workspace: the store reads them before the update writes it
+    float *action = mem, *tape = mem + t.P;
+    if (uniform) {
+        memcpy(action, e.uniform, t.P * sizeof(float));
+    } else {
+        nmh_sac_act_all(t.a.p, &t.actor, e.obs, e.explore, t.log_std_min, t.log_std_max, action, tape);
+    }
+    ended = nmh_pendulum_store(&e, (float *)t.replay, t.P, t.cap, t.width, (size_t)pos, action, scale, offset);
+    if (learn) {
+        nmh_sac_run(&t, &w);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSize_t(ended);
 out:
     nmh_release(&bs);
     return result;
@@ -373,7 +506,7 @@ static PyObject *nmh_sac_act(PyObject *self, PyObject *args) {
     }
     nmh_bufs bs = {.n = 0};
     PyObject *result = NULL;
-    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o}, wshape[1] = {-1};
+    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o};
     const float *x = nmh_get(&bs, obs, "obs", 'f', 0, 2, oshape);
     if (!x) {
         goto out;
@@ -389,22 +522,12 @@ static PyObject *nmh_sac_act(PyObject *self, PyObject *args) {
     const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
     const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
     float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
-    float *tape = a ? nmh_get(&bs, work, "workspace", 'f', 1, 1, wshape) : NULL;
-    if (!tape || !nmh_check_disjoint(&bs)) {
-        goto out;
-    }
-    if ((size_t)wshape[0] < an.tape_per_sample + 1) {
-        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", an.tape_per_sample + 1,
-            wshape[0]);
+    float *tape = a ? nmh_sac_parse_work(&bs, work, an.tape_per_sample + 1) : NULL;
+    if (!tape) {
         goto out;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (size_t k = 0; k < P; k++) {
-        nm_train_forward(p + k * an.net_len, an.sizes, an.acts, an.n_layers, x + k * o, tape, 1);
-        // a sample of one: feature-major and sample-major are the same
-        nm_sac_sample(tape + an.tape_per_sample - 2 * na, eps + k * na, na, 1, (float)lo, (float)hi, a + k * na,
-            tape + an.tape_per_sample);
-    }
+    nmh_sac_act_all(p, &an, x, eps, (float)lo, (float)hi, a, tape);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 out:

@@ -35,7 +35,9 @@ Two backends compute the same update: `native` (the default where the compiled
 extension neuromotor._nm_host imports) runs the whole population's update, and the
 sampled actions, in one call each through the training kernels (device/native/include),
 with the networks kept in the kernels' training layout between updates
-(neuromotor.algos.sac_native); `numpy` is the readable reference below.
+(neuromotor.algos.sac_native); on the built-in pendulum one call also acts, steps the
+envs (nm_host/nm_pendulum.h, PendulumVec bit for bit) and stores the transitions, so a
+training step of the whole population is one call. `numpy` is the readable reference below.
 
 Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
 agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
@@ -212,6 +214,10 @@ class SAC(OffPolicyAgents):
                 r.integers(0, 1 << 32, (n, 3, B), np.uint32),
                 r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt))
 
+    def _draw_block(self):
+        super()._draw_block()
+        self._native_block = tuple(self._block)
+
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions tanh(mean) in env units."""
@@ -224,6 +230,10 @@ class SAC(OffPolicyAgents):
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
+        if self.native and self.native.whole_step:
+            self._updated |= self.native.step(self._native_block, i)
+            self.steps += 1
+            return
         explore, uniform, raw_idx, next_noise, actor_noise = (x[i] for x in self._block)
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
@@ -240,7 +250,6 @@ class SAC(OffPolicyAgents):
         self.obs = obs
 
         if self.steps >= cfg.learning_starts and self.native:
-            self._last_log_alpha = self.log_alpha.copy()
             self.native.update(raw_idx, next_noise, actor_noise)
             self._updated = True
         elif self.steps >= cfg.learning_starts:

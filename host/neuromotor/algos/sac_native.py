@@ -1,4 +1,4 @@
-"""SAC's native backend: the update of the whole population in one call.
+"""SAC's native backend: the update (and on the built-in pendulum the whole step) in one call.
 
 The arithmetic is sac.py's NumPy update, compiled (neuromotor._nm_host's sac_update:
 nm_host/nm_host_sac.h over nm_mlp_train.h and nm_sac_steps.h); tests/test_sac_native.py
@@ -11,6 +11,7 @@ import numpy as np
 
 from neuromotor.algos.native_family import TrainFamily, _nm_host
 from neuromotor.algos.offpolicy import F32
+from neuromotor.algos.td3_native import steps_natively
 
 
 class NativeSAC:
@@ -22,8 +23,9 @@ class NativeSAC:
         self.losses = np.zeros((sac.P, 4), F32)  # the last update's (critic, actor, alpha) loss and entropy per agent
         self.alpha_grad = np.zeros(sac.P, F32)
         self.alpha_state = np.zeros(6, F32)
-        self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size),
-                                  F32)
+        self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size,
+                                                         sac.P), F32)
+        self.whole_step = steps_natively(sac.env)
         self.load()
 
     def load(self) -> None:
@@ -37,7 +39,12 @@ class NativeSAC:
         actor, critic = self.families
         self.nets = (actor.arrays(), critic.arrays(), sac.actor.layout(), sac.critic.layout(), self.losses)
         self.alpha = (sac.log_alpha, self.alpha_grad, sac.alpha_opt.m, sac.alpha_opt.v, self.alpha_state)
-        self.hyper = (cfg.gamma, cfg.tau, cfg.log_std_min, cfg.log_std_max, sac.target_entropy)
+        self.hyper = (cfg.gamma, cfg.tau, cfg.log_std_min, cfg.log_std_max, sac.target_entropy,
+                      float(sac.act_scale[0]), float(sac.act_offset[0]))
+        if self.whole_step:
+            sac.obs = np.array(sac.obs, F32)  # the array the native step writes
+            ep = sac.episodes
+            self.envs = (sac.env.state, sac.obs, ep.ep_return, ep.ep_len, sac.env.max_episode_steps)
 
     def sync_host(self) -> None:
         """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
@@ -61,5 +68,22 @@ class NativeSAC:
         for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
             opt.t += 1
         _nm_host.sac_update(self.nets, self.alpha, sac.replay.data, sac.replay.size, raw_idx, next_noise, actor_noise,
-                            sac.cfg.shared_minibatch, self.hyper, self.workspace)
+                            sac.cfg.shared_minibatch, self.hyper[:5], self.workspace)
         self.host_stale = True
+
+    def step(self, block, i) -> bool:
+        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        SAC.advance() with the NumPy update. Returns whether it updated."""
+        sac, cfg, replay = self.sac, self.sac.cfg, self.sac.replay
+        learn = sac.steps >= cfg.learning_starts
+        uniform = not learn and cfg.warmup_actions == "uniform"
+        for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
+            opt.t += learn
+        ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, replay.pos, replay.size,
+                                  uniform, learn, cfg.shared_minibatch, self.hyper, self.workspace)
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
+        if ended:
+            sac.obs[...] = sac.episodes.finish(sac.episodes.ep_len >= sac.env.max_episode_steps)
+        self.host_stale = True
+        return learn
