@@ -1,5 +1,5 @@
 /*
- * nm_train.h - the training arithmetic of neuromotor (TD3 on the board, SAC on the host).
+ * nm_train.h - the training arithmetic of neuromotor (TD3 on the board).
  *
  * Plain C99 on top of nm_kernels.h (its NM_MADD, nm_tanhf, nm_divf, size
  * arithmetic and conventions): no MicroPython, no libm, no allocation. The
@@ -11,7 +11,6 @@
  *                   backward, Adam, Polyak averaging, export (nm_train_pack
  *                   writes the block-4 layers nm_kernels' mlp() reads)
  *   nm_td3_steps.h  target smoothing, Bellman targets, critic gradient, replay
- *   nm_sac_steps.h  the squashed Gaussian sample and its backward, soft Bellman targets
  */
 #ifndef NM_TRAIN_H
 #define NM_TRAIN_H
@@ -19,7 +18,6 @@
 #include "nm_rng.h"
 #include "nm_mlp_train.h"
 #include "nm_td3_steps.h"
-#include "nm_sac_steps.h"
 
 #define NM_TRAIN_VERSION 1
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nm_train.h"
+#include "nm_sac_steps.h"
 #include "nm_host_args.h"
 #include "nm_host_env.h"
 
