@@ -72,7 +72,8 @@ def hil_returns(path, episodes, seed, env_name, env_kwargs, log):
 
 
 def compare(name, run, args, tmp, log):
-    from neuromotor.policy import DEFAULT_MAX_ERROR, encode, quantize, quantize_measured, rollout_observations, write_policy
+    from neuromotor.policy import (DEFAULT_MAX_ERROR, encode, quantize, quantize_measured, rollout_observations,
+                                   write_policy)
     from neuromotor.training.run_policy import load_spec
     spec = load_spec(str(run))
     t0 = time.monotonic()
@@ -86,7 +87,8 @@ def compare(name, run, args, tmp, log):
     r_plain = returns(spec, plain, args.episodes, seed_eval)
     row = {"policy": name, "run": str(run), "env": spec.meta.get("env"), "sizes": spec.sizes,
            "activations": spec.activations, "float_bytes": len(encode(spec)), "int8_bytes": len(encode(qp)),
-           "accuracy": acc, "contract_met": acc["max_error_frac"] <= DEFAULT_MAX_ERROR, "quantize_s": quant_s, "episodes": args.episodes, "seed": seed_eval,
+           "accuracy": acc, "contract_met": acc["max_error_frac"] <= DEFAULT_MAX_ERROR, "quantize_s": quant_s,
+           "episodes": args.episodes, "seed": seed_eval,
            "float_returns": r_float.tolist(), "int8_returns": r_int8.tolist(), "plain_int8_returns": r_plain.tolist(),
            "float_return_mean": float(r_float.mean()), "int8_return_mean": float(r_int8.mean()),
            "plain_int8_return_mean": float(r_plain.mean())}
@@ -155,7 +157,8 @@ def table(rows, trained) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS,
-                    help="directory of the runs (trained there when absent; default $NEUROMOTOR_CACHE/runs/quantization)")
+                    help="directory of the runs (trained there when absent; "
+                    "default $NEUROMOTOR_CACHE/runs/quantization)")
     ap.add_argument("--algos", default="td3,sac", help="pendulum algorithms (default td3,sac)")
     ap.add_argument("--seeds", type=lambda v: [int(x) for x in v.split(",")], default=[0, 1, 2, 3, 4],
                     help="pendulum seeds (default 0,1,2,3,4)")

@@ -35,8 +35,9 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     episodes, as many of 64 episode starts, and a perturbed copy), rounds the weights with
     error compensation and fine-tunes them `finetune_steps` steps (default FINETUNE_STEPS) to
     act like the float policy there, and refuses (QuantizationError) when the actions on
-    `heldout` other observations are off by more than `max_error` of the action range. The file is written atomically and only over a
-    regular file that is neither the source nor a run's own file."""
+    `heldout` other observations are off by more than `max_error` of the action range. The
+    file is written atomically and only over a regular file that is neither the source nor a
+    run's own file."""
     from neuromotor.policy import DEFAULT_MAX_ERROR, FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
     from neuromotor.training.run_policy import load_spec
 

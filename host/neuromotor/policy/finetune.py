@@ -6,9 +6,11 @@ forward pass of device/native/include/nm_int8.h, activation scales recalibrated,
 scales held), then moves the float weights along the gradient of the action error taken
 straight through the rounding (the straight-through estimator: the integer layers'
 inputs, ReLU masks and outputs are the quantised network's, the derivative of rounding is
-taken as 1). The step whose int8 policy has the smallest largest error on the calibration
-observations is kept. Full-batch Adam with no randomness: the same inputs give the same
-integers. The float policy is never changed; only the int8 file holds the tuned integers.
+taken as 1). The loss is mean(|error|^POWER), the learning rate decays linearly to 0,
+and the step whose int8 policy has the smallest largest error on the calibration
+observations is kept (the fine-tune stops early at one that is good enough). Full-batch
+Adam with no randomness: the same inputs give the same integers. The float policy is never
+changed; only the int8 file holds the tuned integers.
 """
 
 import numpy as np
@@ -100,6 +102,6 @@ def finetune(spec: PolicySpec, obs: np.ndarray, weights, biases, row_scales, ste
             mh, vh = m[k] / (1 - BETAS[0] ** (step + 1)), v[k] / (1 - BETAS[1] ** (step + 1))
             p -= decay * lrs[k] * mh / (np.sqrt(vh) + 1e-30)
     (max_err, mean_err), best_step, qp = best
-    return qp, {"steps": step, "best_step": best_step, "max_error_frac_start": first[0], "mean_error_frac_start": first[1],
-                "max_error_frac": max_err, "mean_error_frac": mean_err}
+    return qp, {"steps": step, "best_step": best_step, "max_error_frac_start": first[0],
+                "mean_error_frac_start": first[1], "max_error_frac": max_err, "mean_error_frac": mean_err}
 

@@ -130,7 +130,8 @@ def quantize_checked(spec: PolicySpec, calibration: int = 2000, heldout: int = 2
             f"int8 policy refused: max action error {report['max_error']:.4g} "
             f"({100 * report['max_error_frac']:.2f}% of the action range, dimension {report['worst_dim']}) "
             f"exceeds --max-error {100 * max_error:.2f}% after error-compensated rounding and "
-            f"{report['finetune_steps']} fine-tuning steps (plain rounding: {100 * report['max_error_frac_before']:.2f}%); "
+            f"{report['finetune_steps']} fine-tuning steps "
+            f"(plain rounding: {100 * report['max_error_frac_before']:.2f}%); "
             f"mean {report['mean_error']:.4g} ({100 * report['mean_error_frac']:.2f}%) on "
             f"{report['heldout_obs']} held-out observations")
     return qp, report
