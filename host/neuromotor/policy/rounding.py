@@ -78,6 +78,9 @@ def compensated(spec: PolicySpec, obs: np.ndarray) -> tuple:
             w = ws[i]
         weight = np.ones(len(obs))
         if i == n - 1 and spec.activations[-1] == "tanh":
+            # The squared slope turns a pre-activation error into the action error; the floor
+            # keeps saturated observations (where any error is invisible) from being ignored
+            # altogether, which would let the fit run wild there.
             weight = (1 - np.tanh(targets[i]) ** 2).max(axis=1) ** 2 + 1e-3
         q, bias, scale = _refit_and_round(x, targets[i], w, bs[i], weight)
         w = q * scale[:, None]
