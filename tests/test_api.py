@@ -207,6 +207,11 @@ def test_int8_export_from_python_is_the_commands(tmp_path, cli):
     code, _, err = cli("export", run.path, "-o", tmp_path / "cli.nmp", "--quantize", "int8", "--max-error", 1.0)
     assert code == 0, err
     assert path.read_bytes() == (tmp_path / "cli.nmp").read_bytes()
+    plain = run.export(tmp_path / "q0.nmp", quantize="int8", max_error=1.0, finetune_steps=0)
+    code, _, err = cli("export", run.path, "-o", tmp_path / "cli0.nmp", "--quantize", "int8", "--max-error", 1.0,
+                       "--finetune-steps", 0)
+    assert code == 0, err
+    assert plain.read_bytes() == (tmp_path / "cli0.nmp").read_bytes()
     from neuromotor.policy import read_policy
     assert read_policy(path).dtype == "int8"
     with pytest.raises(neuromotor.UserError, match="int8 policy refused"):

@@ -219,17 +219,19 @@ class Run:
         return Path(path)
 
     def export(self, path: "str | os.PathLike", format: "str | None" = None, *, agent: int = 0,
-               quantize: "str | None" = None, max_error: "float | None" = None) -> Path:
+               quantize: "str | None" = None, max_error: "float | None" = None,
+               finetune_steps: "int | None" = None) -> Path:
         """Write agent `agent`'s policy to `path`: format "nmp" (the policy file boards load),
         "c-header" (bare-metal C) or "platformio" (a project directory); default: c-header for
         *.h, else nmp. Returns the path written.
 
         quantize="int8" writes integer weights and activations, calibrated on rollouts of the
-        run's environment; it is refused (a UserError with the figures) when its actions are
+        run's environment and fine-tuned there (`finetune_steps`, default 100) to act like the
+        float policy; it is refused (a UserError with the figures) when its actions are
         further than `max_error` (default 0.02) of the action range from the float policy's."""
         from neuromotor.api._export import export
 
-        return export(self.path, path, format, agent, quantize, max_error)[0]
+        return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps)[0]
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
         """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""
