@@ -440,7 +440,7 @@ def run_td3(agents: int, steps: int) -> dict:
     """CPU and wall seconds per agent-step of the TD3 trainer (native backend, built-in
     pendulum, one thread) after its warm-up."""
     from neuromotor.algos.td3 import TD3, Config
-    from neuromotor.algos.td3_native import _nm_host
+    from neuromotor.algos.native_family import _nm_host
     from neuromotor.envs import env_class
 
     cfg = Config()

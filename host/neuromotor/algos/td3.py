@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
-from neuromotor.algos.td3_native import NATIVE_ERROR, NativeTD3
+from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor.algos.td3_native import NativeTD3
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones

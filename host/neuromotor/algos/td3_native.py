@@ -8,7 +8,7 @@ kernels the boards use); tests/test_td3_native.py holds the two to agreement per
 
 import numpy as np
 
-from neuromotor.algos.native_family import NATIVE_ERROR, TrainFamily, _nm_host  # noqa: F401 (the backend's names)
+from neuromotor.algos.native_family import TrainFamily, _nm_host
 from neuromotor.algos.offpolicy import F32
 from neuromotor.envs.pendulum import PendulumVec
 
