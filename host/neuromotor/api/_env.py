@@ -2,7 +2,9 @@
 
 import inspect
 
+from neuromotor.envs import env_class
 from neuromotor.errors import UserError
+from neuromotor.training.session import parse_table
 
 
 def env_name(env) -> str:
@@ -26,14 +28,10 @@ def env_name(env) -> str:
 def env_factory(name: str, env_kwargs: "dict | None" = None, vector: str = "sync"):
     """The env factory `factory(n)` (n copies, stepped together) of a built-in name, gymnasium id
     or module:attr, with its keyword arguments; an unknown env or bad kwargs is a UserError."""
-    from neuromotor.envs import env_class
-
     return env_class(name, env_kwargs, vector)
 
 
 def parse_kwargs(option: str, text: str) -> dict:
     """Keyword arguments for an env from their text, a JSON object or a TOML inline table
     (``'{"max_episode_steps": 500}'``, ``'{ g = 9.81 }'``); `option` names them in the error."""
-    from neuromotor.training.session import parse_table
-
     return parse_table(option, text)

@@ -3,9 +3,13 @@
 import os
 from pathlib import Path
 
-from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
+from neuromotor.policy import DEFAULT_MAX_ERROR, FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
+from neuromotor.policy.platformio import check_project_dir, write_platformio_project
 from neuromotor.safe_write import check_target
+from neuromotor.training.run_policy import load_spec
+from neuromotor.training.runs import CONFIG, own_paths
 
 FORMATS = ("nmp", "c-header", "platformio")
 
@@ -13,8 +17,6 @@ FORMATS = ("nmp", "c-header", "platformio")
 def protected_paths(source, output) -> list:
     """What an export must never replace: its source, and the files of any run directory
     (the source's, and the one the output would land in; see runs.own_paths)."""
-    from neuromotor.training.runs import CONFIG, own_paths
-
     src = Path(source)
     paths = [src] if src.is_file() else own_paths(src)
     out_dir = Path(os.path.realpath(output)).parent if output else None
@@ -38,9 +40,6 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     `heldout` other observations are off by more than `max_error` of the action range. The
     file is written atomically and only over a regular file that is neither the source nor a
     run's own file."""
-    from neuromotor.policy import DEFAULT_MAX_ERROR, FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
-    from neuromotor.training.run_policy import load_spec
-
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
     if format is not None and format not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -63,8 +62,6 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
         raise UserError(f"--{'max-error' if max_error is not None else 'finetune-steps'} applies to "
                         "--quantize int8 only")
     if format == "platformio":
-        from neuromotor.policy.platformio import check_project_dir, write_platformio_project
-
         check_project_dir(path)
         spec = load_spec(source, agent)
         if getattr(spec, "dtype", "float32") != "float32":

@@ -3,7 +3,11 @@
 import os
 from pathlib import Path
 
+from neuromotor.boards.link.ports import resolve_port
+from neuromotor.boards.ondevice import BoardResetError, train_on_device as train
+from neuromotor.boards.ondevice.rundir import PROFILES
 from neuromotor.errors import UserError
+from neuromotor.training import runs
 
 
 def train_on_device(port: str = "auto", profile: str = "teensy41", steps: int = 10_000, seed: int = 0, *,
@@ -13,11 +17,6 @@ def train_on_device(port: str = "auto", profile: str = "teensy41", steps: int = 
     board's policy on the host. The run directory (default runs/pendulum-td3-ondevice-...) is
     an ordinary run (export, hil, eval) plus on_device.json; a failure leaves nothing behind.
     Returns the summary (what `neuromotor train-on-device --json` prints)."""
-    from neuromotor.boards.link.ports import resolve_port
-    from neuromotor.boards.ondevice import BoardResetError, train_on_device as train
-    from neuromotor.boards.ondevice.rundir import PROFILES
-    from neuromotor.training import runs
-
     if profile not in PROFILES:
         raise UserError(f"--profile: unknown profile {profile!r} (profiles: {', '.join(sorted(PROFILES))})")
     if run_dir is not None:

@@ -6,18 +6,19 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuromotor.api._progress import show_progress
-from neuromotor.training import run_policy, runs, session
 from neuromotor import reading
+from neuromotor.api._board import Board, HilResult, as_board
+from neuromotor.api._export import export
+from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec
-
-if TYPE_CHECKING:
-    from neuromotor.api._board import Board, HilResult
+from neuromotor.safe_write import check_target
+from neuromotor.training import run_policy, runs, session
+from neuromotor.training.config import check_seed
+from neuromotor.training.evaluation import Evaluator
 
 
 def _count(name: str, value, lo: int) -> int:
@@ -69,10 +70,6 @@ class Evaluation:
 def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
                  render=None, agent: int = 0) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
-    from neuromotor.training.config import check_seed
-    from neuromotor.training.evaluation import Evaluator
-    from neuromotor.safe_write import check_target
-
     episodes = _count("episodes", episodes, 1)
     agent = _count("agent", agent, 0)
     check_seed(seed)
@@ -96,7 +93,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
         if gymnasium:
             if render:
                 raise UserError("render draws neuromotor's env; it does not combine with gymnasium evaluation")
-            from neuromotor.envs.mujoco_vec import gymnasium_returns
+            from neuromotor.envs.mujoco_vec import gymnasium_returns  # MuJoCo: only for gymnasium's own envs
 
             returns, states = gymnasium_returns(env_cls, algo.act, len(seeds), episodes, seed), None
         else:
@@ -108,7 +105,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
     finally:
         algo.close()
     if render:
-        from neuromotor.training.plotting import episode_gif, episode_plot
+        from neuromotor.training.plotting import episode_gif, episode_plot  # matplotlib: only to render
 
         title = f"{spec.env} seed {seeds[agent]}"
         episode_gif(env_cls.draw, states, render, title=title, projection=getattr(env_cls, "draw_projection", None))
@@ -229,8 +226,6 @@ class Run:
         run's environment and fine-tuned there (`finetune_steps`, default 100) to act like the
         float policy; it is refused (a UserError with the figures) when its actions are
         further than `max_error` (default 0.02) of the action range from the float policy's."""
-        from neuromotor.api._export import export
-
         return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps)[0]
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
@@ -239,14 +234,10 @@ class Run:
 
     def deploy(self, port: "str | Board" = "auto", **options) -> dict:
         """Deploy agent 0's policy to a board (a port or a Board); see Board.deploy."""
-        from neuromotor.api._board import as_board
-
         return as_board(port).deploy(self, **options)
 
     def hil(self, port: "str | Board" = "auto", **options) -> "HilResult":
         """Hardware in the loop on a board holding this run's policy; see Board.hil."""
-        from neuromotor.api._board import as_board
-
         return as_board(port).hil(self, **options)
 
 

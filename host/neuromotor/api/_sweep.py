@@ -54,7 +54,7 @@ def _check_backend(backend: str, address, workers) -> None:
         if not 1 <= workers <= 4096:
             raise UserError(f"--workers must be from 1 to 4096, got {workers}")
     if backend == "ray":
-        from neuromotor.training.sweep_ray import check_available
+        from neuromotor.training.sweep_ray import check_available  # Ray: only for a Ray sweep
 
         check_available()
 
@@ -62,7 +62,7 @@ def _check_backend(backend: str, address, workers) -> None:
 def _run(sweep_dir: Path, doc: dict, backend: str, address, workers) -> SweepResult:
     t0 = time.perf_counter()
     if backend == "ray":
-        from neuromotor.training.sweep_ray import run_ray
+        from neuromotor.training.sweep_ray import run_ray  # Ray: only for a Ray sweep
 
         summaries = run_ray(sweep_dir, doc["units"], address)
     else:

@@ -116,6 +116,6 @@ def start(spec: RunSpec, run_dir=None, force: bool = False, progress: bool = Tru
 def set_threads(threads: "int | str") -> None:
     """Threads that MuJoCo envs made from now on step with (in this process and its shard
     workers): ``"auto"`` (every core) or a count; a property of the machine, not saved with a run."""
-    from neuromotor.envs.mujoco_vec import set_default_threads
+    from neuromotor.envs.mujoco_vec import set_default_threads  # MuJoCo: only when threads are set
 
     set_default_threads(threads)
