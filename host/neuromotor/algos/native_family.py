@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net
+from neuromotor.envs.pendulum import PendulumVec
 
 try:
     from neuromotor import _nm_host
@@ -24,6 +25,15 @@ try:
 except ImportError as exc:  # a source tree without the compiled extension
     _nm_host = None
     NATIVE_ERROR = exc
+
+# What nm_host/nm_pendulum.h compiles in: a PendulumVec steps natively only when it has these.
+NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,
+                   "obs_dim": 3, "act_dim": 1}
+
+
+def steps_natively(env) -> bool:
+    """Whether the native call can also step `env`: the built-in pendulum, one env per agent."""
+    return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
 
 
 class TrainFamily:
@@ -68,3 +78,36 @@ class TrainFamily:
     def arrays(self) -> tuple:
         """(params, target, grad, adam_m, adam_v, adam_state) as the kernels take them."""
         return self.params, self.target, self.grad, self.m, self.v, self.adam_state
+
+
+class NativeAgents:
+    """What TD3's and SAC's native backends share: the actor's and the critics' training-layout
+    copies, the last update's losses per agent, and on the built-in pendulum the env arrays the
+    whole-step call writes. A subclass adds its algorithm's arguments in `load`."""
+
+    def __init__(self, agents, losses: int):
+        self.agents = agents
+        self.families = (TrainFamily(agents.actor), TrainFamily(agents.critic))
+        self.losses = np.zeros((agents.P, losses), F32)
+        self.whole_step = steps_natively(agents.env)
+
+    def load(self) -> None:
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
+        agents = self.agents
+        for fam in self.families:
+            fam.load()
+        self.host_stale = False
+        actor, critic = self.families
+        self.nets = (actor.arrays(), critic.arrays(), agents.actor.layout(), agents.critic.layout(), self.losses)
+        if self.whole_step:
+            agents.obs = np.array(agents.obs, F32)  # the array the native step writes
+            ep = agents.episodes
+            self.envs = (agents.env.state, agents.obs, ep.ep_return, ep.ep_len, agents.env.max_episode_steps)
+
+    def sync_host(self) -> None:
+        """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
+        if self.host_stale:
+            for fam in self.families:
+                fam.store()
+            self.host_stale = False

@@ -9,49 +9,31 @@ log_alpha and its Adam moments are the host's own arrays, which the call updates
 
 import numpy as np
 
-from neuromotor.algos.native_family import TrainFamily, _nm_host
+from neuromotor.algos.native_family import NativeAgents, _nm_host
 from neuromotor.algos.offpolicy import F32
-from neuromotor.algos.td3_native import steps_natively
 
 
-class NativeSAC:
+class NativeSAC(NativeAgents):
     """The native calls of one SAC population, and the training-layout copy of its networks."""
 
     def __init__(self, sac):
+        super().__init__(sac, losses=4)  # the last update's (critic, actor, alpha) loss and entropy per agent
         self.sac = sac
-        self.families = (TrainFamily(sac.actor), TrainFamily(sac.critic))
-        self.losses = np.zeros((sac.P, 4), F32)  # the last update's (critic, actor, alpha) loss and entropy per agent
         self.alpha_grad = np.zeros(sac.P, F32)
         self.alpha_state = np.zeros(6, F32)
         self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size,
                                                          sac.P), F32)
-        self.whole_step = steps_natively(sac.env)
         self.load()
 
     def load(self) -> None:
         """(Re)load the training layout from the host arrays after they were written (a new
         algorithm, a checkpoint), and the arguments of the native calls."""
+        super().load()
         sac, cfg = self.sac, self.sac.cfg
-        for fam in self.families:
-            fam.load()
         self.alpha_state[...] = sac.alpha_opt.kernel_state()
-        self.host_stale = False
-        actor, critic = self.families
-        self.nets = (actor.arrays(), critic.arrays(), sac.actor.layout(), sac.critic.layout(), self.losses)
         self.alpha = (sac.log_alpha, self.alpha_grad, sac.alpha_opt.m, sac.alpha_opt.v, self.alpha_state)
         self.hyper = (cfg.gamma, cfg.tau, cfg.log_std_min, cfg.log_std_max, sac.target_entropy,
                       float(sac.act_scale[0]), float(sac.act_offset[0]))
-        if self.whole_step:
-            sac.obs = np.array(sac.obs, F32)  # the array the native step writes
-            ep = sac.episodes
-            self.envs = (sac.env.state, sac.obs, ep.ep_return, ep.ep_len, sac.env.max_episode_steps)
-
-    def sync_host(self) -> None:
-        """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
-        if self.host_stale:
-            for fam in self.families:
-                fam.store()
-            self.host_stale = False
 
     def act(self, obs, explore) -> np.ndarray:
         """The sampled actions tanh(mean + std * explore) of every agent, as SAC.advance's NumPy ones."""

@@ -8,52 +8,25 @@ kernels the boards use); tests/test_td3_native.py holds the two to agreement per
 
 import numpy as np
 
-from neuromotor.algos.native_family import TrainFamily, _nm_host
+from neuromotor.algos.native_family import NativeAgents, _nm_host
 from neuromotor.algos.offpolicy import F32
-from neuromotor.envs.pendulum import PendulumVec
-
-# What nm_host/nm_pendulum.h compiles in: TD3 steps a PendulumVec natively only when it has these.
-NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,
-                   "obs_dim": 3, "act_dim": 1}
 
 
-def steps_natively(env) -> bool:
-    """Whether the native call can also step `env`: the built-in pendulum, one env per agent."""
-    return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
-
-
-class NativeTD3:
+class NativeTD3(NativeAgents):
     """The native calls of one TD3 population, and the training-layout copy of its networks."""
 
     def __init__(self, td3):
+        super().__init__(td3, losses=2)  # the last update's (critic, actor) loss per agent
         self.td3 = td3
-        self.families = (TrainFamily(td3.actor), TrainFamily(td3.critic))
-        self.losses = np.zeros((td3.P, 2), F32)  # the last update's (critic, actor) loss per agent
-        self.whole_step = steps_natively(td3.env)
         self.load()
 
     def load(self) -> None:
         """(Re)load the training layout from the host arrays after they were written (a new
         algorithm, a checkpoint), and the arguments of the native calls."""
+        super().load()
         td3, cfg = self.td3, self.td3.cfg
-        for fam in self.families:
-            fam.load()
-        self.host_stale = False
-        actor, critic = self.families
-        self.nets = (actor.arrays(), critic.arrays(), td3.actor.layout(), td3.critic.layout(), self.losses)
         self.hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
                       float(td3.act_scale[0]), float(td3.act_offset[0]))
-        if self.whole_step:
-            td3.obs = np.array(td3.obs, F32)  # the array the native step writes
-            ep = td3.episodes
-            self.envs = (td3.env.state, td3.obs, ep.ep_return, ep.ep_len, td3.env.max_episode_steps)
-
-    def sync_host(self) -> None:
-        """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""
-        if self.host_stale:
-            for fam in self.families:
-                fam.store()
-            self.host_stale = False
 
     def act(self, obs, explore) -> np.ndarray:
         """clip(pi(s) + exploration_noise * explore, -1, 1) of every agent."""
