@@ -25,6 +25,7 @@
 #include "nm_host_args.h"
 #include "nm_host_env.h"
 #include "nm_host_sac.h"
+#include "nm_host_quadrotor.h"
 
 /* ---------------------------------------------------------------------------
  * The TD3 update of every agent.
@@ -523,6 +524,7 @@ static PyMethodDef nmh_methods[] = {
     {"sac_workspace", nmh_sac_workspace, METH_VARARGS, sac_workspace_doc},
     {"sac_act", nmh_sac_act, METH_VARARGS, sac_act_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},
+    {"quadrotor_step", nmh_quadrotor_step, METH_VARARGS, quadrotor_step_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},
     {NULL, NULL, 0, NULL},

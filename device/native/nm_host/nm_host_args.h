@@ -32,7 +32,8 @@ static void nmh_release(nmh_bufs *bs) {
 
 // What each buffer type letter stands for: its name and item size.
 static const char *nmh_type_name(char type) {
-    return type == 'f' ? "float32" : type == 'd' ? "float64" : type == 'q' ? "int64" : "uint32";
+    return type == 'f' ? "float32" : type == 'd' ? "float64" : type == 'q' ? "int64" : type == '?' ? "bool"
+                                                                                     : "uint32";
 }
 
 static int nmh_type_ok(char type, const char *fmt, Py_ssize_t itemsize) {
@@ -43,13 +44,15 @@ static int nmh_type_ok(char type, const char *fmt, Py_ssize_t itemsize) {
             return strcmp(fmt, "d") == 0 && itemsize == 8;
         case 'q':
             return (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0) && itemsize == 8;
+        case '?':
+            return strcmp(fmt, "?") == 0 && itemsize == 1;
         default:
             return (strcmp(fmt, "I") == 0 || strcmp(fmt, "L") == 0) && itemsize == 4;
     }
 }
 
 // The buffer of obj as a C-contiguous array of `type` ('f' float32, 'd' float64, 'q' int64,
-// 'I' uint32) with `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL
+// 'I' uint32, '?' bool) with `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL
 // (ValueError) if not.
 static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, int writable,
     int ndim, Py_ssize_t *shape) {

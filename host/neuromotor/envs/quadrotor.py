@@ -37,6 +37,11 @@ import numpy as np
 
 from neuromotor.errors import UserError
 
+try:
+    from neuromotor import _nm_host
+except ImportError:  # a checkout without the built extension steps in NumPy alone
+    _nm_host = None
+
 MASS = 0.027
 GRAVITY = 9.81
 INERTIA = np.array([3.85e-6, 3.85e-6, 5.9675e-6])
@@ -63,6 +68,11 @@ INIT_POSITION, INIT_ANGLE, INIT_VELOCITY, INIT_ANGULAR_VELOCITY = 0.2, np.pi / 2
 # state columns
 P, Q, V, W, RPM = slice(0, 3), slice(3, 7), slice(7, 10), slice(10, 13), slice(13, 17)
 STATE = 17
+
+# The numbers the native step reads, in the order of its nm_quad_model (device/native/nm_host/nm_quadrotor.h).
+MODEL = np.array([GRAVITY, *INERTIA, *ROTOR_POSITIONS[:, 0], *ROTOR_POSITIONS[:, 1], TORQUE_PER_THRUST, *YAW_SIGNS,
+                  MOTOR_TIME_CONSTANT, RPM_MAX, DT, POSITION_WEIGHT, ORIENTATION_WEIGHT, VELOCITY_WEIGHT,
+                  ACTION_WEIGHT, REWARD_SCALE, REWARD_CONSTANT, HOVER_ACTION, POSITION_LIMIT], np.float64)
 
 
 def rotation_matrices(q: np.ndarray) -> np.ndarray:
@@ -168,6 +178,18 @@ class QuadrotorVec:
         return self._observe()
 
     def step(self, actions):
+        """(obs, reward, terminated) after one step of every drone under actions (n, 4) in [-1, 1]:
+        the native step where the extension is built, else step_numpy (its reference)."""
+        actions = np.ascontiguousarray(actions, np.float64)
+        if _nm_host is None or actions.shape != (self.num_envs, 4):
+            return self.step_numpy(actions)
+        n = self.num_envs
+        obs, reward, terminated = np.empty((n, self.obs_dim), np.float32), np.empty(n, np.float32), np.empty(n, bool)
+        _nm_host.quadrotor_step(MODEL, self.state, self.params, actions, self.history, obs, reward, terminated)
+        return obs, reward, terminated
+
+    def step_numpy(self, actions):
+        """step in NumPy: the reference the native step is tested against."""
         actions = np.asarray(actions, np.float64)
         if self.randomize:
             self.state = rk4_step(self.state, rpm_of(actions), mass=self.params[:, :1],
