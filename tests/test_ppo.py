@@ -153,7 +153,7 @@ def test_train_pendulum_cli_learns_and_resumes(tmp_path, capsys):
     (["train", "ant", "--algo", "ppo", "--threads", "0"], "out of range"),
     (["train", "pendulum", "--algo", "ppo", "--envs", "3"], "multiple of minibatch_size"),
     (["train", "pendulum", "--algo", "ppo", "--preset", "ant-papr"], "unknown ppo preset 'ant-papr'"),
-    (["train", "pendulum", "--algo", "td3", "--preset", "pendulum"], "td3 has no named presets"),
+    (["train", "pendulum", "--algo", "td3", "--preset", "hover"], "unknown td3 preset 'hover'"),
 ])
 def test_bad_input_is_a_clean_error(argv, message, tmp_path, capsys):
     assert main(argv + ["--run-dir", str(tmp_path / "r")]) == 2

@@ -11,6 +11,16 @@ from neuromotor.envs import quadrotor as qr
 from neuromotor.envs.quadrotor import QuadrotorVec
 
 
+@pytest.fixture(params=["native", "numpy"])
+def both_steps(request, monkeypatch):
+    """Run a physics test on the C step and on its NumPy reference."""
+    if request.param == "numpy":
+        monkeypatch.setattr(qr, "_nm_host", None)
+    else:
+        assert qr._nm_host is not None, "the extension is built by `make venv`"
+    return request.param
+
+
 def _at_rest(n=1, rpm=None):
     env = QuadrotorVec(n)
     state = np.zeros((n, env.get_state().shape[1]))
@@ -24,6 +34,7 @@ def _action(rpm):
     return 2 * np.asarray(rpm, float) / qr.RPM_MAX - 1
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_hover_thrust_equals_weight_at_the_published_parameters():
     # four rotors at the hover speed carry the 27 g drone: 4 * 3.16e-10 * rpm^2 = 0.027 * 9.81
     assert 4 * 3.16e-10 * qr.HOVER_RPM ** 2 == pytest.approx(0.027 * 9.81, rel=1e-12)
@@ -35,6 +46,7 @@ def test_hover_thrust_equals_weight_at_the_published_parameters():
     assert not terminated[0] and reward[0] == pytest.approx(2.0, abs=1e-6)
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_free_fall():
     env = _at_rest(rpm=0.0)
     for _ in range(50):  # 0.5 s with the rotors off
@@ -45,6 +57,7 @@ def test_free_fall():
     assert np.abs(env.state[0, [0, 1, 7, 8]]).max() < 1e-12  # straight down
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_motors_follow_their_command_with_the_published_time_constant():
     env = _at_rest(rpm=0.0)
     for _ in range(15):  # 0.15 s: one time constant
@@ -52,6 +65,7 @@ def test_motors_follow_their_command_with_the_published_time_constant():
     assert env.state[0, qr.RPM] == pytest.approx(np.full(4, qr.RPM_MAX * (1 - np.exp(-1))), rel=1e-6)
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_a_pure_yaw_torque_spins_without_tilting():
     # rotors 0 and 2 (one diagonal) faster, 1 and 3 slower, the same total thrust: their pulls
     # cancel about x and y; the drag of the faster pair turns the body about z
@@ -66,6 +80,7 @@ def test_a_pure_yaw_torque_spins_without_tilting():
     assert np.abs(env.state[0, :3]).max() < 1e-9
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_more_thrust_on_the_left_rolls_it_and_it_drifts_right():
     # left rotors (2, 3: y > 0) push harder: positive roll about x, the thrust tilts toward -y
     rpm = qr.HOVER_RPM * np.array([0.99, 0.99, 1.01, 1.01])
@@ -76,6 +91,7 @@ def test_more_thrust_on_the_left_rolls_it_and_it_drifts_right():
     assert abs(env.state[0, 11]) < 1e-9  # no pitch
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_observation_frames():
     env = QuadrotorVec(16)
     obs = env.reset([np.random.default_rng(s) for s in range(16)])
@@ -91,6 +107,7 @@ def test_observation_frames():
     assert np.abs(obs[:, 12:18]).max() <= 1.0 and (obs[:, 18:] == 0).all()
 
 
+@pytest.mark.usefixtures("both_steps")
 def test_leaving_the_box_ends_the_episode():
     env = _at_rest(rpm=0.0)
     steps = 0
@@ -101,6 +118,58 @@ def test_leaving_the_box_ends_the_episode():
             break
     # 0.6 m of free fall: t = sqrt(2 * 0.6 / 9.81) = 0.35 s
     assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
+
+
+@pytest.mark.parametrize("randomize, history", [(0.0, 32), (0.3, 2), (0.0, 0)])
+def test_the_native_step_is_the_numpy_step(randomize, history):
+    # 64 drones from the task's initial states under random commands (some beyond [-1, 1]),
+    # 500 steps: the same states, observations, rewards and ends to rounding
+    n = 64
+    native, numpy_ = QuadrotorVec(n, history, randomize), QuadrotorVec(n, history, randomize)
+    for env in (native, numpy_):
+        env.reset([np.random.default_rng(k) for k in range(n)])
+    rng = np.random.default_rng(7)
+    ended = 0
+    for _ in range(500):
+        actions = rng.uniform(-1.2, 1.2, (n, 4))
+        got, want = native.step(actions), numpy_.step_numpy(actions)
+        np.testing.assert_allclose(native.state, numpy_.state, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+        np.testing.assert_array_equal(got[2], want[2])
+        np.testing.assert_array_equal(native.history, numpy_.history)
+        ended += got[2].sum()
+        fresh = [np.random.default_rng(1000 + k) for k in range(n)]
+        native.reset(fresh, got[2])
+        numpy_.reset([np.random.default_rng(1000 + k) for k in range(n)], got[2])
+    assert ended > 50  # random commands crash drones: the ends were compared too
+
+
+def test_the_native_step_checks_its_arrays():
+    from neuromotor import _nm_host
+
+    env = QuadrotorVec(3, 2)
+    env.reset([np.random.default_rng(k) for k in range(3)])
+    good = dict(model=qr.MODEL, state=env.state, params=env.params, actions=np.zeros((3, 4)),
+                history=env.history, obs=np.empty((3, 26), np.float32), reward=np.empty(3, np.float32),
+                terminated=np.empty(3, bool))
+    before = env.state.copy()
+    bad = [("model", qr.MODEL[:-1], "model: axis 0"), ("state", env.state.astype(np.float32), "state must be float64"),
+           ("state", np.zeros((3, 34))[:, ::2], "C-contiguous"), ("params", np.zeros((2, 2)), "params: axis 0"),
+           ("actions", np.zeros((3, 3)), "actions: axis 1"), ("history", np.zeros((3, 2, 3)), "history: axis 2"),
+           ("obs", np.empty((3, 25), np.float32), "obs: axis 1"), ("reward", np.empty(3), "reward must be float32"),
+           ("terminated", np.empty(3, np.uint8), "terminated must be bool"),
+           ("history", np.zeros((3, 1025, 4)), "at most 1024")]
+    for name, value, said in bad:
+        with pytest.raises(ValueError, match=said):
+            _nm_host.quadrotor_step(*{**good, name: value}.values())
+    read_only = env.history.copy()
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="history must be a C-contiguous, writable"):
+        _nm_host.quadrotor_step(*{**good, "history": read_only}.values())
+    with pytest.raises(ValueError, match="state and obs overlap"):
+        _nm_host.quadrotor_step(*{**good, "obs": env.state.reshape(-1).view(np.float32)[:78].reshape(3, 26)}.values())
+    np.testing.assert_array_equal(env.state, before)  # nothing written by a refused call
 
 
 def test_the_gymnasium_env_is_the_built_in_one():

@@ -43,11 +43,11 @@ def algo_class(name: str):
 
 
 def named_config(configs: dict, algo: str, env_name: str, preset: str | None, mujoco: str):
-    """(Config, RunConfig settings), copies of configs[preset]; without a preset, `mujoco` for
-    MuJoCo tasks and "pendulum" for every other env."""
+    """(Config, RunConfig settings), copies of configs[preset]; without a preset, the env's own
+    (a config named after it), `mujoco` for the other MuJoCo tasks and "pendulum" for every other env."""
     from neuromotor.envs import is_mujoco
 
-    name = preset or (mujoco if is_mujoco(env_name) else "pendulum")
+    name = preset or (env_name if env_name in configs else mujoco if is_mujoco(env_name) else "pendulum")
     if name not in configs:
         raise UserError(f"unknown {algo} preset {name!r}; known: {', '.join(configs)}")
     cfg, run = configs[name]

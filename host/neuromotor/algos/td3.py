@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuromotor.algos import named_config
 from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
 from neuromotor.algos.native_family import NATIVE_ERROR
 from neuromotor.algos.td3_native import NativeTD3
@@ -73,8 +74,22 @@ class Config:
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
+    update_every: int = 1           # one update per this many env steps (Learning to Fly: 10)
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
     backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
+
+
+# Named configurations: hyperparameters, plus run settings for `neuromotor train`.
+CONFIGS = {
+    "pendulum": (Config(), {}),
+    # Learning to Fly in Seconds (Eschmann et al. 2023; its src/config/config.h and
+    # actor_and_critic.h): 64-64 tanh networks, batch 256, one critic update per 10 env steps
+    # and one actor update per 20, 15k warm-up steps acting with the (noisy) initial policy,
+    # a replay holding the whole run, 300k steps.
+    "quadrotor": (Config(activation="tanh", batch_size=256, buffer_size=300_000, learning_starts=15_000,
+                         warmup_actions="policy", update_every=10),
+                  {"steps": 300_000, "eval_every": 50_000, "checkpoint_every": 50_000}),
+}
 
 
 def _clip(x, bound, out):
@@ -91,6 +106,11 @@ class TD3(OffPolicyAgents):
     interface is described in ``neuromotor.algos``."""
 
     Config = Config
+
+    @staticmethod
+    def defaults(env_name: str, preset: str | None = None):
+        """(Config, RunConfig settings): the named config `preset`, else this env's."""
+        return named_config(CONFIGS, "td3", env_name, preset, mujoco="pendulum")
 
     def __init__(self, cfg: Config, env_factory, seeds):
         if cfg.backend == "native" and NATIVE_ERROR is not None:
@@ -177,8 +197,8 @@ class TD3(OffPolicyAgents):
         self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
-        if self.steps >= cfg.learning_starts:
-            update_actor = self.steps % cfg.policy_delay == 0  # delayed policy updates
+        update_critics, update_actor = self.updates_now()
+        if update_critics:
             if self.native:
                 self.native.update(raw_idx, target_noise, update_actor)
             else:
@@ -196,6 +216,15 @@ class TD3(OffPolicyAgents):
                     self._update_targets()
             self._updated = True
         self.steps += 1
+
+    def updates_now(self) -> tuple:
+        """(critics, actor): whether this step updates them. From learning_starts on, every
+        update_every-th step updates the critics; every policy_delay-th of those (counted in
+        steps // update_every) also the actor and the targets: the delayed policy update."""
+        cfg = self.cfg
+        if self.steps < cfg.learning_starts or (self.steps - cfg.learning_starts) % cfg.update_every:
+            return False, False
+        return True, self.steps // cfg.update_every % cfg.policy_delay == 0
 
     def sync_host(self):
         """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)

@@ -49,9 +49,8 @@ class NativeTD3(NativeAgents):
         """One step of every agent on the built-in pendulum in one call: the arithmetic of
         TD3.advance() with the NumPy update."""
         td3, cfg, replay = self.td3, self.td3.cfg, self.td3.replay
-        learn = td3.steps >= cfg.learning_starts
-        uniform = not learn and cfg.warmup_actions == "uniform"
-        update_actor = learn and td3.steps % cfg.policy_delay == 0
+        uniform = td3.steps < cfg.learning_starts and cfg.warmup_actions == "uniform"
+        learn, update_actor = td3.updates_now()
         td3.critic.opt.t += learn
         td3.actor.opt.t += update_actor
         ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, replay.pos, replay.size,

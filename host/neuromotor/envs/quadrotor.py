@@ -213,7 +213,8 @@ class QuadrotorVec:
     def set_state(self, state) -> None:
         self.state[...] = state[:, :STATE]
         self.history[...] = state[:, STATE:-2].reshape(self.history.shape)
-        self.params[...] = state[:, -2:]
+        if self.randomize:  # else every drone is the published one, whatever the state says
+            self.params[...] = state[:, -2:]
 
     draw_projection = "3d"
 

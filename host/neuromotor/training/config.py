@@ -85,6 +85,7 @@ RULES = {
     "noise_clip": _float(0),
     "tau": _float(0, 1, lo_open=True),
     "policy_delay": _int(1, MAX_COUNT),
+    "update_every": _int(1, MAX_COUNT),
     "backend": _choice("native", "numpy"),
     # SAC (with TD3's replay, warm-up and target fields)
     "alpha_lr": _LR,
