@@ -153,6 +153,11 @@ class OffPolicyAgents:
             for c in range(2):
                 critic.mlp.init_member(critic.layers, (k, c), rng)
 
+    def update_due(self) -> bool:
+        """Whether this step updates: from learning_starts on, every update_every-th step."""
+        cfg = self.cfg
+        return self.steps >= cfg.learning_starts and (self.steps - cfg.learning_starts) % cfg.update_every == 0
+
     # ----- randomness, drawn per agent in blocks -----
     def _rng_states(self) -> np.ndarray:
         return np.stack([rng_state_array(r) for r in self.rngs])

@@ -98,6 +98,7 @@ class Config:
     log_std_min: float = -20.0
     log_std_max: float = 2.0
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
+    update_every: int = 1           # one update per this many env steps (RLtools' L2F: 5)
     backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
@@ -226,7 +227,8 @@ class SAC(OffPolicyAgents):
         return np.tanh(out[..., :self.act_dim]).astype(F32) * self.act_scale + self.act_offset
 
     def advance(self):
-        """One env step of every agent (a sampled action), then (from learning_starts on) one SAC update."""
+        """One env step of every agent (a sampled action), then (from learning_starts on, every
+        update_every-th step) one SAC update."""
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
@@ -249,10 +251,11 @@ class SAC(OffPolicyAgents):
         self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
-        if self.steps >= cfg.learning_starts and self.native:
+        learn = self.update_due()
+        if learn and self.native:
             self.native.update(raw_idx, next_noise, actor_noise)
             self._updated = True
-        elif self.steps >= cfg.learning_starts:
+        elif learn:
             if cfg.shared_minibatch:
                 # One minibatch per agent for both critics and the actor (the first of the draws).
                 batch = self.replay.sample(raw_idx[:, :1])

@@ -57,8 +57,8 @@ class NativeSAC(NativeAgents):
         """One step of every agent on the built-in pendulum in one call: the arithmetic of
         SAC.advance() with the NumPy update. Returns whether it updated."""
         sac, cfg, replay = self.sac, self.sac.cfg, self.sac.replay
-        learn = sac.steps >= cfg.learning_starts
-        uniform = not learn and cfg.warmup_actions == "uniform"
+        learn = sac.update_due()
+        uniform = sac.steps < cfg.learning_starts and cfg.warmup_actions == "uniform"
         for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
             opt.t += learn
         ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, replay.pos, replay.size,

@@ -218,13 +218,12 @@ class TD3(OffPolicyAgents):
         self.steps += 1
 
     def updates_now(self) -> tuple:
-        """(critics, actor): whether this step updates them. From learning_starts on, every
-        update_every-th step updates the critics; every policy_delay-th of those (counted in
-        steps // update_every) also the actor and the targets: the delayed policy update."""
-        cfg = self.cfg
-        if self.steps < cfg.learning_starts or (self.steps - cfg.learning_starts) % cfg.update_every:
+        """(critics, actor): whether this step updates them. The actor and the targets follow
+        every policy_delay-th critic update (counted in steps // update_every): the delayed
+        policy update."""
+        if not self.update_due():
             return False, False
-        return True, self.steps // cfg.update_every % cfg.policy_delay == 0
+        return True, self.steps // self.cfg.update_every % self.cfg.policy_delay == 0
 
     def sync_host(self):
         """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)
