@@ -275,3 +275,26 @@ def test_trains_with_a_short_history_and_randomised_drones_and_exports_that_size
     from neuromotor.policy.policy_file import read_policy
 
     assert read_policy(tmp_path / "p.nmp").obs_dim == 18 + 8
+
+
+@pytest.mark.usefixtures("both_steps")
+def test_nan_commands_and_states_are_refused_and_commands_beyond_the_range_saturate():
+    from neuromotor.errors import UserError
+
+    env = _at_rest(2)
+    before = env.get_state()
+    with pytest.raises(UserError, match=r"quadrotor: motor command \(1, 2\) is nan: it must be a finite number"):
+        env.step(np.array([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, np.nan, 0.0]]))
+    bad = before.copy()
+    bad[0, 4] = np.inf
+    with pytest.raises(UserError, match=r"state entry \(0, 4\) is inf"):
+        env.set_state(bad)
+    np.testing.assert_array_equal(env.get_state(), before)  # nothing moved
+    beyond, at_limit = _at_rest(), _at_rest()
+    beyond.step(np.array([[5.0, -3.0, 1.5, -1e9]]))
+    at_limit.step(np.array([[1.0, -1.0, 1.0, -1.0]]))
+    np.testing.assert_array_equal(beyond.get_state(), at_limit.get_state())
+    gym_env = gymnasium.make("neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0")
+    gym_env.reset(seed=0)
+    with pytest.raises(UserError, match="motor command"):
+        gym_env.step(np.array([np.nan, 0, 0, 0], np.float32))

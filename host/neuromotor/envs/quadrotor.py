@@ -127,6 +127,12 @@ MAX_ACTION_HISTORY = 1024
 MAX_RANDOMIZE = 0.5
 
 
+def _check_finite(values: np.ndarray, what: str) -> None:
+    if not np.isfinite(values).all():
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+        raise UserError(f"quadrotor: {what} {index} is {float(values[index])!r}: it must be a finite number")
+
+
 class QuadrotorVec:
     """`QuadrotorVec(n, action_history=32, randomize=0.0)`: n quadrotors (see the module)."""
 
@@ -178,9 +184,12 @@ class QuadrotorVec:
         return self._observe()
 
     def step(self, actions):
-        """(obs, reward, terminated) after one step of every drone under actions (n, 4) in [-1, 1]:
-        the native step where the extension is built, else step_numpy (its reference)."""
+        """(obs, reward, terminated) after one step of every drone under actions (n, 4): motor
+        commands in [-1, 1] (beyond it they saturate: clipped); a NaN or infinite command is
+        refused before anything moves. The native step where the extension is built, else
+        step_numpy (its reference)."""
         actions = np.ascontiguousarray(actions, np.float64)
+        _check_finite(actions, "motor command")
         if _nm_host is None or actions.shape != (self.num_envs, 4):
             return self.step_numpy(actions)
         n = self.num_envs
@@ -211,6 +220,7 @@ class QuadrotorVec:
         return np.concatenate([self.state, self.history.reshape(self.num_envs, -1), self.params], 1)
 
     def set_state(self, state) -> None:
+        _check_finite(state, "state entry")
         self.state[...] = state[:, :STATE]
         self.history[...] = state[:, STATE:-2].reshape(self.history.shape)
         if self.randomize:  # else every drone is the published one, whatever the state says
