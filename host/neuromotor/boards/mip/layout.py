@@ -3,11 +3,14 @@
 import re
 
 from neuromotor import __version__
-from neuromotor.boards.deploy.board import MPY_ARCHS
 
 RUNTIME = "neuromotor"
 VERSION = __version__
 MPY_MAGIC = ord("M")
+
+# sys.implementation._mpy >> 10, and a .mpy header's byte 2 >> 2 (MicroPython docs, "MicroPython .mpy files")
+MPY_ARCHS = [None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp",
+             "armv7emdp", "xtensa", "xtensawin", "rv32imc"]
 
 _HASH = re.compile(r"[0-9a-f]{64}\Z")
 _TARGET = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.mpy\Z")
@@ -37,7 +40,7 @@ def is_target(text) -> bool:
 
 def mpy_header(data: bytes):
     """(version, sub-version, arch name or None) of a .mpy file, or None if it is not one.
-    Byte 2 holds the arch as sys.implementation._mpy does above its version (MPY_ARCHS)."""
+    Byte 2 holds the arch (MPY_ARCHS) above a 2-bit sub-version."""
     if len(data) < 4 or data[0] != MPY_MAGIC:
         return None
     arch = data[2] >> 2
