@@ -179,7 +179,7 @@ def test_other_mpy_version_and_no_index(copy, tmp_path):
     (copy / package_path(6, "neuromotor")).write_text("{not json")
     with pytest.raises(BadIndex, match="is not JSON"):
         fetch(str(copy), board("x64"))
-    with pytest.raises(BadIndex, match="no such folder"):
+    with pytest.raises(BadIndex, match="not a mip index"):
         fetch(str(tmp_path / "nowhere"), board("x64"))
     with pytest.raises(BadIndex, match="serves MicroPython"):
         fetch(str(copy), board("x64", impl="circuitpython") | {"mpy_version": None})

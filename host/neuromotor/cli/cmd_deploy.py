@@ -30,6 +30,8 @@ def run(args):
 
     checks.source("source", args.source)
     checks.board_path("--dest", args.dest)
+    if args.index is not None:
+        checks.mip_index("--index", args.index)
     board = api.Board(args.port)
     port = board.port
     print(f"deploy: {args.source} -> {port}")

@@ -53,8 +53,9 @@ def read(index: str, rel: str) -> bytes:
             raise BadIndex(f"index {index}: cannot read {url}: {getattr(exc, 'reason', exc)}") from None
     else:
         path = Path(index) / rel
-        if not Path(index).is_dir():
-            raise BadIndex(f"index {index}: no such folder (give a folder or an http:// URL)")
+        if not (Path(index) / "package").is_dir():
+            raise BadIndex(f"index {index}: not a mip index (give an http(s) URL or a folder with a package/ "
+                           "folder in it)")
         try:
             with open(path, "rb") as f:
                 data = f.read(MAX_FILE + 1)
