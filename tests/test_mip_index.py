@@ -84,7 +84,7 @@ def test_layout_is_what_mip_reads(index):
 
 def test_same_inputs_same_index(index, natmods, tmp_path):
     again = tmp_path / "again"
-    write_index(again, natmods, ARCHS)
+    write_index(again, natmods, ARCHS[::-1])  # the order archs are named in changes nothing
     tree = sorted(p.relative_to(index) for p in index.rglob("*"))
     assert tree == sorted(p.relative_to(again) for p in again.rglob("*"))
     assert all((index / p).read_bytes() == (again / p).read_bytes() for p in tree if (index / p).is_file())

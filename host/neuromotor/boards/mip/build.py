@@ -34,7 +34,7 @@ def packages(natmods: Path, archs) -> dict:
     out = {}
     with tempfile.TemporaryDirectory(prefix="nm-mip-") as work:
         out[RUNTIME] = ({f"{src.stem}.mpy": compile_lib(src, None, Path(work)) for src in lib_sources()}, ())
-    for arch in archs:
+    for arch in sorted(set(archs)):
         mods = sorted((natmods / arch).glob("*.mpy"))
         if mods:
             out[natmod_package(arch)] = ({m.name: m.read_bytes() for m in mods}, (RUNTIME,))
