@@ -94,6 +94,7 @@ BAD = {
     ("deploy", "--port"): ["", "MISSING"],
     ("deploy", "--dest"): ["", "/", "x.nmp", "/a/../b.nmp", "/dir/", "/a b.nmp", "/x\n.nmp"],
     ("deploy", "--natmod"): ["", "maybe"],
+    ("deploy", "--index"): ["", "MISSING", "TEXT", "DIR", "ftp://x", "http://", "http:///p", "https:"],
     ("train-on-device", "--port"): ["", "MISSING"],
     ("train-on-device", "--profile"): ["", "huge"],
     ("train-on-device", "--steps"): POSITIVE,

@@ -2,7 +2,8 @@
 #   make -C device/port natmods      (x64 armv6m armv7m armv7emsp armv7emdp rv32imc xtensa xtensawin)
 #   make -C device/port -f natmods.mk ARCHS="x64 armv7emsp"
 # Output: $(NEUROMOTOR_CACHE)/natmods/<arch>/<module>_natmod.mpy for each module folder in
-# device/native (nm_kernels, nm_train), built by that folder's Makefile.
+# device/native (nm_kernels, nm_train), built by that folder's Makefile; and a mip package
+# index of them and of device/lib (mpy-cross) in $(NEUROMOTOR_CACHE)/mip (neuromotor.boards.mip).
 # Architectures build in parallel (make -j2); an arch rebuilds from scratch when
 # any kernel source changes (dynruntime.mk does not track headers).
 
@@ -35,8 +36,11 @@ cross_xtensawin := $(PORT_DIR)/xtensawin/xtensawin-
 SHARED := $(wildcard $(NATIVE_DIR)/include/*.h) $(NATIVE_DIR)/nm_args.h $(NATIVE_DIR)/natmod.mk
 
 .PHONY: all natmods
+MIP_INDEX := $(NEUROMOTOR_CACHE)/mip
+
 all natmods: $(foreach m,$(MODULES),$(foreach a,$(ARCHS),$(OUT)/$(a)/$(m)_natmod.mpy))
 	@echo "natmods in $(OUT): $(ARCHS)"
+	@$(PYTHON) -m neuromotor.boards.mip.build $(MIP_INDEX) --natmods $(OUT) --archs "$(ARCHS)"
 
 # $(OUT)/<arch>/<module>_natmod.mpy from device/native/<module>/Makefile, in
 # $(OUT)/build/<module>/<arch>.

@@ -127,18 +127,24 @@ class Board:
         return f"Board({self.port!r})"
 
     def deploy(self, source: "Run | str | os.PathLike", *, dest: str = "/policy.nmp", natmod: str = "auto", full: bool = False,
-               dry_run: bool = False, verbose: bool = False) -> dict:
+               dry_run: bool = False, index: "str | os.PathLike | None" = None, verbose: bool = False) -> dict:
         """Put the policy of `source` (a Run, run directory or .nmp file) and the runtime on the
         board with mpremote: every file uploaded under a temporary name, checked by hash, then
         renamed into place. Returns what was done (board, files, backend, policy_sha256).
 
-        natmod: "auto" copies the native kernels the firmware lacks, "always", or "never"."""
+        natmod: "auto" copies the native kernels the firmware lacks, "always", or "never".
+        index: a mip index (http(s) URL or folder) to take the runtime and the natmods for the
+        board's arch from, each file checked on the host before anything is written."""
         if natmod not in ("auto", "always", "never"):
             raise UserError(f"natmod must be 'auto', 'always' or 'never', got {natmod!r}")
+        if index is not None:
+            if not isinstance(index, (str, os.PathLike)) or not os.fspath(index):
+                raise UserError(f"index must be an http(s) URL or a folder, got {index!r}")
+            index = os.fspath(index)
         if not isinstance(dest, str) or not dest.startswith("/") or ".." in dest.split("/") or dest.endswith("/"):
             raise UserError(f"dest {dest!r} must be an absolute file path on the board, e.g. /policy.nmp")
         return deploy(self.port, _source(source), dry_run=dry_run, policy_dest=dest, natmod=natmod, full=full,
-                      log=print if verbose else _quiet)
+                      index=index, log=print if verbose else _quiet)
 
     def hil(self, source: "Run | str | os.PathLike", *, episodes: int = 3, seed: int = 0, steps: "int | None" = None,
             env: "str | None" = None, env_kwargs: "dict | None" = None, verbose: bool = False) -> HilResult:

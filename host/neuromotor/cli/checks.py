@@ -9,6 +9,7 @@ import math
 import posixpath
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from neuromotor import api
 from neuromotor.errors import UserError
@@ -73,6 +74,16 @@ def board_path(option: str, value: str) -> str:
             any(part in (".", "..") for part in value.split("/")):
         raise UserError(f"{option} {value!r} must be an absolute file path on the board, e.g. /policy.nmp")
     return value
+
+
+def mip_index(option: str, value: str) -> str:
+    """A mip index: an http(s) URL naming a host, or a folder holding one (its package/)."""
+    if value.startswith(("http://", "https://")) and urlsplit(value).hostname:
+        return value
+    if not value.startswith(("http:", "https:")) and value and (Path(value) / "package").is_dir():
+        return value
+    raise UserError(f"{option} {value!r} is not a mip index: give an http(s) URL or a folder with a package/ "
+                    "folder in it (`make natmods` writes one to $NEUROMOTOR_CACHE/mip)")
 
 
 def env_name(option: str, value: str, kwargs: dict = None) -> str:

@@ -17,6 +17,10 @@ def register(sub):
                    help="native kernel .mpy files: auto (default) copies those the firmware does not "
                    "have built in; always; never")
     p.add_argument("--full", action="store_true", help="upload every file even if the board has it already")
+    p.add_argument("--index", metavar="URL", help="take the device library and the natmods for the board's arch "
+                   "from this mip index (http(s) URL or folder, e.g. what `make natmods` writes to "
+                   "$NEUROMOTOR_CACHE/mip); every file is checked (sha256, .mpy version and arch) before "
+                   "anything is written")
     p.add_argument("--json", action="store_true", help="end with one JSON line describing the deploy")
     p.set_defaults(func=run)
 
@@ -26,11 +30,13 @@ def run(args):
 
     checks.source("source", args.source)
     checks.board_path("--dest", args.dest)
+    if args.index is not None:
+        checks.mip_index("--index", args.index)
     board = api.Board(args.port)
     port = board.port
     print(f"deploy: {args.source} -> {port}")
     res = board.deploy(args.source, dest=args.dest, natmod=args.natmod, full=args.full, dry_run=args.dry_run,
-                       verbose=True)
+                       index=args.index, verbose=True)
     if args.json:
         b = res["board"]
         print(json_line({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],

@@ -2,9 +2,7 @@
 
 import ast
 
-# sys.implementation._mpy >> 10 (MicroPython docs, "MicroPython .mpy files")
-MPY_ARCHS = [None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp",
-             "armv7emdp", "xtensa", "xtensawin", "rv32imc"]
+from neuromotor.boards.mip.layout import MPY_ARCHS
 
 PROBE = """
 import sys, os

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuromotor.boards.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
+from neuromotor.boards.mip.fetch import fetch as fetch_index
+from neuromotor.boards.mip.layout import RUNTIME
 from neuromotor.errors import UserError
 from neuromotor.paths import DEVICE_DIR, natmods_dir
 
@@ -135,10 +137,29 @@ def natmod_files(arch) -> list:
     return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
 
 
+# device/native's modules: built into custom firmware, or natmods named <module>_natmod.mpy
+NATIVE_MODULES = ("nm_kernels", "nm_train")
+
+
 def builtin_name(natmod: Path) -> str:
     """nm_kernels_natmod.mpy -> nm_kernels: the user C module the natmod stands in for."""
     stem = natmod.stem
     return stem[:-len("_natmod")] if stem.endswith("_natmod") else stem
+
+
+def natmods_to_copy(arch, names, builtins, unverified, notes) -> list:
+    """Which natmods of `arch` (file names) to copy: not those of an architecture in
+    UNVERIFIED_NATMODS (unless `unverified`), nor those whose module the firmware has
+    built in; `notes` gets a line for each kind left out."""
+    if names and arch in UNVERIFIED_NATMODS and not unverified:
+        notes.append(f"{arch} natmods not copied: {UNVERIFIED_NATMODS[arch]} (--natmod always copies them); "
+                     "the runtime uses the kernels built into the firmware, else ulab or the python backend")
+        return []
+    skipped = [n for n in names if builtin_name(Path(n)) in builtins]
+    if skipped:
+        notes.append("firmware has " + ", ".join(builtin_name(Path(n)) for n in skipped) + " built in: "
+                     + ", ".join(skipped) + " not copied (--natmod always copies them)")
+    return [n for n in names if n not in skipped]
 
 
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
@@ -163,25 +184,34 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
     if with_natmod:
         nd = natmod_dir(arch)
         mods = natmod_files(arch)
-        if mods and arch in UNVERIFIED_NATMODS and not unverified:
-            notes.append(f"{arch} natmods not copied: {UNVERIFIED_NATMODS[arch]} (--natmod always copies them); "
-                         "the runtime uses the kernels built into the firmware, else ulab or the python backend")
-            mods = []
-        skipped = [m for m in mods if builtin_name(m) in builtins]
-        if skipped:
-            notes.append("firmware has " + ", ".join(builtin_name(m) for m in skipped) + " built in: "
-                         + ", ".join(m.name for m in skipped) + " not copied (--natmod always copies them)")
-        if mods:
-            for m in mods:
-                if m not in skipped:
-                    items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
-        elif arch not in UNVERIFIED_NATMODS or unverified or not natmod_files(arch):
+        for name in natmods_to_copy(arch, [m.name for m in mods], builtins, unverified, notes):
+            items.append(Item("natmod", str(nd / name), f"{libdir}/{name}", (nd / name).read_bytes()))
+        if not mods:
             why = ("this board has no native code emitter" if not arch else
                    f"no natmod built for {arch} in {nd}")
             if arch:
                 why += " (run `make natmods`)"
             notes.append(f"no native kernels copied: {why}; unless the firmware has them built in, "
                          "the runtime will use the ulab backend (if the firmware has ulab) or the python backend")
+    items.append(Item("policy", policy_source, policy_dest, policy_data))
+    return Plan(board, items, notes, remove)
+
+
+def index_plan(board: dict, index: str, policy_source: str, policy_data: bytes, policy_dest=POLICY_DEST,
+               with_natmod=True, builtins=(), unverified=False) -> Plan:
+    """The plan of make_plan with the device library and the natmods from a mip index:
+    package neuromotor-<arch> and the runtime it depends on, every file checked on the host
+    (SHA-256, .mpy header) before this returns; BadIndex (one line) otherwise."""
+    got = fetch_index(index, board)
+    notes, remove = list(got.notes), []
+    libdir = "/lib" if "/lib" in board.get("path", []) else ""
+    items = []
+    for name, data in sorted(got.runtime.items()):
+        items.append(Item("lib", f"{index} {RUNTIME}", f"{libdir}/{name}", data))
+        remove.append(f"{libdir}/{Path(name).stem}.py")
+    names = sorted(got.natmods) if with_natmod else []
+    for name in natmods_to_copy(board["arch"], names, builtins, unverified, notes):
+        items.append(Item("natmod", f"{index} {got.package}", f"{libdir}/{name}", got.natmods[name]))
     items.append(Item("policy", policy_source, policy_dest, policy_data))
     return Plan(board, items, notes, remove)
 
@@ -293,9 +323,10 @@ def cleanup_code(root_names, libdirs):
 
 
 def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
-           with_natmod=True, full=False, natmod="auto", log=print) -> dict:
+           with_natmod=True, full=False, natmod="auto", index=None, log=print) -> dict:
     """natmod: 'auto' copies the natmods whose module the firmware lacks, 'always' all of
-    them, 'never' none (with_natmod=False is the same as 'never')."""
+    them, 'never' none (with_natmod=False is the same as 'never'). index: a mip index (URL or
+    folder) the device library and natmods come from, in place of this checkout's."""
     if not with_natmod:
         natmod = "never"
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
@@ -303,22 +334,26 @@ def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
         source, data = policy_bytes(run_or_file)
         d = Deployer(port, log=log)
         try:
-            return _deploy(d, source, data, workdir, dry_run, policy_dest, natmod, full, log)
+            return _deploy(d, source, data, workdir, dry_run, policy_dest, natmod, full, index, log)
         finally:
             d.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, full, log):
+def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, full, index, log):
     board = d.probe()
     algo = board["hash"]
     builtins = set()
     if natmod == "auto":
-        builtins = d.builtin_modules(sorted({builtin_name(m) for m in natmod_files(board["arch"])}))
+        builtins = d.builtin_modules(sorted(NATIVE_MODULES))
     board["builtin_modules"] = sorted(builtins)
-    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins,
-                     unverified=natmod == "always")
+    if index is None:
+        plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins,
+                         unverified=natmod == "always")
+    else:
+        plan = index_plan(board, index, source, data, policy_dest, natmod != "never", builtins,
+                          unverified=natmod == "always")
     interrupted = board["root"] is not None and (
         LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
     for line in describe(plan, algo):
