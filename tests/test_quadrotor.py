@@ -150,11 +150,11 @@ def test_the_native_step_checks_its_arrays():
 
     env = QuadrotorVec(3, 2)
     env.reset([np.random.default_rng(k) for k in range(3)])
-    good = dict(model=qr.MODEL, state=env.state, params=env.params, actions=np.zeros((3, 4)),
+    good = dict(model=env.model, state=env.state, params=env.params, actions=np.zeros((3, 4)),
                 history=env.history, obs=np.empty((3, 26), np.float32), reward=np.empty(3, np.float32),
                 terminated=np.empty(3, bool))
     before = env.state.copy()
-    bad = [("model", qr.MODEL[:-1], "model: axis 0"), ("state", env.state.astype(np.float32), "state must be float64"),
+    bad = [("model", env.model[:-1], "model: axis 0"), ("state", env.state.astype(np.float32), "state must be float64"),
            ("state", np.zeros((3, 34))[:, ::2], "C-contiguous"), ("params", np.zeros((2, 2)), "params: axis 0"),
            ("actions", np.zeros((3, 3)), "actions: axis 1"), ("history", np.zeros((3, 2, 3)), "history: axis 2"),
            ("obs", np.empty((3, 25), np.float32), "obs: axis 1"), ("reward", np.empty(3), "reward must be float32"),
@@ -255,9 +255,24 @@ def test_randomised_drones_differ_and_a_heavier_one_sinks_at_the_nominal_hover_s
     assert np.array_equal(copy.params, env.params)
 
 
+@pytest.mark.usefixtures("both_steps")
+def test_the_target_reward_pays_for_the_target_not_the_box():
+    # hovering still, 0.3 m off the target: 2 - (5 or 40) * 0.09 / 2
+    rewards = {}
+    for reward in ("initial", "target"):
+        env = env_class("quadrotor", {"reward": reward})(1)
+        state = _at_rest().get_state()
+        state[0, 0] = 0.3
+        env.set_state(state)
+        rewards[reward] = float(env.step(np.full((1, 4), qr.HOVER_ACTION))[1][0])
+    assert rewards["initial"] == pytest.approx(2 - 5 * 0.09 / 2, abs=1e-5)
+    assert rewards["target"] == pytest.approx(2 - 40 * 0.09 / 2, abs=1e-5)
+
+
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),
                                           ({"randomize": 0.9}, "randomize must be"),
-                                          ({"action_history": -1}, "action_history must be")])
+                                          ({"action_history": -1}, "action_history must be"),
+                                          ({"reward": "final"}, "reward must be one of initial, target")])
 def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
     import json
 

@@ -27,7 +27,9 @@ rotors' thrust coefficient are scaled by factors drawn uniformly from [1 - r, 1 
 agent's own generator), so a policy learns to hover drones that differ from the nominal one.
 
 Reward: 2 - (5 |p|^2 + 5 (1 - q_w^2) + 0.01 |v|^2 + 0.01 |a - a_hover|^2) / 2, the paper's
-first-stage weights; an episode ends when the drone leaves the 1.2 m cube around the target.
+first-stage weights (`reward="initial"`); `reward="target"` gives the weights its curriculum
+ends at, 40 |p|^2 + 5 (1 - q_w^2) + |v|^2 + |a - a_hover|^2, which pay for hovering on the
+target rather than anywhere in the box; an episode ends when the drone leaves the 1.2 m cube around the target.
 Initial states: one in ten at rest on the target, upright; the others anywhere within 0.2 m
 of it and tilted by up to 90 degrees. All of them move at up to 1 m/s and turn at up to
 1 rad/s on each axis, rotors at half speed.
@@ -57,8 +59,11 @@ ACTION_HISTORY = 32
 HOVER_RPM = np.sqrt(MASS * GRAVITY / 4 / THRUST_PER_RPM2)
 HOVER_ACTION = 2 * HOVER_RPM / RPM_MAX - 1  # 0.334, the reward's reference action
 
-# reward (first stage of the paper's curriculum)
-POSITION_WEIGHT, ORIENTATION_WEIGHT, VELOCITY_WEIGHT, ACTION_WEIGHT = 5.0, 5.0, 0.01, 0.01
+# reward weights (position, orientation, velocity, action): the first stage of the paper's
+# curriculum, and the target its curriculum raises them to (reward_functions/default.h:
+# reward_squared_position_only_torque and ..._curriculum_target)
+REWARDS = {"initial": (5.0, 5.0, 0.01, 0.01), "target": (40.0, 5.0, 1.0, 1.0)}
+POSITION_WEIGHT, ORIENTATION_WEIGHT, VELOCITY_WEIGHT, ACTION_WEIGHT = REWARDS["initial"]
 REWARD_SCALE, REWARD_CONSTANT = 0.5, 2.0
 POSITION_LIMIT = 0.6  # m, on each axis
 # initial states
@@ -69,10 +74,14 @@ INIT_POSITION, INIT_ANGLE, INIT_VELOCITY, INIT_ANGULAR_VELOCITY = 0.2, np.pi / 2
 P, Q, V, W, RPM = slice(0, 3), slice(3, 7), slice(7, 10), slice(10, 13), slice(13, 17)
 STATE = 17
 
-# The numbers the native step reads, in the order of its nm_quad_model (device/native/nm_host/nm_quadrotor.h).
-MODEL = np.array([GRAVITY, *INERTIA, *ROTOR_POSITIONS[:, 0], *ROTOR_POSITIONS[:, 1], TORQUE_PER_THRUST, *YAW_SIGNS,
-                  MOTOR_TIME_CONSTANT, RPM_MAX, DT, POSITION_WEIGHT, ORIENTATION_WEIGHT, VELOCITY_WEIGHT,
-                  ACTION_WEIGHT, REWARD_SCALE, REWARD_CONSTANT, HOVER_ACTION, POSITION_LIMIT], np.float64)
+
+
+def model(weights=REWARDS["initial"]) -> np.ndarray:
+    """The numbers the native step reads, in the order of its nm_quad_model
+    (device/native/nm_host/nm_quadrotor.h), with the reward weights `weights`."""
+    return np.array([GRAVITY, *INERTIA, *ROTOR_POSITIONS[:, 0], *ROTOR_POSITIONS[:, 1], TORQUE_PER_THRUST,
+                     *YAW_SIGNS, MOTOR_TIME_CONSTANT, RPM_MAX, DT, *weights, REWARD_SCALE, REWARD_CONSTANT,
+                     HOVER_ACTION, POSITION_LIMIT], np.float64)
 
 
 def rotation_matrices(q: np.ndarray) -> np.ndarray:
@@ -138,13 +147,14 @@ class QuadrotorVec:
 
     obs_dim = 18 + 4 * ACTION_HISTORY  # with the default action history
     act_dim = 4
-    env_kwargs = ("action_history", "randomize")  # what `--env-kwargs` may set
+    env_kwargs = ("action_history", "randomize", "reward")  # what `--env-kwargs` may set
     max_episode_steps = 500
     gym_id, gym_kwargs = "neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0", {}  # `eval --gymnasium`
     action_low = np.full(4, -1.0, np.float32)
     action_high = np.full(4, 1.0, np.float32)
 
-    def __init__(self, num_envs: int, action_history: int = ACTION_HISTORY, randomize: float = 0.0):
+    def __init__(self, num_envs: int, action_history: int = ACTION_HISTORY, randomize: float = 0.0,
+                 reward: str = "initial"):
         if isinstance(action_history, bool) or not isinstance(action_history, int) \
                 or not 0 <= action_history <= MAX_ACTION_HISTORY:
             raise UserError(f"quadrotor: action_history must be an integer from 0 to {MAX_ACTION_HISTORY}, "
@@ -152,7 +162,11 @@ class QuadrotorVec:
         if isinstance(randomize, bool) or not isinstance(randomize, (int, float)) \
                 or not 0 <= randomize <= MAX_RANDOMIZE:
             raise UserError(f"quadrotor: randomize must be a number from 0 to {MAX_RANDOMIZE}, got {randomize!r}")
+        if not isinstance(reward, str) or reward not in REWARDS:
+            raise UserError(f"quadrotor: reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         self.num_envs = num_envs
+        self.weights = REWARDS[reward]
+        self.model = model(self.weights)
         self.obs_dim = 18 + 4 * action_history
         self.randomize = float(randomize)
         self.state = np.zeros((num_envs, STATE))
@@ -194,7 +208,7 @@ class QuadrotorVec:
             return self.step_numpy(actions)
         n = self.num_envs
         obs, reward, terminated = np.empty((n, self.obs_dim), np.float32), np.empty(n, np.float32), np.empty(n, bool)
-        _nm_host.quadrotor_step(MODEL, self.state, self.params, actions, self.history, obs, reward, terminated)
+        _nm_host.quadrotor_step(self.model, self.state, self.params, actions, self.history, obs, reward, terminated)
         return obs, reward, terminated
 
     def step_numpy(self, actions):
@@ -209,9 +223,9 @@ class QuadrotorVec:
             self.history[:, :-1] = self.history[:, 1:]
             self.history[:, -1] = np.clip(actions, -1.0, 1.0)
         s = self.state
-        cost = (POSITION_WEIGHT * (s[:, P] ** 2).sum(1) + ORIENTATION_WEIGHT * (1 - s[:, 3] ** 2)
-                + VELOCITY_WEIGHT * (s[:, V] ** 2).sum(1)
-                + ACTION_WEIGHT * ((np.clip(actions, -1.0, 1.0) - HOVER_ACTION) ** 2).sum(1))
+        position, orientation, velocity, action = self.weights
+        cost = (position * (s[:, P] ** 2).sum(1) + orientation * (1 - s[:, 3] ** 2)
+                + velocity * (s[:, V] ** 2).sum(1) + action * ((np.clip(actions, -1.0, 1.0) - HOVER_ACTION) ** 2).sum(1))
         reward = (REWARD_CONSTANT - REWARD_SCALE * cost).astype(np.float32)
         terminated = (np.abs(s[:, P]) > POSITION_LIMIT).any(1) | ~np.isfinite(s).all(1)
         return self._observe(), reward, terminated

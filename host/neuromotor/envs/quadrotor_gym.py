@@ -19,8 +19,8 @@ class QuadrotorEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, action_history: int = 32, randomize: float = 0.0):
-        self._vec = QuadrotorVec(1, action_history, randomize)
+    def __init__(self, action_history: int = 32, randomize: float = 0.0, reward: str = "initial"):
+        self._vec = QuadrotorVec(1, action_history, randomize, reward)
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (self._vec.obs_dim,), np.float32)
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (QuadrotorVec.act_dim,), np.float32)
 
