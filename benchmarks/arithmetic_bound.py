@@ -237,7 +237,7 @@ def td3_run(s: TD3Shape, kind: str, scheme: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# SAC (neuromotor.algos.sac, the `mujoco` preset with one minibatch per gradient step)
+# SAC (neuromotor.algos.sac): the `mujoco` preset on HalfCheetah, the default on the pendulum
 
 @dataclass(frozen=True)
 class SACShape:
@@ -258,39 +258,56 @@ class SACShape:
         return self.steps - self.learning_starts
 
 
+# sac.Config's defaults (RLtools' pendulum SAC: 64-64, batch 100, 100 warm-up steps), 10k steps
+SAC_PENDULUM = SACShape(obs=3, act=1, hidden=(64, 64), batch=100, steps=10_000, learning_starts=100)
+SCHEMES = {"shared": 1, "rltools": 2}   # the critics' minibatches per update
+
 # sac.TanhGaussian per action: forward (range test 2, clip 2, exp, std * eps, + mean, tanh,
 # a * a, 1 - ., eps * eps, * -1/2, - log_std, - log(2 pi)/2, + 1e-6, log, -, sum) and backward
 # (11: the two paths into [mean, log_std]); acting samples with clip 2, exp, *, +, tanh.
 TANH_GAUSS_FWD, TANH_GAUSS_BWD, SAMPLE = 18, 11, 6
+# nm_sac_steps.h: nm_sac_sample (the forward above without the range test; acting too) and
+# its backward, which recomputes 1 - a^2, the clip, exp and the range test.
+NM_SAMPLE_FWD, NM_SAMPLE_BWD = 16, 18
 
 
-def sac_update(s: SACShape, kind: str) -> dict:
-    """Ops of one SAC gradient step (critics, actor, alpha, targets) and one act."""
-    folded = kind == "numpy"
-    actor, critic, B, na = s.actor(folded), s.critic(folded), s.batch, s.act
-    adam = ADAM_NUMPY if folded else ADAM_MIN
+def sac_update(s: SACShape, kind: str, scheme: str = "shared") -> dict:
+    """Ops of one SAC gradient step (critics, actor, alpha, targets) and one act. kind: "native"
+    (nm_host_sac.h: nmh_sac_run, nmh_sac_act_all), "numpy" (sac.py's update, neuromotor.nn.mlp's
+    folded biases) or "minimum"; scheme: "shared" (one minibatch) or "rltools" (one per critic,
+    the actor's a third: the critics' targets on two minibatches)."""
+    folded, native = kind == "numpy", kind == "native"
+    actor, critic, B, na, M = s.actor(folded), s.critic(folded), s.batch, s.act, SCHEMES[scheme]
+    adam = ADAM_NATIVE if native else ADAM_NUMPY if folded else ADAM_MIN
+    fwd, bwd = (NM_SAMPLE_FWD, NM_SAMPLE_BWD) if native else (TANH_GAUSS_FWD, TANH_GAUSS_BWD)
     pa, pc = actor.params(), critic.params()
-    # soft targets on the minibatch: a' ~ pi(s'), both target critics, y (min, alpha log pi,
-    # -, * not_done, * gamma, + r); both critics forward and backward with weight gradients
-    critics = (actor.forward(B) + elem(TANH_GAUSS_FWD * B * na) + critic.forward(B) * 2 + elem(6 * B)
-               + 2 * (critic.forward(B) + elem(2 * B) + critic.backward(B, True, 0)) + elem(adam * 2 * pc))
+    # soft targets on the M minibatches at once: a' ~ pi(s'), both target critics, y (min, alpha
+    # log pi, -, * not_done, * gamma, + r); both critics forward, dq (native: and the loss, 4),
+    # backward with weight gradients
+    critics = (actor.forward(M * B) + elem(fwd * M * B * na) + critic.forward(M * B) * 2 + elem(6 * M * B)
+               + 2 * (critic.forward(B) + elem((4 if native else 2) * B) + critic.backward(B, True, 0))
+               + elem(adam * 2 * pc))
     # the actor through both critics' values: min(Q1, Q2)(s, a~) - alpha log pi
-    actor_up = actor.forward(B) + elem(TANH_GAUSS_FWD * B * na) + critic.forward(B) * 2 + elem(B)
-    if folded:
+    actor_up = actor.forward(B) + elem(fwd * B * na) + critic.forward(B) * 2 + elem(B)
+    if native:
+        # nmh_sac_actor: losses, entropy sum and dq (11 more per sample); both critics backward to
+        # all of [a, s] (dq zero where the other is smaller), d_action summed
+        actor_up += elem(11 * B) + critic.backward(B, False, s.obs + na) * 2 + elem(B * na)
+    elif folded:
         # sac._actor_loss: dq of both critics (selected or zero), both backward to all of [a, s, 1]
         actor_up += elem(4 * B) + critic.backward(B, False, s.obs + na + 1) * 2 + elem(B * na)
     else:
         # each sample's gradient flows through the smaller critic alone, to its action inputs
         actor_up += critic.backward(B, False, na)
-    actor_up += elem(TANH_GAUSS_BWD * B * na) + actor.backward(B, True, 0) + elem(adam * pa)
-    alpha = elem(2 * B + adam)                   # mean of log pi + target entropy, Adam on log alpha
+    actor_up += elem(bwd * B * na) + actor.backward(B, True, 0) + elem(adam * pa)
+    alpha = elem((0 if native else 2 * B) + adam)  # mean of log pi + target entropy, Adam on log alpha
     targets = elem(POLYAK * 2 * pc)
     update = critics + actor_up + alpha + targets
-    act = actor.forward(1) + elem(SAMPLE * na)
+    act = actor.forward(1) + elem((NM_SAMPLE_FWD if native else SAMPLE) * na)
     updates = s.updates()
     total = update * updates + act * updates
-    return {"kind": kind, "scheme": "shared", "per_update_flops": update.flops, "per_act_flops": act.flops,
-            "per_step_flops": (update + act).flops, "updates": updates,
+    return {"kind": kind, "scheme": scheme, "per_update_flops": update.flops, "per_act_flops": act.flops,
+            "per_step_flops": (update + act).flops, "per_update_madds": update.madds, "updates": updates,
             "total_flops": total.flops, "total_madds": total.madds, "total_elementwise": total.elementwise}
 
 
@@ -400,15 +417,16 @@ def executed_madds(algo, steps: int) -> int:
 
 
 def check_counts() -> dict:
-    """The NumPy trainers' executed multiply-adds against this file's counts: one SAC step (the
-    `neuromotor` row's settings) and two TD3 steps (one with the actor update), after warm-up."""
-    from neuromotor.algos.sac import SAC
+    """The NumPy trainers' executed multiply-adds against this file's counts: one SAC HalfCheetah
+    step (the `neuromotor` row's settings), one SAC pendulum step per minimum scheme and two TD3
+    steps (one with the actor update), after warm-up."""
+    from neuromotor.algos.sac import SAC, Config as SACConfig
     from neuromotor.algos.td3 import TD3, Config
     from neuromotor.envs import env_class
 
     s = SACShape()
     cfg, _ = SAC.defaults("halfcheetah", "mujoco")
-    cfg = dataclasses.replace(cfg, shared_minibatch=True, learning_starts=5, buffer_size=100)
+    cfg = dataclasses.replace(cfg, backend="numpy", shared_minibatch=True, learning_starts=5, buffer_size=100)
     sac = SAC(cfg, env_class("halfcheetah"), [0])
     for _ in range(cfg.learning_starts):
         sac.advance()
@@ -421,6 +439,13 @@ def check_counts() -> dict:
     out = {"sac_step": {"executed": executed_madds(sac, 1), "counted": sac_count["total_madds"] // s.updates()},
            "td3_two_steps": {"executed": executed_madds(td3, 2),
                              "counted": (2 * (parts["critic_update"] + parts["act"]) + parts["actor_update"]).madds}}
+    for scheme, M in SCHEMES.items():
+        pend = SAC(SACConfig(backend="numpy", shared_minibatch=M == 1, learning_starts=5), env_class("pendulum"), [0])
+        for _ in range(5):
+            pend.advance()
+        out[f"sac_pendulum_{scheme}_step"] = {"executed": executed_madds(pend, 1),
+                                              "counted": sac_update(SAC_PENDULUM, "numpy", scheme)["total_madds"]
+                                              // SAC_PENDULUM.updates()}
     for v in out.values():
         v["equal"] = v["executed"] == v["counted"]
     return out
