@@ -490,6 +490,26 @@ def run_sac(updates: int) -> dict:
     return {"updates": updates, "cpu_s_per_update": cpu / updates, "wall_s_per_update": wall / updates}
 
 
+def run_sac_pendulum(steps: int, rounds: int) -> dict:
+    """CPU and wall seconds per step (one env step, one update) of the SAC trainer on the built-in
+    pendulum with its default config (benchmarks/sac.py's pendulum rows), per backend and scheme,
+    one thread, after the warm-up: the fastest of `rounds` runs, the four taking turns."""
+    from neuromotor.algos.sac import SAC, Config
+    from neuromotor.algos.native_family import NATIVE_ERROR
+    from neuromotor.envs import env_class
+
+    rows = [(b, sch) for b in ("numpy", "native")[:1 + (NATIVE_ERROR is None)] for sch in SCHEMES]
+    best = {f"{b}_{sch}": (math.inf, math.inf) for b, sch in rows}
+    with threadpool_limits(1, "blas"):
+        for _ in range(rounds):
+            for b, sch in rows:
+                cfg = Config(backend=b, shared_minibatch=sch == "shared")
+                wall, cpu = _timed_steps(SAC(cfg, env_class("pendulum"), [0]), cfg.learning_starts + 20, steps)
+                best[f"{b}_{sch}"] = min(best[f"{b}_{sch}"], (cpu / steps, wall / steps))
+    return {k: {"steps": steps, "rounds": rounds, "cpu_s_per_update": c, "wall_s_per_update": w}
+            for k, (c, w) in best.items()}
+
+
 # ---------------------------------------------------------------------------------------
 # Targets
 
@@ -553,7 +573,46 @@ def targets(args, counts, fp32_peak, gemm_rates, runs) -> list:
         f"per gradient step after the warm-up (sac.py's ms/update); over the whole run the bound is "
         f"met only if SB3's {SACShape.learning_starts} warm-up steps took {max(0.0, warmup_needed):.0f} s or more "
         f"({1e3 * max(0.0, warmup_needed) / SACShape.learning_starts:.1f} ms each)")
+    for scheme, name in (("rltools", "sac-pendulum"), ("shared", "sac-pendulum-shared")):
+        sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name)
     return out
+
+
+def sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name):
+    """The native SAC's time on the pendulum <= NumPy SAC's / ratio, NumPy's CPU time measured now
+    (reported with --no-train), both over the run's updates; how far the native is from it."""
+    mn, nat = counts[f"sac_pendulum_minimum_{scheme}"], counts[f"sac_pendulum_native_{scheme}"]
+    n, ratio = mn["updates"], args.sac_pendulum_ratio
+    reported = dict(zip(("numpy", "native"), getattr(args, f"sac_pendulum_{scheme}_s")))
+    now = {b: n * r["cpu_s_per_update"] for b in reported
+           if (r := runs.get("sac_pendulum", {}).get(f"{b}_{scheme}"))}
+    numpy_s, native_s = now.get("numpy", reported["numpy"]), now.get("native", reported["native"])
+    allowed, gemm = numpy_s / ratio, 2 * mn["total_madds"]
+    achieved = {**{f"{b}, CPU time now": gemm / s / 1e9 for b, s in now.items()},
+                **{f"{b}, reported": gemm / s / 1e9 for b, s in reported.items()}}
+    # the same shapes as TD3's (batch 100 and 200, 64-wide layers): TD3's SGEMM rates
+    add(name, f"SAC Pendulum {SAC_PENDULUM.steps} steps ({n} updates), {scheme} scheme: native CPU s <= NumPy "
+        f"SAC's {numpy_s:.2f} s ({'measured now' if 'numpy' in now else 'reported'}) / {ratio:g}", "td3", mn,
+        allowed, achieved, "")
+    t = out[-1]
+    nat_peak = 2 * nat["total_madds"] / fp32_peak / 1e9
+    extra = (nat["total_madds"] - mn["total_madds"]) // n
+    t.update({"scheme": scheme, "numpy_cpu_s": numpy_s, "native_cpu_s": native_s,
+              "native_measured_now": "native" in now, "native_gemm_time_at_peak_s": nat_peak,
+              "native_madds_above_minimum_per_update": extra, "native_needs_speedup": native_s / allowed,
+              "native_outside_products_s_at_least": native_s - nat_peak,
+              "outside_products_allowed_s": allowed - nat_peak,
+              "two_cores_needs_fraction_of_peak": t["needs_fraction_of_peak"] / 2})
+    t["note"] = (
+        f"counted: the native runs {2 * nat['total_madds'] / 1e9:.1f} GFLOP of products, "
+        f"{100 * extra * n / mn['total_madds']:.1f}% above the minimum ({extra:,} multiply-adds per update: the actor "
+        f"update's backward through both critics to all {SAC_PENDULUM.obs + SAC_PENDULUM.act} inputs, not the "
+        f"smaller critic's action column): {nat_peak:.3f} s at peak. Measured: the native takes {native_s:.2f} s "
+        f"({'CPU time now' if 'native' in now else 'reported'}), {t['native_needs_speedup']:.2f} x the allowed time, "
+        f"so at least {native_s - nat_peak:.2f} s outside its products (its time minus its products at peak); "
+        f"{ratio:g}x leaves them {allowed - nat_peak:.2f} s ({allowed - t['gemm_time_at_peak_s']:.2f} s with the "
+        f"minimum's products). On two cores the minimum's products need {50 * t['needs_fraction_of_peak']:.0f}% "
+        "of their peak")
 
 
 def main():
@@ -567,20 +626,29 @@ def main():
     p.add_argument("--sb3-sac-ms", type=float, default=14.81, help="SB3 SAC's ms per update on HalfCheetah-v5")
     p.add_argument("--ours-sac-ms", type=float, default=8.85, help="our SAC's reported ms per update (sac.py)")
     p.add_argument("--sb3-sac-ratio", type=float, default=4.0, help="required SB3 / ours time ratio for SAC")
+    for scheme, (numpy_s, native_s) in (("rltools", (5.29, 2.34)), ("shared", (4.88, 2.03))):
+        p.add_argument(f"--sac-pendulum-{scheme}-s", type=float, nargs=2, default=[numpy_s, native_s],
+                       metavar=("NUMPY", "NATIVE"), help=f"NumPy and native SAC's reported CPU s for Pendulum 10k "
+                       f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
+    p.add_argument("--sac-pendulum-ratio", type=float, default=3.0, help="required NumPy / native time ratio")
     p.add_argument("--td3-steps", type=int, default=10_000, help="TD3 steps of the targets")
     p.add_argument("--reps", type=int, default=60, help="repetitions of each peak kernel and SGEMM batch (best counts)")
     p.add_argument("--td3-run-steps", type=int, default=2000, help="timed TD3 steps of one agent after warm-up")
     p.add_argument("--sac-run-updates", type=int, default=150, help="timed SAC steps after warm-up")
+    p.add_argument("--sac-pendulum-run-steps", type=int, default=300,
+                   help="timed pendulum SAC steps per backend and scheme after warm-up (fastest of 3 rounds)")
     p.add_argument("--no-train", action="store_true", help="skip the short trainer runs")
     p.add_argument("--out", type=Path, default=RESULTS / "arithmetic_bound.json")
     args = p.parse_args()
     for name in ("rltools_s", "rltools_factor", "sb3_td3_s", "sb3_td3_ratio", "ours_td3_s", "sb3_sac_ms",
-                 "ours_sac_ms", "sb3_sac_ratio"):
+                 "ours_sac_ms", "sb3_sac_ratio", "sac_pendulum_ratio"):
         if not getattr(args, name) > 0:
             p.error(f"--{name.replace('_', '-')} must be positive")
+    if not all(x > 0 for x in args.sac_pendulum_rltools_s + args.sac_pendulum_shared_s):
+        p.error("--sac-pendulum-rltools-s and --sac-pendulum-shared-s must be positive")
     if args.td3_steps <= TD3Shape.learning_starts:
         p.error(f"--td3-steps must exceed the {TD3Shape.learning_starts} warm-up steps")
-    for name in ("reps", "td3_run_steps", "sac_run_updates"):
+    for name in ("reps", "td3_run_steps", "sac_run_updates", "sac_pendulum_run_steps"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
 
@@ -592,6 +660,9 @@ def main():
               "td3_minimum_shared": td3_run(td3, "minimum", "shared"),
               "sac_numpy": sac_update(SACShape(), "numpy"),
               "sac_minimum": sac_update(SACShape(), "minimum")}
+    for scheme in ("rltools", "shared"):
+        for kind in ("native", "numpy", "minimum"):
+            counts[f"sac_pendulum_{kind}_{scheme}"] = sac_update(SAC_PENDULUM, kind, scheme)
 
     checked = check_counts()
     pk = peak(5e7, args.reps)
@@ -601,6 +672,7 @@ def main():
         runs["td3_single"] = run_td3(1, args.td3_run_steps)
         runs["td3_population"] = run_td3(16, max(1, args.td3_run_steps // 8))
         runs["sac"] = run_sac(args.sac_run_updates)
+        runs["sac_pendulum"] = run_sac_pendulum(args.sac_pendulum_run_steps, 3)
     gemm_rates = {a: max(g["gflops"] for g in gemm if g["algorithm"] == a) for a in ("td3", "sac")}
     result = targets(args, counts, pk["fp32_peak_gflops"], gemm_rates, runs)
     load_end = os.getloadavg()
@@ -622,7 +694,7 @@ def main():
         print(f"  {g['shape']:32} {g['m']:>5} x {g['k']:>5} x {g['n']:>5} {g['gflops']:8.1f} GFLOP/s "
               f"({100 * g['gflops'] / pk['fp32_peak_gflops']:.0f}% of peak)")
 
-    print("\nFLOPs per step (10k-step TD3 run: per critic update; SAC: per gradient step, acting included)")
+    print("\nFLOPs per step, counted (10k-step TD3 run: per critic update; SAC: per gradient step, acting included)")
     print(f"  {'count':34} {'per step':>12} {'steps':>7} {'total GFLOP':>12} {'of which GEMM':>13}")
     for name, c in counts.items():
         print(f"  {name:34} {c['per_step_flops']:12,.0f} {c['updates']:>7} {c['total_flops'] / 1e9:12.2f} "
@@ -638,12 +710,15 @@ def main():
              f"TD3 16 agents {1e3 * runs['td3_population']['cpu_s_per_agent_step']:.3f} ms CPU/agent-step",
              f"SAC {1e3 * runs['sac']['cpu_s_per_update']:.2f} ms CPU/update "
              f"({1e3 * runs['sac']['wall_s_per_update']:.2f} wall)"]))
+        print("  SAC pendulum, ms CPU/step (measured, fastest of 3 rounds): " + ", ".join(
+            f"{k.replace('_', ' ')} {1e3 * r['cpu_s_per_update']:.3f} ({1e3 * r['wall_s_per_update']:.3f} wall)"
+            for k, r in runs["sac_pendulum"].items()))
 
-    print(f"\n{'target':16} {'GEMM FLOP/step':>14} {'steps':>6} {'GFLOP':>7} {'allowed s':>9} "
+    print(f"\n{'target':19} {'GEMM FLOP/step':>14} {'steps':>6} {'GFLOP':>7} {'allowed s':>9} "
           f"{'needs GFLOP/s':>13} {'peak':>6} {'of peak':>7}  verdict")
     for t in result:
         verdict = "within the bound" if t["reachable"] else "UNREACHABLE at FP32"
-        print(f"{t['target']:16} {t['min_gemm_flops_per_step']:14,.0f} {t['steps']:>6} {t['total_gemm_gflop']:7.1f} "
+        print(f"{t['target']:19} {t['min_gemm_flops_per_step']:14,.0f} {t['steps']:>6} {t['total_gemm_gflop']:7.1f} "
               f"{t['allowed_s']:9.3f} {t['needs_gflops']:13.1f} {t['peak_gflops']:6.1f} "
               f"{100 * t['needs_fraction_of_peak']:6.0f}%  {verdict}")
     print("(the minimum's matrix products only; with its elementwise FLOPs too: "
