@@ -1,7 +1,7 @@
 """How fast can one core train at all? FLOPs per training step, counted from the layer
 shapes, against this core's measured peak FP32 multiply-add rate.
 
-    .venv/bin/python benchmarks/arithmetic_bound.py                # everything, about 15 s on an idle machine
+    .venv/bin/python benchmarks/arithmetic_bound.py                # everything, about 20 s on an idle machine
     .venv/bin/python benchmarks/arithmetic_bound.py --no-train     # counts, peak and SGEMM only
     .venv/bin/python benchmarks/arithmetic_bound.py --sb3-sac-ms 14.0 --rltools-s 1.80
                                                                    # the peers' times of your own run
@@ -20,6 +20,11 @@ operation of a training step at peak). The targets:
   sac-halfcheetah SAC HalfCheetah-v5 100k steps (benchmarks/sac.py's `neuromotor` row:
                   256-256 networks, batch 256, one minibatch and one gradient step per env
                   step after 10k warm-up steps): time <= 1/4 of SB3 SAC's, per update
+  sac-pendulum    SAC Pendulum 10k steps (sac.Config's defaults, RLtools' pendulum SAC: actor
+                  3-64-64-2 [mean, log_std], twin critics 4-64-64-1, batch 100, an update per
+                  step after 100 warm-up steps), one thread: the native backend's CPU time
+                  <= NumPy SAC's / 3, each in its minibatch scheme: `sac-pendulum` RLtools'
+                  (the default), `sac-pendulum-shared` SB3's (benchmarks/sac.py's rows)
 
 Counting (exact, from the shapes; a multiply-add is 2 FLOPs, the convention of the peak):
 a dense layer n_in -> n_out over B samples is B n_in n_out multiply-adds forward, as many
@@ -31,22 +36,30 @@ as one FLOP per operation (tanh, exp and log as one each). Three kinds of count:
                   with nm_mlp_train.h: target nets on both critic minibatches at once,
                   the critic's input gradient for all of [a, s] in the actor update, Adam
                   in 13 operations; the shapes' products, not the masked tail lanes of
-                  its AVX2 tiles), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
+                  its AVX2 tiles), the native SAC step (nm_host/nm_host_sac.h with
+                  nm_sac_steps.h: the same, and the actor's gradient through both
+                  critics, each to all of [a, s], the other critic's samples with a zero
+                  gradient), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
                   folded into augmented matrices with a constant column, Adam over those
                   too; SAC's actor gradient through both critics). The NumPy counts are
                   checked at every run against the matrix products the NumPy trainers
-                  execute (one SAC step, two TD3 steps, counted inside neuromotor.nn.mlp)
+                  execute (a SAC HalfCheetah step, a SAC pendulum step per scheme, two
+                  TD3 steps, counted inside neuromotor.nn.mlp); the native counts are
+                  not (the C kernels count nothing, and this machine exposes no
+                  floating-point event counters to perf)
   minimum         what the algorithm needs: every forward pass it uses, backward passes
                   with only the gradients it uses (no weight gradients of the critics in
                   the actor update, no input gradient of a first layer except the critic's
                   action columns, SAC's actor gradient through the smaller critic only),
                   Adam in 12 operations and polyak in 3 per parameter
 
-TD3 is counted in two minibatch schemes: `rltools` (each critic learns from its own
-minibatch with its own targets, the actor from a third: neuromotor's default and RLtools')
-and `shared` (one minibatch per step: SB3's, and neuromotor's with shared_minibatch). Each
-target uses the minimum of the scheme its comparison runs (td3-population: rltools;
-td3-sb3: shared, with the rltools figure beside it).
+TD3 and SAC are counted in two minibatch schemes: `rltools` (each critic learns from its
+own minibatch with its own targets, the actor from a third: neuromotor's default and
+RLtools') and `shared` (one minibatch per step: SB3's, and neuromotor's with
+shared_minibatch); they differ by the targets of the second critic minibatch. Each target
+uses the minimum of the scheme its comparison runs (td3-population: rltools; td3-sb3:
+shared, with the rltools figure beside it; sac-pendulum: rltools; sac-pendulum-shared:
+shared).
 
 The verdict: a target is within the bound only if the minimum's matrix products alone,
 in the time the target allows, need no more than the FP32 peak. Elementwise work is left
@@ -65,11 +78,24 @@ thread) at the training shapes and at 2048^3: what a good library gets at these 
 
 Achieved rates: a short run of our trainers through the real code paths (TD3 native,
 one agent and a population of 16 in one process, after the warm-up; SAC on the built-in
-HalfCheetah with the `neuromotor` row's settings, a short warm-up): the minimum's
-matrix-product FLOPs over their CPU time. The peers' times are inputs (--rltools-s, --sb3-td3-s,
---sb3-sac-ms: defaults from benchmarks/td3_pendulum.py --seeds 16 --compare sb3
---rltools ... and benchmarks/sac.py --phases halfcheetah on this 2-core machine); their
-rates are the same FLOPs (SB3 TD3: of its shared scheme) over those times.
+HalfCheetah with the `neuromotor` row's settings, a short warm-up; SAC on the built-in
+pendulum with its defaults, NumPy and native backends in both schemes, after the warm-up,
+the fastest of three rounds taking turns): the minimum's matrix-product FLOPs over their
+CPU time. The peers' times are inputs (--rltools-s, --sb3-td3-s, --sb3-sac-ms: defaults
+from benchmarks/td3_pendulum.py --seeds 16 --compare sb3 --rltools ... and
+benchmarks/sac.py --phases halfcheetah on this 2-core machine); their rates are the same
+FLOPs (SB3 TD3: of its shared scheme) over those times.
+
+sac-pendulum compares two of our own backends, so both are measured in the run: the time
+it allows is NumPy SAC's CPU time per step (an update each) over the run's 9900 updates,
+divided by 3 (the 100 warm-up steps, env steps alone, left out of both). With --no-train
+the times reported by benchmarks/sac.py --phases pendulum --no-sb3 (seeds 0-9, one
+thread) stand in (--sac-pendulum-rltools-s, --sac-pendulum-shared-s: NumPy's, native's).
+Beside the verdict it prints what would reach 3x: the native's own products (counted)
+at peak and how far they exceed the minimum, the native's measured time and so the least
+time it spends outside its products, the time 3x leaves for that, and the fraction of
+two cores' peak the minimum needs if its products split evenly (a prediction: the twin
+critics' work splits by critic, the actor's by samples).
 
 Not covered: reduced precision (AVX512-BF16 doubles the multiply-add rate, measured
 here too, but changes the arithmetic: the native and NumPy TD3 must agree to 1e-5),
