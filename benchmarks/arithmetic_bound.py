@@ -99,10 +99,10 @@ critics' work splits by critic, the actor's by samples).
 
 Not covered: reduced precision (AVX512-BF16 doubles the multiply-add rate, measured
 here too, but changes the arithmetic: the native and NumPy TD3 must agree to 1e-5),
-more than one core, and everything that is not arithmetic (env steps, replay gathers,
-random numbers, Python), which only adds time. The machine may be shared: the peak is
-the best of many repetitions, the load average is recorded, and the trainers' rates use
-CPU time. Prints the tables, writes benchmarks/results/arithmetic_bound.json.
+more than one core (but sac-pendulum's even-split prediction), and everything that is
+not arithmetic (env steps, replay gathers, random numbers, Python), which only adds time.
+The machine may be shared: the peak is the best of many repetitions, the load average is
+recorded, and the trainers' rates use CPU time. Prints the tables, writes benchmarks/results/arithmetic_bound.json.
 """
 
 import argparse
@@ -761,7 +761,8 @@ def main():
         print(f"  {t['note']}")
     print("\nNot covered: reduced precision (bf16 dot products run at "
           f"{pk['best_gflops']['bf16dot512'] or 0:.0f} GFLOP/s here but change the arithmetic; native and NumPy "
-          "must agree to 1e-5), more than one core, and all non-arithmetic work.")
+          "must agree to 1e-5), more than one core (but sac-pendulum's even-split prediction), and all "
+          "non-arithmetic work.")
 
     doc = {"benchmark": "arithmetic_bound", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
            "cpus": os.cpu_count(), "load_avg_start": list(load_start), "load_avg_end": list(load_end),
