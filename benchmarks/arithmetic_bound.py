@@ -102,7 +102,8 @@ here too, but changes the arithmetic: the native and NumPy TD3 must agree to 1e-
 more than one core (but sac-pendulum's even-split prediction), and everything that is
 not arithmetic (env steps, replay gathers, random numbers, Python), which only adds time.
 The machine may be shared: the peak is the best of many repetitions, the load average is
-recorded, and the trainers' rates use CPU time. Prints the tables, writes benchmarks/results/arithmetic_bound.json.
+recorded, and the trainers' rates use CPU time. Prints the tables, writes
+benchmarks/results/arithmetic_bound.json.
 """
 
 import argparse
