@@ -1,7 +1,7 @@
 """How fast can one core train at all? FLOPs per training step, counted from the layer
 shapes, against this core's measured peak FP32 multiply-add rate.
 
-    .venv/bin/python benchmarks/arithmetic_bound.py                # everything, about 15 s on an idle machine
+    .venv/bin/python benchmarks/arithmetic_bound.py                # everything, about 20 s on an idle machine
     .venv/bin/python benchmarks/arithmetic_bound.py --no-train     # counts, peak and SGEMM only
     .venv/bin/python benchmarks/arithmetic_bound.py --sb3-sac-ms 14.0 --rltools-s 1.80
                                                                    # the peers' times of your own run
@@ -20,6 +20,11 @@ operation of a training step at peak). The targets:
   sac-halfcheetah SAC HalfCheetah-v5 100k steps (benchmarks/sac.py's `neuromotor` row:
                   256-256 networks, batch 256, one minibatch and one gradient step per env
                   step after 10k warm-up steps): time <= 1/4 of SB3 SAC's, per update
+  sac-pendulum    SAC Pendulum 10k steps (sac.Config's defaults, RLtools' pendulum SAC: actor
+                  3-64-64-2 [mean, log_std], twin critics 4-64-64-1, batch 100, an update per
+                  step after 100 warm-up steps), one thread: the native backend's CPU time
+                  <= NumPy SAC's / 3, each in its minibatch scheme: `sac-pendulum` RLtools'
+                  (the default), `sac-pendulum-shared` SB3's (benchmarks/sac.py's rows)
 
 Counting (exact, from the shapes; a multiply-add is 2 FLOPs, the convention of the peak):
 a dense layer n_in -> n_out over B samples is B n_in n_out multiply-adds forward, as many
@@ -31,22 +36,30 @@ as one FLOP per operation (tanh, exp and log as one each). Three kinds of count:
                   with nm_mlp_train.h: target nets on both critic minibatches at once,
                   the critic's input gradient for all of [a, s] in the actor update, Adam
                   in 13 operations; the shapes' products, not the masked tail lanes of
-                  its AVX2 tiles), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
+                  its AVX2 tiles), the native SAC step (nm_host/nm_host_sac.h with
+                  nm_sac_steps.h: the same, and the actor's gradient through both
+                  critics, each to all of [a, s], the other critic's samples with a zero
+                  gradient), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
                   folded into augmented matrices with a constant column, Adam over those
                   too; SAC's actor gradient through both critics). The NumPy counts are
                   checked at every run against the matrix products the NumPy trainers
-                  execute (one SAC step, two TD3 steps, counted inside neuromotor.nn.mlp)
+                  execute (a SAC HalfCheetah step, a SAC pendulum step per scheme, two
+                  TD3 steps, counted inside neuromotor.nn.mlp); the native counts are
+                  not (the C kernels count nothing, and this machine exposes no
+                  floating-point event counters to perf)
   minimum         what the algorithm needs: every forward pass it uses, backward passes
                   with only the gradients it uses (no weight gradients of the critics in
                   the actor update, no input gradient of a first layer except the critic's
                   action columns, SAC's actor gradient through the smaller critic only),
                   Adam in 12 operations and polyak in 3 per parameter
 
-TD3 is counted in two minibatch schemes: `rltools` (each critic learns from its own
-minibatch with its own targets, the actor from a third: neuromotor's default and RLtools')
-and `shared` (one minibatch per step: SB3's, and neuromotor's with shared_minibatch). Each
-target uses the minimum of the scheme its comparison runs (td3-population: rltools;
-td3-sb3: shared, with the rltools figure beside it).
+TD3 and SAC are counted in two minibatch schemes: `rltools` (each critic learns from its
+own minibatch with its own targets, the actor from a third: neuromotor's default and
+RLtools') and `shared` (one minibatch per step: SB3's, and neuromotor's with
+shared_minibatch); they differ by the targets of the second critic minibatch. Each target
+uses the minimum of the scheme its comparison runs (td3-population: rltools; td3-sb3:
+shared, with the rltools figure beside it; sac-pendulum: rltools; sac-pendulum-shared:
+shared).
 
 The verdict: a target is within the bound only if the minimum's matrix products alone,
 in the time the target allows, need no more than the FP32 peak. Elementwise work is left
@@ -65,18 +78,32 @@ thread) at the training shapes and at 2048^3: what a good library gets at these 
 
 Achieved rates: a short run of our trainers through the real code paths (TD3 native,
 one agent and a population of 16 in one process, after the warm-up; SAC on the built-in
-HalfCheetah with the `neuromotor` row's settings, a short warm-up): the minimum's
-matrix-product FLOPs over their CPU time. The peers' times are inputs (--rltools-s, --sb3-td3-s,
---sb3-sac-ms: defaults from benchmarks/td3_pendulum.py --seeds 16 --compare sb3
---rltools ... and benchmarks/sac.py --phases halfcheetah on this 2-core machine); their
-rates are the same FLOPs (SB3 TD3: of its shared scheme) over those times.
+HalfCheetah with the `neuromotor` row's settings, a short warm-up; SAC on the built-in
+pendulum with its defaults, NumPy and native backends in both schemes, after the warm-up,
+the fastest of three rounds taking turns): the minimum's matrix-product FLOPs over their
+CPU time. The peers' times are inputs (--rltools-s, --sb3-td3-s, --sb3-sac-ms: defaults
+from benchmarks/td3_pendulum.py --seeds 16 --compare sb3 --rltools ... and
+benchmarks/sac.py --phases halfcheetah on this 2-core machine); their rates are the same
+FLOPs (SB3 TD3: of its shared scheme) over those times.
+
+sac-pendulum compares two of our own backends, so both are measured in the run: the time
+it allows is NumPy SAC's CPU time per step (an update each) over the run's 9900 updates,
+divided by 3 (the 100 warm-up steps, env steps alone, left out of both). With --no-train
+the times reported by benchmarks/sac.py --phases pendulum --no-sb3 (seeds 0-9, one
+thread) stand in (--sac-pendulum-rltools-s, --sac-pendulum-shared-s: NumPy's, native's).
+Beside the verdict it prints what would reach 3x: the native's own products (counted)
+at peak and how far they exceed the minimum, the native's measured time and so the least
+time it spends outside its products, the time 3x leaves for that, and the fraction of
+two cores' peak the minimum needs if its products split evenly (a prediction: the twin
+critics' work splits by critic, the actor's by samples).
 
 Not covered: reduced precision (AVX512-BF16 doubles the multiply-add rate, measured
 here too, but changes the arithmetic: the native and NumPy TD3 must agree to 1e-5),
-more than one core, and everything that is not arithmetic (env steps, replay gathers,
-random numbers, Python), which only adds time. The machine may be shared: the peak is
-the best of many repetitions, the load average is recorded, and the trainers' rates use
-CPU time. Prints the tables, writes benchmarks/results/arithmetic_bound.json.
+more than one core (but sac-pendulum's even-split prediction), and everything that is
+not arithmetic (env steps, replay gathers, random numbers, Python), which only adds time.
+The machine may be shared: the peak is the best of many repetitions, the load average is
+recorded, and the trainers' rates use CPU time. Prints the tables, writes
+benchmarks/results/arithmetic_bound.json.
 """
 
 import argparse
@@ -237,7 +264,7 @@ def td3_run(s: TD3Shape, kind: str, scheme: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# SAC (neuromotor.algos.sac, the `mujoco` preset with one minibatch per gradient step)
+# SAC (neuromotor.algos.sac): the `mujoco` preset on HalfCheetah, the default on the pendulum
 
 @dataclass(frozen=True)
 class SACShape:
@@ -258,39 +285,56 @@ class SACShape:
         return self.steps - self.learning_starts
 
 
+# sac.Config's defaults (RLtools' pendulum SAC: 64-64, batch 100, 100 warm-up steps), 10k steps
+SAC_PENDULUM = SACShape(obs=3, act=1, hidden=(64, 64), batch=100, steps=10_000, learning_starts=100)
+SCHEMES = {"shared": 1, "rltools": 2}   # the critics' minibatches per update
+
 # sac.TanhGaussian per action: forward (range test 2, clip 2, exp, std * eps, + mean, tanh,
 # a * a, 1 - ., eps * eps, * -1/2, - log_std, - log(2 pi)/2, + 1e-6, log, -, sum) and backward
 # (11: the two paths into [mean, log_std]); acting samples with clip 2, exp, *, +, tanh.
 TANH_GAUSS_FWD, TANH_GAUSS_BWD, SAMPLE = 18, 11, 6
+# nm_sac_steps.h: nm_sac_sample (the forward above without the range test; acting too) and
+# its backward, which recomputes 1 - a^2, the clip, exp and the range test.
+NM_SAMPLE_FWD, NM_SAMPLE_BWD = 16, 18
 
 
-def sac_update(s: SACShape, kind: str) -> dict:
-    """Ops of one SAC gradient step (critics, actor, alpha, targets) and one act."""
-    folded = kind == "numpy"
-    actor, critic, B, na = s.actor(folded), s.critic(folded), s.batch, s.act
-    adam = ADAM_NUMPY if folded else ADAM_MIN
+def sac_update(s: SACShape, kind: str, scheme: str = "shared") -> dict:
+    """Ops of one SAC gradient step (critics, actor, alpha, targets) and one act. kind: "native"
+    (nm_host_sac.h: nmh_sac_run, nmh_sac_act_all), "numpy" (sac.py's update, neuromotor.nn.mlp's
+    folded biases) or "minimum"; scheme: "shared" (one minibatch) or "rltools" (one per critic,
+    the actor's a third: the critics' targets on two minibatches)."""
+    folded, native = kind == "numpy", kind == "native"
+    actor, critic, B, na, M = s.actor(folded), s.critic(folded), s.batch, s.act, SCHEMES[scheme]
+    adam = ADAM_NATIVE if native else ADAM_NUMPY if folded else ADAM_MIN
+    fwd, bwd = (NM_SAMPLE_FWD, NM_SAMPLE_BWD) if native else (TANH_GAUSS_FWD, TANH_GAUSS_BWD)
     pa, pc = actor.params(), critic.params()
-    # soft targets on the minibatch: a' ~ pi(s'), both target critics, y (min, alpha log pi,
-    # -, * not_done, * gamma, + r); both critics forward and backward with weight gradients
-    critics = (actor.forward(B) + elem(TANH_GAUSS_FWD * B * na) + critic.forward(B) * 2 + elem(6 * B)
-               + 2 * (critic.forward(B) + elem(2 * B) + critic.backward(B, True, 0)) + elem(adam * 2 * pc))
+    # soft targets on the M minibatches at once: a' ~ pi(s'), both target critics, y (min, alpha
+    # log pi, -, * not_done, * gamma, + r); both critics forward, dq (native: and the loss, 4),
+    # backward with weight gradients
+    critics = (actor.forward(M * B) + elem(fwd * M * B * na) + critic.forward(M * B) * 2 + elem(6 * M * B)
+               + 2 * (critic.forward(B) + elem((4 if native else 2) * B) + critic.backward(B, True, 0))
+               + elem(adam * 2 * pc))
     # the actor through both critics' values: min(Q1, Q2)(s, a~) - alpha log pi
-    actor_up = actor.forward(B) + elem(TANH_GAUSS_FWD * B * na) + critic.forward(B) * 2 + elem(B)
-    if folded:
+    actor_up = actor.forward(B) + elem(fwd * B * na) + critic.forward(B) * 2 + elem(B)
+    if native:
+        # nmh_sac_actor: losses, entropy sum and dq (11 more per sample); both critics backward to
+        # all of [a, s] (dq zero where the other is smaller), d_action summed
+        actor_up += elem(11 * B) + critic.backward(B, False, s.obs + na) * 2 + elem(B * na)
+    elif folded:
         # sac._actor_loss: dq of both critics (selected or zero), both backward to all of [a, s, 1]
         actor_up += elem(4 * B) + critic.backward(B, False, s.obs + na + 1) * 2 + elem(B * na)
     else:
         # each sample's gradient flows through the smaller critic alone, to its action inputs
         actor_up += critic.backward(B, False, na)
-    actor_up += elem(TANH_GAUSS_BWD * B * na) + actor.backward(B, True, 0) + elem(adam * pa)
-    alpha = elem(2 * B + adam)                   # mean of log pi + target entropy, Adam on log alpha
+    actor_up += elem(bwd * B * na) + actor.backward(B, True, 0) + elem(adam * pa)
+    alpha = elem((0 if native else 2 * B) + adam)  # mean of log pi + target entropy, Adam on log alpha
     targets = elem(POLYAK * 2 * pc)
     update = critics + actor_up + alpha + targets
-    act = actor.forward(1) + elem(SAMPLE * na)
+    act = actor.forward(1) + elem((NM_SAMPLE_FWD if native else SAMPLE) * na)
     updates = s.updates()
     total = update * updates + act * updates
-    return {"kind": kind, "scheme": "shared", "per_update_flops": update.flops, "per_act_flops": act.flops,
-            "per_step_flops": (update + act).flops, "updates": updates,
+    return {"kind": kind, "scheme": scheme, "per_update_flops": update.flops, "per_act_flops": act.flops,
+            "per_step_flops": (update + act).flops, "per_update_madds": update.madds, "updates": updates,
             "total_flops": total.flops, "total_madds": total.madds, "total_elementwise": total.elementwise}
 
 
@@ -400,15 +444,16 @@ def executed_madds(algo, steps: int) -> int:
 
 
 def check_counts() -> dict:
-    """The NumPy trainers' executed multiply-adds against this file's counts: one SAC step (the
-    `neuromotor` row's settings) and two TD3 steps (one with the actor update), after warm-up."""
-    from neuromotor.algos.sac import SAC
+    """The NumPy trainers' executed multiply-adds against this file's counts: one SAC HalfCheetah
+    step (the `neuromotor` row's settings), one SAC pendulum step per minimum scheme and two TD3
+    steps (one with the actor update), after warm-up."""
+    from neuromotor.algos.sac import SAC, Config as SACConfig
     from neuromotor.algos.td3 import TD3, Config
     from neuromotor.envs import env_class
 
     s = SACShape()
     cfg, _ = SAC.defaults("halfcheetah", "mujoco")
-    cfg = dataclasses.replace(cfg, shared_minibatch=True, learning_starts=5, buffer_size=100)
+    cfg = dataclasses.replace(cfg, backend="numpy", shared_minibatch=True, learning_starts=5, buffer_size=100)
     sac = SAC(cfg, env_class("halfcheetah"), [0])
     for _ in range(cfg.learning_starts):
         sac.advance()
@@ -421,6 +466,13 @@ def check_counts() -> dict:
     out = {"sac_step": {"executed": executed_madds(sac, 1), "counted": sac_count["total_madds"] // s.updates()},
            "td3_two_steps": {"executed": executed_madds(td3, 2),
                              "counted": (2 * (parts["critic_update"] + parts["act"]) + parts["actor_update"]).madds}}
+    for scheme, M in SCHEMES.items():
+        pend = SAC(SACConfig(backend="numpy", shared_minibatch=M == 1, learning_starts=5), env_class("pendulum"), [0])
+        for _ in range(5):
+            pend.advance()
+        out[f"sac_pendulum_{scheme}_step"] = {"executed": executed_madds(pend, 1),
+                                              "counted": sac_update(SAC_PENDULUM, "numpy", scheme)["total_madds"]
+                                              // SAC_PENDULUM.updates()}
     for v in out.values():
         v["equal"] = v["executed"] == v["counted"]
     return out
@@ -463,6 +515,26 @@ def run_sac(updates: int) -> dict:
     with threadpool_limits(1, "blas"):
         wall, cpu = _timed_steps(SAC(cfg, env_class("halfcheetah"), [0]), cfg.learning_starts + 30, updates)
     return {"updates": updates, "cpu_s_per_update": cpu / updates, "wall_s_per_update": wall / updates}
+
+
+def run_sac_pendulum(steps: int, rounds: int) -> dict:
+    """CPU and wall seconds per step (one env step, one update) of the SAC trainer on the built-in
+    pendulum with its default config (benchmarks/sac.py's pendulum rows), per backend and scheme,
+    one thread, after the warm-up: the fastest of `rounds` runs, the four taking turns."""
+    from neuromotor.algos.sac import SAC, Config
+    from neuromotor.algos.native_family import NATIVE_ERROR
+    from neuromotor.envs import env_class
+
+    rows = [(b, sch) for b in ("numpy", "native")[:1 + (NATIVE_ERROR is None)] for sch in SCHEMES]
+    best = {f"{b}_{sch}": (math.inf, math.inf) for b, sch in rows}
+    with threadpool_limits(1, "blas"):
+        for _ in range(rounds):
+            for b, sch in rows:
+                cfg = Config(backend=b, shared_minibatch=sch == "shared")
+                wall, cpu = _timed_steps(SAC(cfg, env_class("pendulum"), [0]), cfg.learning_starts + 20, steps)
+                best[f"{b}_{sch}"] = min(best[f"{b}_{sch}"], (cpu / steps, wall / steps))
+    return {k: {"steps": steps, "rounds": rounds, "cpu_s_per_update": c, "wall_s_per_update": w}
+            for k, (c, w) in best.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -528,7 +600,46 @@ def targets(args, counts, fp32_peak, gemm_rates, runs) -> list:
         f"per gradient step after the warm-up (sac.py's ms/update); over the whole run the bound is "
         f"met only if SB3's {SACShape.learning_starts} warm-up steps took {max(0.0, warmup_needed):.0f} s or more "
         f"({1e3 * max(0.0, warmup_needed) / SACShape.learning_starts:.1f} ms each)")
+    for scheme, name in (("rltools", "sac-pendulum"), ("shared", "sac-pendulum-shared")):
+        sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name)
     return out
+
+
+def sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name):
+    """The native SAC's time on the pendulum <= NumPy SAC's / ratio, NumPy's CPU time measured now
+    (reported with --no-train), both over the run's updates; how far the native is from it."""
+    mn, nat = counts[f"sac_pendulum_minimum_{scheme}"], counts[f"sac_pendulum_native_{scheme}"]
+    n, ratio = mn["updates"], args.sac_pendulum_ratio
+    reported = dict(zip(("numpy", "native"), getattr(args, f"sac_pendulum_{scheme}_s")))
+    now = {b: n * r["cpu_s_per_update"] for b in reported
+           if (r := runs.get("sac_pendulum", {}).get(f"{b}_{scheme}"))}
+    numpy_s, native_s = now.get("numpy", reported["numpy"]), now.get("native", reported["native"])
+    allowed, gemm = numpy_s / ratio, 2 * mn["total_madds"]
+    achieved = {**{f"{b}, CPU time now": gemm / s / 1e9 for b, s in now.items()},
+                **{f"{b}, reported": gemm / s / 1e9 for b, s in reported.items()}}
+    # the same shapes as TD3's (batch 100 and 200, 64-wide layers): TD3's SGEMM rates
+    add(name, f"SAC Pendulum {SAC_PENDULUM.steps} steps ({n} updates), {scheme} scheme: native CPU s <= NumPy "
+        f"SAC's {numpy_s:.2f} s ({'measured now' if 'numpy' in now else 'reported'}) / {ratio:g}", "td3", mn,
+        allowed, achieved, "")
+    t = out[-1]
+    nat_peak = 2 * nat["total_madds"] / fp32_peak / 1e9
+    extra = (nat["total_madds"] - mn["total_madds"]) // n
+    t.update({"scheme": scheme, "numpy_cpu_s": numpy_s, "native_cpu_s": native_s,
+              "native_measured_now": "native" in now, "native_gemm_time_at_peak_s": nat_peak,
+              "native_madds_above_minimum_per_update": extra, "native_needs_speedup": native_s / allowed,
+              "native_outside_products_s_at_least": native_s - nat_peak,
+              "outside_products_allowed_s": allowed - nat_peak,
+              "two_cores_needs_fraction_of_peak": t["needs_fraction_of_peak"] / 2})
+    t["note"] = (
+        f"counted: the native runs {2 * nat['total_madds'] / 1e9:.1f} GFLOP of products, "
+        f"{100 * extra * n / mn['total_madds']:.1f}% above the minimum ({extra:,} multiply-adds per update: the actor "
+        f"update's backward through both critics to all {SAC_PENDULUM.obs + SAC_PENDULUM.act} inputs, not the "
+        f"smaller critic's action column): {nat_peak:.3f} s at peak. Measured: the native takes {native_s:.2f} s "
+        f"({'CPU time now' if 'native' in now else 'reported'}), {t['native_needs_speedup']:.2f} x the allowed time, "
+        f"so at least {native_s - nat_peak:.2f} s outside its products (its time minus its products at peak); "
+        f"{ratio:g}x leaves them {allowed - nat_peak:.2f} s ({allowed - t['gemm_time_at_peak_s']:.2f} s with the "
+        f"minimum's products). On two cores the minimum's products need {50 * t['needs_fraction_of_peak']:.0f}% "
+        "of their peak")
 
 
 def main():
@@ -542,20 +653,29 @@ def main():
     p.add_argument("--sb3-sac-ms", type=float, default=14.81, help="SB3 SAC's ms per update on HalfCheetah-v5")
     p.add_argument("--ours-sac-ms", type=float, default=8.85, help="our SAC's reported ms per update (sac.py)")
     p.add_argument("--sb3-sac-ratio", type=float, default=4.0, help="required SB3 / ours time ratio for SAC")
+    for scheme, (numpy_s, native_s) in (("rltools", (5.29, 2.34)), ("shared", (4.88, 2.03))):
+        p.add_argument(f"--sac-pendulum-{scheme}-s", type=float, nargs=2, default=[numpy_s, native_s],
+                       metavar=("NUMPY", "NATIVE"), help=f"NumPy and native SAC's reported CPU s for Pendulum 10k "
+                       f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
+    p.add_argument("--sac-pendulum-ratio", type=float, default=3.0, help="required NumPy / native time ratio")
     p.add_argument("--td3-steps", type=int, default=10_000, help="TD3 steps of the targets")
     p.add_argument("--reps", type=int, default=60, help="repetitions of each peak kernel and SGEMM batch (best counts)")
     p.add_argument("--td3-run-steps", type=int, default=2000, help="timed TD3 steps of one agent after warm-up")
     p.add_argument("--sac-run-updates", type=int, default=150, help="timed SAC steps after warm-up")
+    p.add_argument("--sac-pendulum-run-steps", type=int, default=300,
+                   help="timed pendulum SAC steps per backend and scheme after warm-up (fastest of 3 rounds)")
     p.add_argument("--no-train", action="store_true", help="skip the short trainer runs")
     p.add_argument("--out", type=Path, default=RESULTS / "arithmetic_bound.json")
     args = p.parse_args()
     for name in ("rltools_s", "rltools_factor", "sb3_td3_s", "sb3_td3_ratio", "ours_td3_s", "sb3_sac_ms",
-                 "ours_sac_ms", "sb3_sac_ratio"):
+                 "ours_sac_ms", "sb3_sac_ratio", "sac_pendulum_ratio"):
         if not getattr(args, name) > 0:
             p.error(f"--{name.replace('_', '-')} must be positive")
+    if not all(x > 0 for x in args.sac_pendulum_rltools_s + args.sac_pendulum_shared_s):
+        p.error("--sac-pendulum-rltools-s and --sac-pendulum-shared-s must be positive")
     if args.td3_steps <= TD3Shape.learning_starts:
         p.error(f"--td3-steps must exceed the {TD3Shape.learning_starts} warm-up steps")
-    for name in ("reps", "td3_run_steps", "sac_run_updates"):
+    for name in ("reps", "td3_run_steps", "sac_run_updates", "sac_pendulum_run_steps"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
 
@@ -567,6 +687,9 @@ def main():
               "td3_minimum_shared": td3_run(td3, "minimum", "shared"),
               "sac_numpy": sac_update(SACShape(), "numpy"),
               "sac_minimum": sac_update(SACShape(), "minimum")}
+    for scheme in ("rltools", "shared"):
+        for kind in ("native", "numpy", "minimum"):
+            counts[f"sac_pendulum_{kind}_{scheme}"] = sac_update(SAC_PENDULUM, kind, scheme)
 
     checked = check_counts()
     pk = peak(5e7, args.reps)
@@ -576,6 +699,7 @@ def main():
         runs["td3_single"] = run_td3(1, args.td3_run_steps)
         runs["td3_population"] = run_td3(16, max(1, args.td3_run_steps // 8))
         runs["sac"] = run_sac(args.sac_run_updates)
+        runs["sac_pendulum"] = run_sac_pendulum(args.sac_pendulum_run_steps, 3)
     gemm_rates = {a: max(g["gflops"] for g in gemm if g["algorithm"] == a) for a in ("td3", "sac")}
     result = targets(args, counts, pk["fp32_peak_gflops"], gemm_rates, runs)
     load_end = os.getloadavg()
@@ -597,7 +721,7 @@ def main():
         print(f"  {g['shape']:32} {g['m']:>5} x {g['k']:>5} x {g['n']:>5} {g['gflops']:8.1f} GFLOP/s "
               f"({100 * g['gflops'] / pk['fp32_peak_gflops']:.0f}% of peak)")
 
-    print("\nFLOPs per step (10k-step TD3 run: per critic update; SAC: per gradient step, acting included)")
+    print("\nFLOPs per step, counted (10k-step TD3 run: per critic update; SAC: per gradient step, acting included)")
     print(f"  {'count':34} {'per step':>12} {'steps':>7} {'total GFLOP':>12} {'of which GEMM':>13}")
     for name, c in counts.items():
         print(f"  {name:34} {c['per_step_flops']:12,.0f} {c['updates']:>7} {c['total_flops'] / 1e9:12.2f} "
@@ -613,12 +737,15 @@ def main():
              f"TD3 16 agents {1e3 * runs['td3_population']['cpu_s_per_agent_step']:.3f} ms CPU/agent-step",
              f"SAC {1e3 * runs['sac']['cpu_s_per_update']:.2f} ms CPU/update "
              f"({1e3 * runs['sac']['wall_s_per_update']:.2f} wall)"]))
+        print("  SAC pendulum, ms CPU/step (measured, fastest of 3 rounds): " + ", ".join(
+            f"{k.replace('_', ' ')} {1e3 * r['cpu_s_per_update']:.3f} ({1e3 * r['wall_s_per_update']:.3f} wall)"
+            for k, r in runs["sac_pendulum"].items()))
 
-    print(f"\n{'target':16} {'GEMM FLOP/step':>14} {'steps':>6} {'GFLOP':>7} {'allowed s':>9} "
+    print(f"\n{'target':19} {'GEMM FLOP/step':>14} {'steps':>6} {'GFLOP':>7} {'allowed s':>9} "
           f"{'needs GFLOP/s':>13} {'peak':>6} {'of peak':>7}  verdict")
     for t in result:
         verdict = "within the bound" if t["reachable"] else "UNREACHABLE at FP32"
-        print(f"{t['target']:16} {t['min_gemm_flops_per_step']:14,.0f} {t['steps']:>6} {t['total_gemm_gflop']:7.1f} "
+        print(f"{t['target']:19} {t['min_gemm_flops_per_step']:14,.0f} {t['steps']:>6} {t['total_gemm_gflop']:7.1f} "
               f"{t['allowed_s']:9.3f} {t['needs_gflops']:13.1f} {t['peak_gflops']:6.1f} "
               f"{100 * t['needs_fraction_of_peak']:6.0f}%  {verdict}")
     print("(the minimum's matrix products only; with its elementwise FLOPs too: "
@@ -635,7 +762,8 @@ def main():
         print(f"  {t['note']}")
     print("\nNot covered: reduced precision (bf16 dot products run at "
           f"{pk['best_gflops']['bf16dot512'] or 0:.0f} GFLOP/s here but change the arithmetic; native and NumPy "
-          "must agree to 1e-5), more than one core, and all non-arithmetic work.")
+          "must agree to 1e-5), more than one core (but sac-pendulum's even-split prediction), and all "
+          "non-arithmetic work.")
 
     doc = {"benchmark": "arithmetic_bound", "command": " ".join(sys.argv), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
            "cpus": os.cpu_count(), "load_avg_start": list(load_start), "load_avg_end": list(load_end),
