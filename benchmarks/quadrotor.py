@@ -20,6 +20,8 @@ Prints a table, writes benchmarks/results/quadrotor.json.
 """
 
 import argparse
+import os
+import re
 import resource
 import subprocess
 import sys
@@ -69,11 +71,20 @@ def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path
 
 
 def rltools(binary: str) -> dict:
-    t0 = time.perf_counter()
-    res = subprocess.run([binary], capture_output=True, text=True)
-    return {"peer": "rltools", "binary": binary, "exit": res.returncode, "wall_s": round(time.perf_counter() - t0, 2),
-            "last_lines": res.stdout.strip().splitlines()[-5:],
-            "success": "not measured: RLtools reports its own returns, not this benchmark's criterion"}
+    """Run RLtools' L2F binary on one thread (as ours trains) and read its last report line."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    cpu0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime, time.perf_counter()
+    with tempfile.TemporaryDirectory() as where:  # it writes its checkpoints into the working directory
+        res = subprocess.run([binary], capture_output=True, text=True, env=env, cwd=where)
+    wall, cpu = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu0
+    report = [line for line in res.stdout.splitlines() if "Mean return" in line]
+    found = re.search(r"Mean return: ([-\d.e+]+) Mean episode length: ([\d.e+]+)", report[-1]) if report else None
+    return {"peer": "rltools", "binary": binary, "exit": res.returncode, "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2), "last_report": report[-1] if report else None,
+            "its_return": float(found[1]) if found else None,
+            "its_episode_length": float(found[2]) if found else None,
+            "success": "not measured: RLtools reports its own returns and episode lengths (out of 500 steps), "
+                       "not this benchmark's criterion"}
 
 
 def main(argv=None) -> int:
@@ -111,7 +122,9 @@ def main(argv=None) -> int:
         mine = [r for r in rows if r["algo"] == algo]
         print(f"{algo}: {sum(r['passed'] for r in mine)} of {len(mine)} seeds pass")
     if peer:
-        print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall; {peer['success']}")
+        print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
+              f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "
+              f"{peer['success']}")
     path = write_json(args.out, {"episodes": args.episodes, "rows": rows, "rltools": peer,
                                  "success_distance_m": SUCCESS_DISTANCE, "success_speed_m_s": SUCCESS_SPEED,
                                  "pass_rate": PASS_RATE})
