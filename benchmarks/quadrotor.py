@@ -61,6 +61,23 @@ def success(policy, episodes: int, seed0: int = 10_000) -> dict:
             "final_speed_m_s": float(np.median(speed[alive])) if alive.any() else None}
 
 
+def env_speed(repeats: int = 2000) -> list:
+    """µs per drone-step of the native step and its NumPy reference, one drone and 64."""
+    rows = []
+    for n in (1, 64):
+        for name in ("native", "numpy"):
+            env = QuadrotorVec(n)
+            env.reset([np.random.default_rng(k) for k in range(n)])
+            step = env.step if name == "native" else env.step_numpy
+            hover = np.full((n, 4), 0.334)
+            count = repeats if name == "native" else max(20, repeats // 20)
+            t0 = time.process_time()
+            for _ in range(count):
+                step(hover)
+            rows.append({"step": name, "drones": n, "us_per_drone_step": (time.process_time() - t0) / count / n * 1e6})
+    return rows
+
+
 def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path) -> dict:
     cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime, time.perf_counter()
     run = neuromotor.train("quadrotor", algo=algo, steps=steps, seeds=seed, run_dir=root / f"{algo}-s{seed}",
@@ -97,6 +114,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "quadrotor.json"))
     args = p.parse_args(argv)
     neuromotor.set_threads(1)
+    speed = env_speed()
+    print("env step (CPU µs per drone-step, one thread)")
+    for r in speed:
+        print(f"  {r['step']:6s} {r['drones']:3d} drones: {r['us_per_drone_step']:9.2f}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):  # seeds alternate between the algorithms: machine load hits both
@@ -125,7 +146,7 @@ def main(argv=None) -> int:
         print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
               f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "
               f"{peer['success']}")
-    path = write_json(args.out, {"episodes": args.episodes, "rows": rows, "rltools": peer,
+    path = write_json(args.out, {"episodes": args.episodes, "rows": rows, "rltools": peer, "env_speed": speed,
                                  "success_distance_m": SUCCESS_DISTANCE, "success_speed_m_s": SUCCESS_SPEED,
                                  "pass_rate": PASS_RATE})
     print(f"wrote {path}")
