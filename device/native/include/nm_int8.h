@@ -242,27 +242,6 @@ static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float 
 }
 
 /* ---------------------------------------------------------------------------
- * The action from the last layer's accumulators: its activation act, then
- * scale_offset (action_scale[n], action_offset[n]).
- */
-NM_INLINE void nm_q8_actions(float *out, const int32_t *acc, const float *deq, const float *scale_offset,
-    size_t n, int act) {
-    const float *scale = scale_offset, *offset = scale_offset + n;
-    for (size_t i = 0; i < n; i++) {
-        float y;
-        if (act == NM_ACT_TANH) {
-            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
-        } else {
-            y = (float)acc[i] * deq[i];
-            if (act == NM_ACT_RELU) {
-                y = y > 0.0f ? y : 0.0f;
-            }
-        }
-        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
-    }
-}
-
-/* ---------------------------------------------------------------------------
  * Whole int8 policy forward: out[sL] from x[s0] (finite), qnet as at the top
  * (4-byte aligned, nm_q8_net_bytes long), scratch of nm_q8_scratch_bytes
  * (4-byte aligned). out, x, qnet and scratch are disjoint; the caller checked
@@ -295,7 +274,20 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
             p = (const uint8_t *)(deq + rows);
         }
     }
-    nm_q8_actions(out, acc, deq, (const float *)(const nm_f32a *)p, sl, acts[n_layers - 1]);
+    const float *scale = (const float *)(const nm_f32a *)p, *offset = scale + sl;
+    const int act = acts[n_layers - 1];
+    for (size_t i = 0; i < sl; i++) {
+        float y;
+        if (act == NM_ACT_TANH) {
+            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
+        } else {
+            y = (float)acc[i] * deq[i];
+            if (act == NM_ACT_RELU) {
+                y = y > 0.0f ? y : 0.0f;
+            }
+        }
+        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
+    }
 }
 
 /* ---------------------------------------------------------------------------

@@ -20,6 +20,22 @@
  * Plain assembly for llvm-mc-22 (no preprocessor needed).
  */
 
+/* loopnez with the loop body's first instruction on a 4-byte boundary, which the LOOP
+ * option requires of it (no fetch boundary inside it; llvm-mc does not align loops as GNU
+ * as does). Every instruction here is 3 bytes and start is the function's 4-aligned
+ * entry, so the padding (nop.n, nop: 2 and 3 bytes) follows from the offset. */
+    .macro LOOPNEZ_ALIGNED start, reg, label
+    .if ((. - \start) & 3) == 0
+    nop.n
+    nop
+    .elseif ((. - \start) & 3) == 2
+    nop
+    .elseif ((. - \start) & 3) == 3
+    nop.n
+    .endif
+    loopnez \reg, \label
+    .endm
+
 /* acc{0..3} += w[off + 0..12] * x, one block's 4 weights of one input (f12-f15). */
     .macro BLOCK_INPUT p, off, x, a0, a1, a2, a3
     lsi f12, \p, \off
@@ -68,7 +84,7 @@ nm_xt_dense_f32:
     BLOCK_BIAS a12, f0, f1, f2, f3
     BLOCK_BIAS a13, f4, f5, f6, f7
     mov a14, a3
-    loopnez a9, .Lpair4_end
+    LOOPNEZ_ALIGNED nm_xt_dense_f32, a9, .Lpair4_end
     lsi f8, a14, 0
     lsi f9, a14, 4
     lsi f10, a14, 8
@@ -85,7 +101,7 @@ nm_xt_dense_f32:
     addi a13, a13, 64
     addi a14, a14, 16
 .Lpair4_end:
-    loopnez a10, .Lpair1_end
+    LOOPNEZ_ALIGNED nm_xt_dense_f32, a10, .Lpair1_end
     lsi f8, a14, 0
     BLOCK_INPUT a12, 0, f8, f0, f1, f2, f3
     BLOCK_INPUT a13, 0, f8, f4, f5, f6, f7
@@ -123,7 +139,7 @@ nm_xt_dense_f32:
     mov a12, a4
     BLOCK_BIAS a12, f0, f1, f2, f3
     mov a14, a3
-    loopnez a9, .Lone4_end
+    LOOPNEZ_ALIGNED nm_xt_dense_f32, a9, .Lone4_end
     lsi f8, a14, 0
     lsi f9, a14, 4
     lsi f10, a14, 8
@@ -135,7 +151,7 @@ nm_xt_dense_f32:
     addi a12, a12, 64
     addi a14, a14, 16
 .Lone4_end:
-    loopnez a10, .Lone1_end
+    LOOPNEZ_ALIGNED nm_xt_dense_f32, a10, .Lone1_end
     lsi f8, a14, 0
     BLOCK_INPUT a12, 0, f8, f0, f1, f2, f3
     addi a12, a12, 16

@@ -25,16 +25,32 @@
  * Plain assembly for llvm-mc-22.
  */
 
+/* loopnez with the loop body's first instruction on a 4-byte boundary, which the LOOP
+ * option requires of it (no fetch boundary inside it; llvm-mc does not align loops as GNU
+ * as does). Every instruction here is 3 bytes and start is the function's 4-aligned
+ * entry, so the padding (nop.n, nop: 2 and 3 bytes) follows from the offset. */
+    .macro LOOPNEZ_ALIGNED start, reg, label
+    .if ((. - \start) & 3) == 0
+    nop.n
+    nop
+    .elseif ((. - \start) & 3) == 2
+    nop
+    .elseif ((. - \start) & 3) == 3
+    nop.n
+    .endif
+    loopnez \reg, \label
+    .endm
+
 /* Registers: a3 y, a4 input - 4, a5 weights - 4 (runs through every row), a6 bias,
  * a7 mult, a8 loop count (groups - 1), a9 blocks left, a10 floor, a11 round1, a15 the
  * row's input pointer; a2, a12-a14 temporaries. Leaves the row's sum in a12. */
-    .macro ROW_SUM boff
+    .macro ROW_SUM fn, boff
     l32i a12, a6, \boff
     wsr a12, acclo
     mov a15, a4
     ldinc m0, a5
     ldinc m2, a15
-    loopnez a8, 1f
+    LOOPNEZ_ALIGNED \fn, a8, 1f
     mula.dd.ll.ldinc m1, a5, m0, m2
     mula.dd.hh.ldinc m3, a15, m0, m2
     mula.dd.ll.ldinc m0, a5, m1, m3
@@ -106,13 +122,13 @@ nm_xt_q8_hidden:
     LAYER_SETUP
 .Lhidden_block:
     /* rows 4k..4k+3 go to pair-order slots 0, 2, 1, 3 */
-    ROW_SUM 0
+    ROW_SUM nm_xt_q8_hidden, 0
     REQUANT 0, 0
-    ROW_SUM 4
+    ROW_SUM nm_xt_q8_hidden, 4
     REQUANT 4, 4
-    ROW_SUM 8
+    ROW_SUM nm_xt_q8_hidden, 8
     REQUANT 8, 2
-    ROW_SUM 12
+    ROW_SUM nm_xt_q8_hidden, 12
     REQUANT 12, 6
     addi a3, a3, 8
     addi a6, a6, 16
@@ -130,13 +146,13 @@ nm_xt_q8_last:
     entry a1, 32
     LAYER_SETUP
 .Llast_block:
-    ROW_SUM 0
+    ROW_SUM nm_xt_q8_last, 0
     s32i a12, a3, 0
-    ROW_SUM 4
+    ROW_SUM nm_xt_q8_last, 4
     s32i a12, a3, 4
-    ROW_SUM 8
+    ROW_SUM nm_xt_q8_last, 8
     s32i a12, a3, 8
-    ROW_SUM 12
+    ROW_SUM nm_xt_q8_last, 12
     s32i a12, a3, 12
     addi a3, a3, 16
     addi a6, a6, 16
