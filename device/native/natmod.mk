@@ -28,7 +28,8 @@ ifeq ($(ARCH),xtensawin)
 # 64-bit multiply is our own, and division is NM_NO_FDIV's reciprocal (LLVM calls
 # __divsf3 for a / b, which the natmod cannot link).
 # The dense layers' inner loops are assembly (NM_XT_ASM, device/native/xtensawin/).
-SRC += $(NM_NATIVE_DIR)../port/xtensawin/muldi3.c $(NM_NATIVE_DIR)xtensawin/nm_dense_xtensa.S
+SRC += $(NM_NATIVE_DIR)../port/xtensawin/muldi3.c $(NM_NATIVE_DIR)xtensawin/nm_dense_xtensa.S \
+	$(NM_NATIVE_DIR)xtensawin/nm_int8_xtensa.S
 CFLAGS_EXTRA += -DNM_NO_FDIV -DNM_XT_ASM=1
 endif
 ifeq ($(ARCH),rv32imc)

@@ -27,8 +27,8 @@
 
 /* loopnez with the loop body's first instruction on a 4-byte boundary, which the LOOP
  * option requires of it (no fetch boundary inside it; llvm-mc does not align loops as GNU
- * as does). Every instruction here is 3 bytes and start is the function's 4-aligned
- * entry, so the padding (nop.n, nop: 2 and 3 bytes) follows from the offset. */
+ * as does). start is the function's 4-aligned entry, so the padding (nop.n, nop: 2 and 3
+ * bytes) follows from the offset. */
     .macro LOOPNEZ_ALIGNED start, reg, label
     .if ((. - \start) & 3) == 0
     nop.n
@@ -45,9 +45,26 @@
  * a7 mult, a8 loop count (groups - 1), a9 blocks left, a10 floor, a11 round1, a15 the
  * row's input pointer; a2, a12-a14 temporaries. Leaves the row's sum in a12. */
     .macro ROW_SUM fn, boff
+    /* the loop's alignment (see LOOPNEZ_ALIGNED) from narrow forms of the first and
+     * third instruction where they give it, so most rows run no padding */
+    .if ((. - \fn + 15) & 3) == 1
     l32i a12, a6, \boff
     wsr a12, acclo
     mov a15, a4
+    .elseif ((. - \fn + 15) & 3) == 2
+    l32i.n a12, a6, \boff
+    wsr a12, acclo
+    mov a15, a4
+    .elseif ((. - \fn + 15) & 3) == 3
+    l32i.n a12, a6, \boff
+    wsr a12, acclo
+    mov.n a15, a4
+    .else
+    nop.n
+    l32i.n a12, a6, \boff
+    wsr a12, acclo
+    mov a15, a4
+    .endif
     ldinc m0, a5
     ldinc m2, a15
     LOOPNEZ_ALIGNED \fn, a8, 1f
