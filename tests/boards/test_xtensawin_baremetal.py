@@ -7,6 +7,7 @@ int8 one is bit-exact; so do a small policy whose widths exercise the assembly's
 (odd input counts, a partial last block, padded int8 rows and inputs).
 """
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -22,7 +23,8 @@ from test_xtensa_baremetal import check_against_host, policy_case
 
 def edge_case(seed: int = 1, n_obs: int = 6):
     """A 7->10->5->3 policy (relu, identity, tanh): 7 inputs (a remainder after groups of
-    4 and an odd pair), 10 and 5 outputs (partial blocks), an identity hidden layer."""
+    4 and an odd pair), 10 and 5 outputs (partial blocks), an identity hidden layer, and
+    int8 requantisation both with a shift and without (shift 0)."""
     sizes = (7, 10, 5, 3)
     rng = np.random.default_rng(seed)
     weights = [(rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32) for a, b in zip(sizes, sizes[1:])]
@@ -33,7 +35,12 @@ def edge_case(seed: int = 1, n_obs: int = 6):
                       action_low=np.full(3, -1.0, np.float32), action_high=np.full(3, 1.0, np.float32))
     calib = rng.standard_normal((256, 7)).astype(np.float32)
     obs = rng.standard_normal((n_obs, 7)).astype(np.float32)
-    return spec, quantize(spec, calib), obs
+    qp = quantize(spec, calib)
+    # the first hidden layer at shift 0 (the requantisation without the rounding shift),
+    # the same scale in its multipliers
+    assert qp.shifts[0] > 0
+    qp = dataclasses.replace(qp, mults=[qp.mults[0] >> qp.shifts[0], *qp.mults[1:]], shifts=[0, *qp.shifts[1:]])
+    return spec, qp, obs
 
 
 @pytest.fixture(scope="module")
