@@ -27,8 +27,10 @@ ifeq ($(ARCH),xtensawin)
 # ESP32/ESP32-S3 through clang (device/port/xtensawin/xtensawin-gcc): no libgcc, so the
 # 64-bit multiply is our own, and division is NM_NO_FDIV's reciprocal (LLVM calls
 # __divsf3 for a / b, which the natmod cannot link).
-SRC += $(NM_NATIVE_DIR)../port/xtensawin/muldi3.c
-CFLAGS_EXTRA += -DNM_NO_FDIV
+# The dense layers' inner loops are assembly (NM_XT_ASM, device/native/xtensawin/).
+SRC += $(NM_NATIVE_DIR)../port/xtensawin/muldi3.c $(NM_NATIVE_DIR)xtensawin/nm_dense_xtensa.S \
+	$(NM_NATIVE_DIR)xtensawin/nm_int8_xtensa.S
+CFLAGS_EXTRA += -DNM_NO_FDIV -DNM_XT_ASM=1
 endif
 ifeq ($(ARCH),rv32imc)
 # Debian's riscv64-unknown-elf gcc 12.2 with picolibc.

@@ -14,7 +14,7 @@
 #define NM_ARGS_H
 
 #include "nm_kernels.h"
-#include "nm_int8.h"
+#include "nm_int8_xtensa.h"
 
 #if !defined(MICROPY_ENABLE_DYNRUNTIME) && MICROPY_PY_ARRAY
 #include "py/objarray.h"
@@ -246,7 +246,7 @@ typedef struct {
     size_t net_len;
     size_t scratch_len;
     size_t q8_net_bytes;   // an int8 net (nm_int8.h): bytes of qnet
-    size_t q8_scratch_len; // floats of scratch nm_q8_mlp needs
+    size_t q8_scratch_len; // floats of scratch nm_q8_mlp needs (and the widened weights' on MAC16)
     const void *buf;
     size_t n_bytes;
 } nm_layout_t;
@@ -283,6 +283,13 @@ static inline nm_layout_t nm_get_layout(mp_obj_t obj) {
         nm_raise_overflow("layout");
     }
     l.q8_scratch_len = (nm_q8_scratch_bytes(l.sizes, n) + 3) / 4;
+    #if NM_Q8_MAC16
+    // then the int8 weights widened to int16 (nm_int8_xtensa.h), which Forward writes
+    size_t wide;
+    if (!nm_q8_wide_bytes(l.sizes, n, &wide) || !nm_add_size(l.q8_scratch_len, wide / 4, &l.q8_scratch_len)) {
+        nm_raise_overflow("layout");
+    }
+    #endif
     return l;
 }
 

@@ -15,6 +15,7 @@ from neuromotor.paths import BOARDS_DIR, SOURCE_ROOT, cache_dir
 
 REAL = {  # name: (core, natmod arch, MHz, port, stock board)
     "esp32": ("xtensa-lx6", "xtensawin", 240, "esp32", "ESP32_GENERIC"),
+    "esp32s3": ("xtensa-lx7", "xtensawin", 240, "esp32", "ESP32_GENERIC_S3"),
     "esp32c3": ("rv32imc", "rv32imc", 160, "esp32", "ESP32_GENERIC_C3"),
     "esp8266": ("xtensa-lx106", "xtensa", 80, "esp8266", "ESP8266_GENERIC"),
     "teensy41": ("cortex-m7", "armv7emdp", 600, "mimxrt", "TEENSY41"),
@@ -45,6 +46,7 @@ def test_required_boards_and_their_facts():
         assert (b.micropython["port"], b.micropython["stock_board"]) == (port, stock)
         assert b.usb_ids and (b.path / "README.md").is_file()
     assert boards.load_board("stm32f405").mcu["ram_bytes"] == 192 * 1024
+    assert boards.load_board("esp32s3").mcu["ram_bytes"] == 512 * 1024
     for name, (machine, arch) in EMULATED.items():
         b = boards.load_board(name)
         assert b.emulated and b.natmod_arch == arch
@@ -70,8 +72,9 @@ def test_manifests_freeze_device_lib():
 
 def test_usb_ids_map_to_boards():
     table = boards.usb_table()
-    assert table[(0x303A, 0x1001)] == ["esp32c3"]
-    assert sorted(table[(0x10C4, 0xEA60)]) == ["esp32", "esp32c3", "esp8266"]  # one bridge, three candidates
+    assert sorted(table[(0x303A, 0x1001)]) == ["esp32c3", "esp32s3"]  # both chips' USB Serial/JTAG
+    assert table[(0x303A, 0x4001)] == ["esp32s3"]
+    assert sorted(table[(0x10C4, 0xEA60)]) == ["esp32", "esp32c3", "esp32s3", "esp8266"]  # one bridge, four candidates
     assert table[(0x16C0, 0x0483)] == ["teensy41"]
     # detection over the real serial ports of this machine only reports known boards
     for d in boards.serial_ports():

@@ -55,3 +55,25 @@ def test_xtensawin_code_decodes_under_the_shared_isa(natmod_dir, module):
     assert insns.count("entry") >= 10 and any(i.startswith("retw") for i in insns)
     assert "ret" not in insns and "callx0" not in insns, "call0-ABI code in a windowed module"
     assert not [i for i in insns if NOT_SHARED.match(i)]
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("module", MODULES)
+def test_xtensawin_assembly_layers_are_linked_in(natmod_dir, module):
+    """The dense layers' assembly (device/native/xtensawin/*.S) is built into each module
+    under the same shared options: madd.s and zero-overhead loops for float, MAC16 with
+    ldinc for int8, nothing outside the shared set; nm_kernels calls both."""
+    build = natmod_dir / "build" / module / "xtensawin" / "build"
+    objs = {o.stem: o for o in build.rglob("*.o") if o.stem in ("nm_dense_xtensa", "nm_int8_xtensa")}
+    assert set(objs) == {"nm_dense_xtensa", "nm_int8_xtensa"}, f"assembly objects missing under {build}"
+    dense, int8 = text_instructions(objs["nm_dense_xtensa"]), text_instructions(objs["nm_int8_xtensa"])
+    for insns in (dense, int8):
+        assert "<unknown>" not in insns and not [i for i in insns if NOT_SHARED.match(i)]
+        assert insns.count("entry") == insns.count("retw") >= 1 and "loopnez" in insns
+    assert dense.count("madd.s") >= 48 and "lsiu" not in dense and "lsip" not in dense
+    assert int8.count("mula.dd.ll.ldinc") >= 8 and "mull" in int8 and "mulsh" not in int8
+    if module == "nm_kernels":
+        kernels = [o for o in build.rglob("*.o") if o.name == "nm_kernels.o"][0]
+        undefined = subprocess.run(["llvm-nm-22", "-u", str(kernels)], capture_output=True, text=True,
+                                   check=True).stdout.split()
+        assert {"nm_xt_dense_f32", "nm_xt_q8_hidden", "nm_xt_q8_last"} <= set(undefined)

@@ -1,7 +1,7 @@
 /*
  * nm_dense.h - fused dense layers (matmul + bias + activation) on block-4 weights:
  * the portable blocks, the layer loop and the run-time choice among the paths of
- * nm_dense_vldm.h and nm_dense_simd.h.
+ * nm_dense_vldm.h, nm_dense_xtensa.h and nm_dense_simd.h.
  */
 #ifndef NM_DENSE_H
 #define NM_DENSE_H
@@ -9,6 +9,7 @@
 #include "nm_act.h"
 #include "nm_dense_simd.h"
 #include "nm_dense_vldm.h"
+#include "nm_dense_xtensa.h"
 #include "nm_isa.h"
 #include "nm_layout.h"
 
@@ -89,6 +90,16 @@ NM_INLINE void nm_block4_scalar(float *y, const float *x, const float *w, size_t
 static inline void nm_dense_scalar(float *y, const float *x, const float *w, size_t n_in, size_t n_out, int relu) {
     #if NM_VLDM
     NM_DENSE_BODY(nm_block4_vldm, nm_block1_vldm)
+    #elif NM_XT_DENSE
+    const size_t full = n_out / NM_BLOCK;
+    nm_xt_dense_f32(y, x, w, (uint32_t)n_in, (uint32_t)full, (uint32_t)relu);
+    if (n_out > NM_BLOCK * full) { // the partial last block through a small buffer
+        float tail[NM_BLOCK];
+        nm_xt_dense_f32(tail, x, w + full * NM_BLOCK * (n_in + 1), (uint32_t)n_in, 1, (uint32_t)relu);
+        for (size_t i = NM_BLOCK * full; i < n_out; i++) {
+            y[i] = tail[i - NM_BLOCK * full];
+        }
+    }
     #else
     NM_DENSE_BODY(nm_block4_scalar, nm_block1_scalar)
     #endif

@@ -82,6 +82,9 @@ typedef struct {
     int q8;        // net is an int8 qnet (array('b'), nm_int8.h), not floats
     int clamped;   // a clamp was given (an empty one is refused, not ignored)
     int x_written; // x is the copy-in buffer xbuf, not the caller's obs
+    #if NM_Q8_MAC16
+    int q8_wide;   // scratch holds the int8 weights widened (Forward): the MAC16 layers
+    #endif
 } nm_mlp_bufs_t;
 
 // The net: array('f') (float32 policy) or array('b') (int8 policy, nm_int8.h),
@@ -215,6 +218,14 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
 // Out of line, so the integer kernel's registers and stack do not weigh on
 // the float path it would otherwise be inlined beside.
 static __attribute__((noinline)) void nm_run_q8(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    #if NM_Q8_MAC16
+    if (b->q8_wide) {
+        const int16_t *wide = (const int16_t *)((const uint8_t *)b->scratch.buf
+            + nm_q8_scratch_bytes(l->sizes, l->n_layers));
+        nm_q8_mlp_wide(b->out.buf, b->x.buf, b->net.buf, wide, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+        return;
+    }
+    #endif
     nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
 }
 
@@ -242,6 +253,9 @@ static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     b.scratch = nm_floats(args[4], "scratch", NM_WRITE);
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
     b.x_written = 0;
+    #if NM_Q8_MAC16
+    b.q8_wide = 0; // no widened weights: the C layers
+    #endif
     nm_check_mlp(&l, &b, "x");
     if (b.q8) {
         nm_check_q8_values(&l, b.net.buf);
@@ -267,7 +281,10 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
  * them and repeats every check (the clamp limits are a few floats). An int8
  * net's values are checked when it is built: nm_q8_mlp's arithmetic is
  * defined for any bytes, so a net rewritten later gives wrong numbers (then
- * clamped), never undefined behaviour.
+ * clamped), never undefined behaviour. On the ESP32's core (NM_Q8_MAC16) the int8
+ * weights are also widened then, into scratch after the activations (scratch_size
+ * counts them), for the MAC16 layers: a net rewritten later keeps computing with
+ * the weights it had, until a new Forward is built.
  */
 typedef struct {
     mp_obj_base_t base;
@@ -288,6 +305,9 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
     const int direct = (nm_array_buffer(obs, &info) || mp_get_buffer(obs, &info, MP_BUFFER_READ))
         && info.typecode == 'f';
     b.x_written = !direct;
+    #if NM_Q8_MAC16
+    b.q8_wide = 1; // widened when the Forward was built
+    #endif
     if (direct) {
         b.x.buf = info.buf;
         b.x.len = info.len / sizeof(float);
@@ -334,6 +354,12 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     if (b.q8) {
         nm_check_q8_values(&l, b.net.buf);
     }
+    #if NM_Q8_MAC16
+    if (b.q8) { // the weights widened once, after the activations in scratch (nm_args.h)
+        nm_q8_widen((int16_t *)((uint8_t *)b.scratch.buf + nm_q8_scratch_bytes(l.sizes, l.n_layers)),
+            b.net.buf, l.sizes, l.n_layers);
+    }
+    #endif
     nm_forward_obj_t *o = m_malloc(sizeof(nm_forward_obj_t));
     o->base.type = type;
     o->out = args[0];

@@ -102,8 +102,9 @@ static const float nm_case_obs[NM_CASE_N_OBS][NM_CASE_OBS_DIM] = {{
     }
 
 
-def build(arch: str, case: dict, repeat: int = 4) -> Path:
-    """Write the case into its own cache folder (named by its contents), build; return the ELF."""
+def build(arch: str, case: dict, repeat: int = 4, make_vars: dict | None = None) -> Path:
+    """Write the case into its own cache folder (named by its contents), build with the
+    port Makefile's variables make_vars (e.g. {"XT_ASM": 0}); return the ELF."""
     require_checkout("the bare-metal policy program")
     t = _target(arch)
     digest = hashlib.sha256(str(int(repeat)).encode())
@@ -116,7 +117,8 @@ def build(arch: str, case: dict, repeat: int = 4) -> Path:
         if not path.is_file() or path.read_text() != text:
             atomic_write(path, text)
     res = subprocess.run(["make", "-s", "-C", str(SOURCE_ROOT / "device" / "baremetal" / t.folder),
-                          f"CASE={case_dir}", f"REPEAT={int(repeat)}", f"NEUROMOTOR_CACHE={cache_dir()}"],
+                          f"CASE={case_dir}", f"REPEAT={int(repeat)}", f"NEUROMOTOR_CACHE={cache_dir()}",
+                          *(f"{k}={v}" for k, v in (make_vars or {}).items())],
                          capture_output=True, text=True)
     if res.returncode != 0:
         raise UserError(f"building the {arch} bare-metal policy program failed:\n{(res.stdout + res.stderr)[-3000:]}")
@@ -163,16 +165,18 @@ def _run(t: Target, elf: Path, timeout: float) -> tuple[dict, list]:
     return r, marks
 
 
-def run_policy(arch: str, spec, qpolicy, obs, repeat: int = 4, timeout: float = 120) -> dict:
+def run_policy(arch: str, spec, qpolicy, obs, repeat: int = 4, timeout: float = 120,
+               make_vars: dict | None = None) -> dict:
     """Build and run the float and int8 forward passes of one policy on `arch`.
 
     Returns the actions the core computed for each observation ("float": nm_mlp then
     nm_clamp through nm_policy_forward, "int8": nm_q8_mlp then nm_clamp), float32, and
     the instructions per inference and per multiply-add of nm_mlp and nm_q8_mlp alone
     (each averaged over `repeat` calls, the timing loop's own cost taken out).
+    make_vars go to the port's Makefile (xtensawin: {"XT_ASM": 0} builds the C path).
     """
     t = _target(arch)
-    elf = build(arch, render_case(spec, qpolicy, obs), repeat)
+    elf = build(arch, render_case(spec, qpolicy, obs), repeat, make_vars)
     r, marks = _run(t, elf, timeout)
     loop = marks[1] - marks[0]
     per_inference = {"float": (marks[2] - marks[1] - loop) / r["repeat"],
