@@ -72,6 +72,7 @@ bench: venv firmware natmods emulated
 	$(VENV)/bin/python benchmarks/ppo_ant.py
 	$(VENV)/bin/python benchmarks/device_inference.py
 	$(VENV)/bin/python benchmarks/board_inference.py
+	$(VENV)/bin/python benchmarks/runtime_import.py
 	$(VENV)/bin/python benchmarks/cycle_validation.py
 	$(VENV)/bin/python benchmarks/arithmetic_bound.py
 	$(VENV)/bin/python benchmarks/device_training.py

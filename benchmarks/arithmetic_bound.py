@@ -439,7 +439,8 @@ def _timed_steps(algo, warmup: int, steps: int) -> tuple:
 def run_td3(agents: int, steps: int) -> dict:
     """CPU and wall seconds per agent-step of the TD3 trainer (native backend, built-in
     pendulum, one thread) after its warm-up."""
-    from neuromotor.algos.td3 import TD3, Config, _nm_host
+    from neuromotor.algos.td3 import TD3, Config
+    from neuromotor.algos.native_family import _nm_host
     from neuromotor.envs import env_class
 
     cfg = Config()

@@ -15,12 +15,14 @@ Phases (each one table row per trainer, and per neuromotor update scheme):
 
 SB3 gets the same hyperparameters (net_arch, batch, replay, warm-up steps with uniform random
 actions, learning rates, gamma, tau, automatic entropy coefficient starting at the same value,
-target entropy -|A|, one gradient step per env step). neuromotor runs twice:
+target entropy -|A|, one gradient step per env step). neuromotor runs four times:
   neuromotor           `shared_minibatch = true`: both critics and the actor learn from one
                        minibatch per gradient step, as in SB3: the same update, the headline row
   neuromotor-rltools   the default, RLtools' scheme: one minibatch per critic and one for the
                        actor (three times the gradient work per update)
---rows picks some of them. --learning-starts changes the warm-up of every trainer alike.
+each with the native backend (the compiled update, the default) and, as the rows ending in
+-numpy, the NumPy one (the `backend` column); the native rows' speed-up over the NumPy rows of
+the same scheme is printed below the table. --rows picks some of them. --learning-starts changes the warm-up of every trainer alike.
 Run `make compare` first (torch CPU wheel and stable-baselines3).
 
 neuromotor trains on the built-in twin of the gymnasium env where there is one (`pendulum`,
@@ -80,8 +82,11 @@ def gym_returns(policy, gym_id: str, seed: int, episodes: int = EVAL_EPISODES) -
     return np.array(out)
 
 
-# Table rows: neuromotor's two update schemes and SB3 (the first is the headline).
-ROWS = {"neuromotor": {"shared_minibatch": True}, "neuromotor-rltools": {"shared_minibatch": False}, "sb3": None}
+# Table rows: neuromotor's two update schemes on both backends, and SB3 (the first is the headline).
+ROWS = {"neuromotor": {"shared_minibatch": True, "backend": "native"},
+        "neuromotor-numpy": {"shared_minibatch": True, "backend": "numpy"},
+        "neuromotor-rltools": {"shared_minibatch": False, "backend": "native"},
+        "neuromotor-rltools-numpy": {"shared_minibatch": False, "backend": "numpy"}, "sb3": None}
 
 
 def phase_config(phase: dict, learning_starts=None, **overrides):
@@ -222,7 +227,7 @@ def main():
                     runs[row].append(sb3(phase, seed, steps, args.threads, configs[row]))
                 else:
                     runs[row].append(ours(phase, seed, steps, args.threads, args.train_env, configs[row]))
-                print(f"{name} seed {seed}: {row:18} {runs[row][-1]['return_mean']:8.1f} "
+                print(f"{name} seed {seed}: {row:24} {runs[row][-1]['return_mean']:8.1f} "
                       f"in {runs[row][-1]['wall_s']:.1f} s", flush=True)
         solved_at = SOLVED_PENDULUM if name == "pendulum" else None
         result = {"gym_id": phase["gym_id"], "steps": steps, "preset": phase["preset"],
@@ -241,12 +246,17 @@ def main():
                 result.setdefault("sb3_over", {})[row] = versus
                 result.setdefault("return_at_least_sb3_per_seed", {})[row] = [
                     a["return_mean"] >= b["return_mean"] for a, b in zip(runs[row], runs["sb3"])]
+        for row in rows:
+            if row + "-numpy" in runs:
+                native, numpy_ = result["rows"][row]["summary"], result["rows"][row + "-numpy"]["summary"]
+                result.setdefault("numpy_over_native", {})[row] = {
+                    "wall": numpy_["wall_s_mean"] / native["wall_s_mean"], "cpu": numpy_["cpu_s_mean"] / native["cpu_s_mean"]}
         doc["phases"][name] = result
     doc["load_avg_1min_end"] = os.getloadavg()[0]
 
     print(f"\nSAC vs SB3 SAC, {args.threads} thread(s) per row; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, load {load0[0]:.1f} at start, {doc['load_avg_1min_end']:.1f} at end")
-    print(f"{'phase':22} {'trainer':18} {'steps':>7} {'seeds':>5} {'wall s':>8} {'cpu s':>8} {'ms/update':>9} "
+    print(f"{'phase':22} {'trainer':24} {'backend':7} {'steps':>7} {'seeds':>5} {'wall s':>8} {'cpu s':>8} {'ms/update':>9} "
           f"{'cpu ms/u':>9} {'return':>9} {'min':>9} {'max':>9} {'solved':>7}")
     for name, result in doc["phases"].items():
         for trainer, row in result["rows"].items():
@@ -254,9 +264,13 @@ def main():
             solved = f"{s['solved']}/{len(s['seeds'])}" if "solved" in s else "-"
             per_update = " ".join(f"{s[k]:9.2f}" if s[k] is not None else f"{'-':>9}"
                                   for k in ("per_update_ms_mean", "per_update_cpu_ms_mean"))
-            print(f"{result['gym_id']:22} {trainer:18} {result['steps']:>7} {len(s['seeds']):>5} "
+            backend = row["config"].get("backend", "-") if trainer != "sb3" else "torch"
+            print(f"{result['gym_id']:22} {trainer:24} {backend:7} {result['steps']:>7} {len(s['seeds']):>5} "
                   f"{s['wall_s_mean']:8.2f} {s['cpu_s_mean']:8.2f} {per_update} {s['return_mean']:9.1f} "
                   f"{s['return_min']:9.1f} {s['return_max']:9.1f} {solved:>7}")
+        for trainer, r in result.get("numpy_over_native", {}).items():
+            print(f"{result['gym_id']}: {trainer}-numpy time / {trainer} time (native backend) {r['wall']:.2f}x wall, "
+                  f"{r['cpu']:.2f}x CPU")
         for trainer, r in result.get("sb3_over", {}).items():
             wins = result["return_at_least_sb3_per_seed"][trainer]
             same = " (the same update as SB3's)" if ROWS[trainer]["shared_minibatch"] else " (RLtools' update)"

@@ -15,6 +15,9 @@ SMALL = {"actor_hidden": [16, 16], "critic_hidden": [32, 32], "eval_every": 400,
 
 
 def test_top_level_names_resolve_and_are_the_api():
+    from neuromotor import api
+
+    assert set(neuromotor.__all__) == {*api.__all__, "__version__"}
     for name in neuromotor.__all__:
         assert getattr(neuromotor, name) is not None, name
     # the modules the CLI and tests import by name stay modules: no API name shadows one
@@ -204,6 +207,11 @@ def test_int8_export_from_python_is_the_commands(tmp_path, cli):
     code, _, err = cli("export", run.path, "-o", tmp_path / "cli.nmp", "--quantize", "int8", "--max-error", 1.0)
     assert code == 0, err
     assert path.read_bytes() == (tmp_path / "cli.nmp").read_bytes()
+    plain = run.export(tmp_path / "q0.nmp", quantize="int8", max_error=1.0, finetune_steps=0)
+    code, _, err = cli("export", run.path, "-o", tmp_path / "cli0.nmp", "--quantize", "int8", "--max-error", 1.0,
+                       "--finetune-steps", 0)
+    assert code == 0, err
+    assert plain.read_bytes() == (tmp_path / "cli0.nmp").read_bytes()
     from neuromotor.policy import read_policy
     assert read_policy(path).dtype == "int8"
     with pytest.raises(neuromotor.UserError, match="int8 policy refused"):

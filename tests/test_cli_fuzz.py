@@ -76,6 +76,7 @@ BAD = {
     ("export", "--calibration"): POSITIVE,
     ("export", "--heldout"): POSITIVE,
     ("export", "--seed"): INT + [str(2**32)],
+    ("export", "--finetune-steps"): INT + ["100001"],
     ("runs", "root"): ["MISSING", "TEXT"],
     ("bench", "--port"): ["", "MISSING"],
     ("bench", "-n"): POSITIVE,

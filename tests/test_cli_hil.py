@@ -52,10 +52,10 @@ class FakeBoard:
 
 
 def _run(monkeypatch, policy, manifest, wrong=None):
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
 
     board = FakeBoard(load_spec(str(policy)), manifest, wrong)
-    monkeypatch.setattr(hil, "BenchClient", board)
+    monkeypatch.setattr(hil, "LinkClient", board)
     return board, hil.run_hil("PORT", str(policy), episodes=1, steps=30, log=lambda *a: None)
 
 
@@ -96,10 +96,10 @@ def test_actions_compared_in_every_dimension():
 
 def test_hil_with_a_policy_only_at_the_deployed_path(monkeypatch, policy):
     """deploy --dest /x.nmp leaves no /policy.nmp: that is not 'no policy on the board'."""
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
 
     board = FakeBoard(load_spec(str(policy)), {"policy": "/x.nmp", "policy_sha256": _sha(policy)})
     board.info["policy_present"] = False
-    monkeypatch.setattr(hil, "BenchClient", board)
+    monkeypatch.setattr(hil, "LinkClient", board)
     assert hil.run_hil("PORT", str(policy), episodes=1, steps=5, log=lambda *a: None)["returns_match"]
     assert board.loaded == ["/x.nmp"]

@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from neuromotor.training import runs
+from neuromotor.training import run_policy, runs
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
 
@@ -56,7 +56,7 @@ def test_toml_config_and_set_overrides(tmp_path, cli):
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["run"]["steps"] == 150
     assert cfg["algo_config"]["batch_size"] == 8 and cfg["algo_config"]["tau"] == 0.01
-    assert runs.load_policy_spec(run_dir).sizes == [3, 32, 16, 1]
+    assert run_policy.load_policy_spec(run_dir).sizes == [3, 32, 16, 1]
 
 
 @pytest.mark.parametrize("args, message", [

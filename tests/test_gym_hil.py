@@ -27,7 +27,7 @@ def mountain_car(tmp_path_factory):
 
 
 def test_hil_steps_the_runs_gymnasium_env_with_its_kwargs(mountain_car, monkeypatch):
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
 
     spec = load_spec(str(mountain_car))
     name, factory = hil.env_for(spec)
@@ -38,7 +38,7 @@ def test_hil_steps_the_runs_gymnasium_env_with_its_kwargs(mountain_car, monkeypa
 
 
 def test_hil_refuses_an_env_that_does_not_fit_the_policy(mountain_car):
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
 
     with pytest.raises(UserError, match="observes 3 .* this policy takes 2"):
         hil.env_for(load_spec(str(mountain_car)), "Pendulum-v1")

@@ -11,7 +11,7 @@ PACKAGE = REPO / "host" / "neuromotor"
 
 # Bottom to top: a module imports only from its own layer's package or from layers below.
 LAYERS = [
-    ("errors", "paths", "rng", "registry", "reading", "safe_write", "_nm_host"),
+    ("errors", "limits", "paths", "rng", "registry", "reading", "safe_write", "_nm_host"),
     ("nn", "envs"),
     ("policy",),
     ("algos",),
@@ -81,6 +81,22 @@ def test_every_top_level_module_has_a_layer():
     tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
             if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
     assert tops - {n for names in LAYERS for n in names} == set()
+
+
+# The command line is built on the public API alone (and the errors and limits it names).
+CLI_MAY_IMPORT = ("neuromotor", "neuromotor.api", "neuromotor.errors", "neuromotor.limits")
+
+
+def test_the_cli_uses_only_the_public_api():
+    graph = import_graph()
+    beyond = [f"{a} -> {b}" for a, targets in graph.items() if a.startswith("neuromotor.cli")
+              for b in targets if not b.startswith("neuromotor.cli") and b not in CLI_MAY_IMPORT]
+    assert beyond == []
+    private = [f"{path.name}: {node.module}" for path in (PACKAGE / "cli").glob("*.py")
+               for node in _runtime_imports(ast.parse(path.read_text()))
+               if isinstance(node, ast.ImportFrom) and node.module == "neuromotor.api"
+               and any(a.name.startswith("_") for a in node.names)]
+    assert private == []
 
 
 def test_no_module_imports_from_a_layer_above():

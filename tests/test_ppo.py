@@ -215,7 +215,7 @@ def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
     import subprocess
     from pathlib import Path
 
-    from neuromotor.training import runs
+    from neuromotor.training import run_policy, runs
     from neuromotor.paths import cache_dir
 
     pytest.importorskip("mujoco")
@@ -228,7 +228,7 @@ def test_exported_ant_policy_runs_on_unix_micropython(tmp_path, capsys):
                  "--set", "eval_episodes=1", "--threads", "1"]) == 0
     assert main(["export", str(run), "-o", str(tmp_path / "ant.nmp")]) == 0
     capsys.readouterr()
-    spec = runs.load_policy_spec(run)
+    spec = run_policy.load_policy_spec(run)
     assert spec.sizes == [27, 256, 256, 8] and not np.allclose(spec.obs_std, 1)
     obs = np.concatenate([runs.load(run)[1].local.obs[0], np.random.default_rng(0).normal(0, 2, (4, 27))])
     script = (f"from neuromotor_rt import Policy\nobs = {obs.astype(np.float32).tolist()!r}\n"

@@ -148,3 +148,61 @@ def test_bench_says_which_control_loops_a_policy_fits():
     lines = control_loops(emulated)
     assert "predicted" in lines[0] and "teensy41: 100 Hz fits, 200x headroom" in lines[1]
     assert "stm32f405: 100 Hz fits, 4.0x headroom  500 Hz too slow (1.2x the period)" in lines[2]
+
+
+def test_the_action_history_is_as_long_as_asked_and_holds_the_last_actions():
+    env = env_class("quadrotor", {"action_history": 3})(2)
+    assert env.obs_dim == 18 + 12
+    env.reset([np.random.default_rng(s) for s in (0, 1)])
+    for k in range(5):
+        obs, _, _ = env.step(np.full((2, 4), k / 10))
+    assert obs.shape == (2, 30)
+    assert np.allclose(obs[:, 18:].reshape(2, 3, 4), [[[0.2] * 4, [0.3] * 4, [0.4] * 4]] * 2)
+    none = env_class("quadrotor", {"action_history": 0})(1)
+    assert none.reset([np.random.default_rng(0)]).shape == (1, 18)
+
+
+def test_randomised_drones_differ_and_a_heavier_one_sinks_at_the_nominal_hover_speed():
+    env = env_class("quadrotor", {"randomize": 0.3})(64)
+    env.reset([np.random.default_rng(s) for s in range(64)])
+    factors = env.params / [qr.MASS, qr.THRUST_PER_RPM2]
+    assert ((factors >= 0.7) & (factors <= 1.3)).all() and factors.std(0).min() > 0.1
+    state = env.get_state()
+    state[:, :qr.STATE] = 0.0
+    state[:, 3] = 1.0
+    state[:, qr.RPM] = qr.HOVER_RPM
+    env.set_state(state)
+    for _ in range(20):
+        env.step(np.full((64, 4), qr.HOVER_ACTION))
+    lift_per_weight = factors[:, 1] / factors[:, 0]  # thrust over weight at the nominal hover speed
+    vz = env.state[:, 9]
+    assert (np.sign(vz) == np.sign(lift_per_weight - 1)).all()
+    # the same seeds draw the same drones; the draws survive a checkpoint
+    again = env_class("quadrotor", {"randomize": 0.3})(64)
+    again.reset([np.random.default_rng(s) for s in range(64)])
+    assert np.array_equal(again.params, env.params)
+    copy = env_class("quadrotor", {"randomize": 0.3})(64)
+    copy.set_state(env.get_state())
+    assert np.array_equal(copy.params, env.params)
+
+
+@pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),
+                                          ({"randomize": 0.9}, "randomize must be"),
+                                          ({"action_history": -1}, "action_history must be")])
+def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
+    import json
+
+    code, out, err = cli("train", "quadrotor", "--steps", 10, "--env-kwargs", json.dumps(kwargs),
+                         "--run-dir", tmp_path / "run")
+    assert code == 2 and said in err and err.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+def test_trains_with_a_short_history_and_randomised_drones_and_exports_that_size(cli, tmp_path):
+    run = tmp_path / "run"
+    assert cli("train", "quadrotor", "--algo", "sac", "--steps", 300, "--env-kwargs",
+               '{"action_history": 2, "randomize": 0.2}', "--set", "learning_starts=100", "--set", "eval_every=300",
+               "--set", "eval_episodes=1", "--run-dir", run, "--quiet")[0] == 0
+    assert cli("export", run, "-o", tmp_path / "p.nmp")[0] == 0
+    from neuromotor.policy.policy_file import read_policy
+
+    assert read_policy(tmp_path / "p.nmp").obs_dim == 18 + 8

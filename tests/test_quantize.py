@@ -15,8 +15,8 @@ from neuromotor.cli import main
 from neuromotor.errors import UserError
 from neuromotor.policy import (PolicyFormatError, PolicyValueError, QuantizedPolicy, TruncatedPolicyError, decode,
                                encode, quantize, read_policy, render_c_header)
-from neuromotor.policy.quantize import (AMAX, deq_q16, net_bytes, pack_qnet, quantize_input, requantize, tanh_q15,
-                                        tanh_table)
+from neuromotor.policy.quantize import (AMAX, MAX_IN, QMAX, deq_q16, int_dense, net_bytes, pack_qnet, quantize_input,
+                                        requantize, tanh_q15, tanh_table)
 from neuromotor.policy.spec import InvalidPolicyError, PolicySpec
 
 sys.path.insert(0, str(Path(__file__).parent / "device"))
@@ -256,21 +256,26 @@ def test_export_quantize_reports_accuracy_and_refuses_past_max_error(pendulum_ru
                            "--calibration", "300", "--heldout", "300", "--json")
     assert code == 0
     rep = json.loads(stdout.strip().splitlines()[-1])
-    assert rep["dtype"] == "int8" and rep["heldout_obs"] == 300 and rep["calibration_obs"] == 300
+    assert rep["dtype"] == "int8" and rep["heldout_obs"] == 300
+    assert rep["calibration_obs"] == 4 * 300   # 8 episodes, 64 episode starts, both perturbed
     assert 0 < rep["max_error_frac"] <= 0.02 and rep["mean_error"] <= rep["max_error"]
     assert "max action error" in stdout
     qp = read_policy(out)
     assert isinstance(qp, QuantizedPolicy)
+    assert rep["finetune_steps"] >= rep["finetune_kept_step"] >= 0 and "fine-tuned" in stdout
     strict = tmp_path / "strict.nmp"
     code, _, err = _cli("export", str(pendulum_run), "-o", str(strict), "--quantize", "int8", "--calibration", "300",
-                        "--heldout", "300", "--max-error", str(rep["max_error_frac"] / 2))
+                        "--heldout", "300", "--max-error", "1e-7", "--finetune-steps", "5")
     assert code == 2 and "int8 policy refused: max action error" in err and "held-out" in err
+    assert "after error-compensated rounding and 5 fine-tuning steps (plain rounding: " in err
     assert len(err.strip().splitlines()) == 1 and not strict.exists()
     code, stdout, _ = _cli("export", str(pendulum_run), "-o", str(tmp_path / "p8.h"), "--quantize", "int8",
                            "--calibration", "300", "--heldout", "300")
     assert code == 0 and "nm_q8_mlp" in (tmp_path / "p8.h").read_text()
     code, _, err = _cli("export", str(pendulum_run), "-o", str(tmp_path / "x.nmp"), "--max-error", "0.1")
     assert code == 2 and "--quantize int8 only" in err
+    code, _, err = _cli("export", str(pendulum_run), "-o", str(tmp_path / "x.nmp"), "--finetune-steps", "3")
+    assert code == 2 and "--finetune-steps applies to --quantize int8 only" in err
     code, _, err = _cli("export", str(out), "-o", str(tmp_path / "proj"), "--format", "platformio")
     assert code == 2 and "float32 policies; this one is int8" in err
     code, _, _ = _cli("export", str(out), "-o", str(tmp_path / "copy.nmp"))      # an int8 file converts as is
@@ -308,3 +313,97 @@ int main(int argc, char **argv) {
     exact = np.clip(np.sign(t.astype(np.float64)) * np.floor(np.abs(t.astype(np.float64)) + 0.5), -AMAX, AMAX)
     np.testing.assert_array_equal(ref, exact)
     assert list(ref[:10]) == [0, 0, 0, 0, 1, 2, 3, -1, -3, 0]
+
+
+def test_integer_layers_in_float64_are_exact_at_the_extremes():
+    """int_dense adds in float64 (BLAS): exact while every sum stays below 2^53, which the
+    widest layer's largest products and bias keep far from."""
+    rng = np.random.default_rng(11)
+    x = rng.choice([-AMAX - 1, AMAX, -AMAX, 0, 1], (50, MAX_IN)).astype(np.int64)
+    x[0], x[1] = -AMAX - 1, AMAX
+    w = rng.choice([-QMAX, QMAX, -1, 0], (9, MAX_IN)).astype(np.int8)
+    w[0], w[1] = -QMAX, QMAX
+    b = rng.integers(-(1 << 24), (1 << 24) + 1, 9)
+    exact = x @ w.T.astype(np.int64) + b
+    np.testing.assert_array_equal(int_dense(x, w, b), exact)
+    assert np.abs(exact).max() > 127 * 32767 * MAX_IN - (1 << 25)
+
+
+def _tuned_run(tmp_path_factory, name, args):
+    run_dir = tmp_path_factory.mktemp(name) / "run"
+    assert main(["train", *args, "--run-dir", str(run_dir), "--quiet"]) == 0
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def td3_seed2_run(tmp_path_factory):
+    """The README's example: a TD3 pendulum run whose plain int8 rounding misses the contract."""
+    return _tuned_run(tmp_path_factory, "td3s2", ["pendulum", "--algo", "td3", "--steps", "10000", "--seed", "2"])
+
+
+def test_td3_seed2_exports_within_the_default_contract_deterministically(td3_seed2_run, tmp_path):
+    import json
+    reports, files = [], []
+    for i in range(2):
+        out = tmp_path / f"p{i}.nmp"
+        code, stdout, err = _cli("export", str(td3_seed2_run), "-o", str(out), "--quantize", "int8", "--json")
+        assert code == 0, err
+        reports.append({k: v for k, v in json.loads(stdout.strip().splitlines()[-1]).items() if k != "output"})
+        files.append(out.read_bytes())
+    rep = reports[0]
+    assert rep["max_error_frac"] <= 0.02 < rep["max_error_frac_before"]   # plain rounding refused it
+    assert rep["mean_error_frac"] < rep["mean_error_frac_before"]
+    assert rep["calibration_obs"] == 8000 and rep["heldout_obs"] == 2000 and rep["finetune_steps"] >= 1
+    assert "fine-tuned" in stdout and "max action error" in stdout
+    assert files[0] == files[1] and reports[0] == reports[1]               # the fine-tune is deterministic
+
+
+def test_fine_tuned_policy_runs_bit_exactly_as_stored_in_numpy_and_c(td3_seed2_run, tmp_path):
+    """The tuned integers are an ordinary int8 file: the NumPy reference of the file read back
+    gives the tuned policy's actions bit for bit, and so does the C kernel (nm_q8_mlp) from
+    its header."""
+    from neuromotor.policy import quantize_tuned, rollout_observations, calibration_observations
+    from neuromotor.training.run_policy import load_spec
+    if not shutil.which("gcc"):
+        pytest.fail("gcc is needed (make system installs it)")
+    spec = load_spec(str(td3_seed2_run))
+    qp, info = quantize_tuned(spec, calibration_observations(spec, 300, 0), steps=10)
+    assert info["steps"] == 10 and info["max_error_frac"] <= info["max_error_frac_start"]
+    obs = rollout_observations(spec, 200, 7)
+    back = decode(encode(qp))
+    assert np.array_equal(back.forward(obs), qp.forward(obs))
+    assert all(np.array_equal(a, b) for a, b in zip(back.hidden(obs), qp.hidden(obs)))
+    (tmp_path / "policy.h").write_text(render_c_header(back, example_obs=obs[17]))
+    (tmp_path / "main.c").write_text("""
+#include <string.h>
+#include "nm_int8.h"
+#include "policy.h"
+int main(void) {
+    float a[NM_POLICY_ACT_DIM];
+    return nm_policy_forward(a, nm_policy_example_obs) != 0 || memcmp(a, nm_policy_example_action, sizeof a) != 0;
+}
+""")
+    subprocess.run(["gcc", "-O2", "-std=c99", "-ffp-contract=off", f"-I{INCLUDE}", "-o", str(tmp_path / "t"),
+                    str(tmp_path / "main.c")], check=True, capture_output=True)
+    assert subprocess.run([str(tmp_path / "t")]).returncode == 0
+    assert "nm_policy_example_action" in (tmp_path / "policy.h").read_text()
+
+
+def test_a_policy_int8_cannot_follow_is_refused_in_one_line(tmp_path):
+    """A float policy whose output row mixes one weight of 40 with weights of 0.15: at the
+    row's int8 step (40/127) the small ones are 0 or 0.31, and no rounding or fine-tune of
+    them comes within 2% of its actions (about 10% off after both)."""
+    from neuromotor.policy import write_policy
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((8, 3)).astype(np.float32)
+    w0[0] *= 0.02                     # unit 0: nearly constant, its large weight sets the step
+    spec = PolicySpec([w0, np.float32([[40] + [0.15, -0.15] * 3 + [0.15]])], [np.full(8, 0.5), np.float32([-20])],
+                      ["relu", "tanh"], obs_mean=np.zeros(3), obs_std=np.ones(3), action_scale=np.float32([2]),
+                      action_offset=np.zeros(1), action_low=np.float32([-2]), action_high=np.float32([2]))
+    write_policy(spec, tmp_path / "mixed.nmp")
+    out = tmp_path / "mixed8.nmp"
+    code, _, err = _cli("export", str(tmp_path / "mixed.nmp"), "-o", str(out), "--quantize", "int8",
+                        "--calibration", "300", "--heldout", "300", "--finetune-steps", "20")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert "int8 policy refused: max action error" in err and "exceeds --max-error 2.00%" in err
+    assert "20 fine-tuning steps (plain rounding: " in err

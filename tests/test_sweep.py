@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.training import runs, sweep
+from neuromotor.training import run_policy, runs, sweep
 from neuromotor.cli import main
 
 SETTINGS = ["--steps", "600", "--seeds", "0-1", "--grid", "batch_size=16,32", "--set", "eval_episodes=1",
@@ -46,8 +46,8 @@ def test_local_sweep_is_configurations_times_seeds_in_run_directories(reference)
     sweep_dir = reference["sweep_dir"]
     for t in reference["trials"]:
         cfg = runs.read_config(t["run_dir"])  # a normal run directory, readable as any run
-        assert cfg["algo_config"].batch_size == t["config"]["batch_size"] and t["seed"] in cfg["seeds"]
-        assert cfg["run"].steps == 600
+        assert cfg.algo_config.batch_size == t["config"]["batch_size"] and t["seed"] in cfg.seeds
+        assert cfg.run.steps == 600
         final = [r for r in runs.read_metrics(t["run_dir"]) if r["step"] == 600 and r["seed"] == t["seed"]]
         assert [r["eval_return_mean"] for r in final] == [t["eval_return_mean"]]
     with open(os.path.join(sweep_dir, sweep.PLOT), "rb") as f:
@@ -193,7 +193,7 @@ def test_unit_on_a_node_without_the_heads_disk_comes_back_whole(reference, tmp_p
     got = sweep_ray.receive(head, summary, files)
     assert got["run_dir"] == str(head) and got["eval_return_mean"] == _numbers(reference)[(16, 0)]
     assert runs.read_metrics(head) == runs.read_metrics(node)
-    assert runs.load_policy_spec(head).meta["run_dir"] == str(head)  # a whole run: its checkpoint loads
+    assert run_policy.load_policy_spec(head).meta["run_dir"] == str(head)  # a whole run: its checkpoint loads
     with pytest.raises(sweep.UserError, match="outside"):
         sweep_ray.receive(head, summary, {"../x": b""})
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neuromotor.training import config, runs
+from neuromotor.training import config, run_policy, runs
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
 from neuromotor.training.evaluation import Evaluator
@@ -85,8 +85,8 @@ def test_load_policy_spec_from_a_run_dir(tmp_path, cli):
                      "--set", "batch_size=16", "--quiet")
     assert code == 0
     cfg, algo = runs.load(run_dir)
-    assert cfg["seeds"] == [3, 4] and algo.steps == 150
-    spec = runs.load_policy_spec(run_dir, agent=1)
+    assert cfg.seeds == [3, 4] and algo.steps == 150
+    spec = run_policy.load_policy_spec(run_dir, agent=1)
     assert spec.meta["seed"] == 4 and spec.meta["env"] == "pendulum"
     obs = np.array([[1.0, 0.0, 0.5]], np.float32)
     np.testing.assert_allclose(spec.forward(obs), algo.act(np.stack([obs, obs]))[1], rtol=1e-5)
@@ -164,7 +164,8 @@ def test_shared_minibatch_is_one_minibatch_per_update_for_critics_and_actor(back
         for arr in (algo.critic.params, algo.critic.target):  # critic 1 := critic 0, per agent
             for layer in algo.critic.mlp.views(arr):
                 layer[:, 1] = layer[:, 0]
-        algo._native_setup()
+        if algo.native:
+            algo.native.load()
         for _ in range(steps):
             algo.advance()
         algo.sync_host()
@@ -197,7 +198,7 @@ def test_shared_minibatch_from_the_cli_trains_and_resumes_exactly(tmp_path, cli)
     assert code == 0, err
     for run_dir in (straight, resumed):
         cfg, algo = runs.load(run_dir)
-        assert cfg["algo_config"].shared_minibatch is True and algo.local.cfg.shared_minibatch is True
+        assert cfg.algo_config.shared_minibatch is True and algo.local.cfg.shared_minibatch is True
         assert algo.steps == 160
         algo.close()
     with np.load(straight / "checkpoint.npz") as a, np.load(resumed / "checkpoint.npz") as b:

@@ -26,7 +26,7 @@ def _sync(dst, src):
     dst.actor.opt.t, dst.critic.opt.t = src.actor.opt.t, src.critic.opt.t
     dst.env.set_state(src.env.get_state())
     dst.obs = np.array(src.obs)
-    dst._native_setup()
+    dst.native.load()
 
 
 @pytest.mark.parametrize("isa, shared", [(0, False), (2, False), (0, True)],
@@ -53,7 +53,7 @@ def test_native_update_equals_numpy_over_1000_updates(isa, shared):
         _nm_host.isa(isa)
         kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
         ref, nat = _td3([0, 3], "numpy", **kw), _td3([0, 3], "native", **kw)
-        assert nat._native and not ref._native
+        assert nat.native and not ref.native
         for _ in range(kw["learning_starts"] + updates):
             _sync(nat, ref)
             ref.advance()
@@ -162,10 +162,10 @@ def test_backend_choice_is_checked(tmp_path, cli):
 
 # ----- bad arrays -----
 def _call_args(algo):
-    """The arguments of one update, as TD3._update_native passes them."""
+    """The arguments of one update, as NativeTD3.update passes them."""
     P, B, a = algo.P, algo.cfg.batch_size, algo.act_dim
     rng = np.random.default_rng(0)
-    actor, critic, alayout, clayout, losses = algo._native_nets
+    actor, critic, alayout, clayout, losses = algo.native.nets
     return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, losses=losses,
                 replay=algo.replay.data, size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
                 noise=rng.standard_normal((P, 2, B, a), np.float32), update=True)
@@ -307,7 +307,7 @@ def test_native_act_equals_numpy_and_checks_its_arrays():
     noise = np.array([[0.1], [5.0], [-5.0]], np.float32)  # the last two clip at +-1
     out = np.empty((3, 1), np.float32)
     layout = algo.actor.layout()
-    params = algo._native[0].params  # the training layout
+    params = algo.native.families[0].params  # the training layout
     algo.sync_host()
     _nm_host.act(params, layout, obs, noise, 0.5, out)
     from neuromotor.nn.mlp import with_ones
@@ -336,13 +336,13 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
     episode ends (200) and an RNG block boundary (1,000); every state array equal."""
     native = _td3([3, 7], "native", learning_starts=50)
     numpy_env = TD3(Config(backend="native", learning_starts=50), lambda n: _OtherPendulum(n), [3, 7])
-    assert native._native_env and not numpy_env._native_env
+    assert native.native.whole_step and not numpy_env.native.whole_step
 
     def other_gravity(n):
         env = PendulumVec(n)
         env.g = 9.8
         return env
-    assert not TD3(Config(backend="native"), other_gravity, [0])._native_env  # not the compiled-in dynamics
+    assert not TD3(Config(backend="native"), other_gravity, [0]).native.whole_step  # not the compiled-in dynamics
     for _ in range(1300):
         native.advance()
         numpy_env.advance()
@@ -355,9 +355,9 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
 
 
 def _step_args(algo):
-    nets, env = algo._native_nets, algo._native_envs
+    nets, env = algo.native.nets, algo.native.envs
     return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, pos=0, size=0,
-                hyper=algo._native_hyper)
+                hyper=algo.native.hyper)
 
 
 def _step(d):
@@ -388,15 +388,15 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
         ("hyper of strings", {"hyper": ("a",) * 7}, "float|must be real"),
     ]
     before = {k: np.array(v) for k, v in algo.state_dict().items()}
-    train_before = [np.array(x) for x in algo._native[1].arrays()]
+    train_before = [np.array(x) for x in algo.native.families[1].arrays()]
     for label, change, message in cases:
         with pytest.raises((ValueError, TypeError), match=message):
             _step({**good, **change})
-        for x, y in zip(train_before, algo._native[1].arrays()):
+        for x, y in zip(train_before, algo.native.families[1].arrays()):
             np.testing.assert_array_equal(x, y, err_msg=label)
         assert np.array_equal(algo.replay.data, before["replay"]) and np.array_equal(algo.env.state, before["env_state"]), label
     assert _step(good) == 0  # the good arguments do run
-    assert not np.array_equal(train_before[0], algo._native[1].params)
+    assert not np.array_equal(train_before[0], algo.native.families[1].params)
 
 
 def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
@@ -409,16 +409,16 @@ def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
     algo.env.set_state(start)
     ref = PendulumVec(P)
     ref.set_state(start)
-    obs = algo._native_envs[1]
+    obs = algo.native.envs[1]
     obs[...] = ref._observe()
     uniform = rng.uniform(-1, 1, (steps, P, 1)).astype(np.float32)
     explore, idx, noise = np.zeros((steps, P, 1), np.float32), np.zeros((steps, P, 3, 1), np.uint32), np.zeros(
         (steps, P, 2, 1, 1), np.float32)
-    hyper = algo._native_hyper[:5] + (3.0, 0.0)
+    hyper = algo.native.hyper[:5] + (3.0, 0.0)
     at_speed_limit = 0
     for i in range(steps):
         pos = i % algo.replay.capacity
-        _nm_host.td3_step(algo._native_nets, algo.replay.data, algo._native_envs, (explore, uniform, idx, noise), i,
+        _nm_host.td3_step(algo.native.nets, algo.replay.data, algo.native.envs, (explore, uniform, idx, noise), i,
                           pos, min(i, algo.replay.capacity), True, False, False, False, hyper)
         want_obs, want_reward, _ = ref.step(uniform[i] * np.float32(3.0))
         np.testing.assert_array_equal(algo.env.state, ref.state)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from neuromotor.algos.td3 import TD3, Config
-from neuromotor.algos.td3_native import TrainFamily
+from neuromotor.algos.native_family import TrainFamily
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.nn import MLP
 from neuromotor.paths import cache_dir

@@ -89,7 +89,8 @@ def test_force_removes_the_old_event_files(cli, tmp_path):
 def test_td3_writes_its_losses_per_agent(cli, tmp_path, backend):
     """loss/critic and loss/actor of TD3 (either backend) at every evaluation after learning
     starts: the last update's values, as the same training in this process gives them."""
-    from neuromotor.algos.td3 import TD3, Config, _nm_host
+    from neuromotor.algos.td3 import TD3, Config
+    from neuromotor.algos.native_family import _nm_host
     from neuromotor.envs import env_class
     if backend == "native" and _nm_host is None:
         pytest.fail("the compiled extension is missing: pip install -e .")

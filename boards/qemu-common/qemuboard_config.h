@@ -7,6 +7,10 @@
 
 #include <mpconfigport.h>
 
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+#endif
+
 // `time` with ticks_ms/ticks_us/ticks_cpu/sleep*, backed by a hardware timer
 // (CMSDK APB timer0 on MPS2, CLINT mtime on RISC-V virt). See qemuboard.c.
 #undef MICROPY_PY_TIME
@@ -39,7 +43,6 @@
 #define MICROPY_GC_PEAK_TRACKING    (1)
 
 #ifndef __ASSEMBLER__
-#include <stdint.h>
 void qemuboard_init(void);
 void qemuboard_wfe(uint32_t timeout_ms);
 void qemuboard_vm_poll(void);

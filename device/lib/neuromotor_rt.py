@@ -15,11 +15,15 @@
 #
 # The file format is specified in docs/policy-format.md; the host writes it
 # with `neuromotor export`. Backends:
-#   native  our C kernels: the built-in module `nm_kernels` (custom firmware)
-#           or the dynamic native module `nm_kernels_natmod.mpy`; one call per
-#           inference, no allocation per call.
+#   native  our C kernels: built-in `nm_kernels` (custom firmware) or the dynamic
+#           native module `nm_kernels_natmod.mpy`; no allocation per call.
 #   ulab    ulab.numpy (CircuitPython, firmware built with ULAB_DIR=...).
 #   python  plain Python, works everywhere, slow.
+#
+# Here is what every load needs (format, checks, reader, CRC-32, backend choice,
+# native backend): a further module costs a board an import. On first use only:
+# nm_rt_write, nm_rt_python, nm_rt_ulab, nm_rt_native (kernels without Forward),
+# nm_rt_where (names a faulty value).
 #
 # The native policy subclasses the kernels' C type `Forward`, so p(obs) goes
 # straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp) is the
@@ -35,11 +39,6 @@ except ImportError:
     def const(x):
         return x
 
-
-try:
-    import os
-except ImportError:  # pragma: no cover - very small ports
-    os = None
 
 FORMAT_VERSION = const(2)  # written when there are action limits; version 1 is read too
 DTYPE_VERSION = const(3)  # the version with a dtype byte (written by the host for int8 policies)
@@ -101,12 +100,12 @@ def header_size(n_layers, version=FORMAT_VERSION):
     return (n + 3) & ~3
 
 
-def _pad4(n):
+def pad4(n):
     return (n + 3) & ~3
 
 
 def q8_layer_bytes(n_in, n_out, last):
-    return _pad4(n_out) * _pad4(n_in) + 8 * _pad4(n_out) + (0 if last else 4)
+    return pad4(n_out) * pad4(n_in) + 8 * pad4(n_out) + (0 if last else 4)
 
 
 def q8_net_bytes(sizes):
@@ -146,8 +145,8 @@ def check_q8_values(sizes, acts, net, clamp):
             raise PolicyValueError("in_mul (input multiplier) must be positive, got %r at index %d" % (head[s0 + i], i))
     off = 8 * s0
     for li in range(n):
-        n_out, rows = sizes[li + 1], _pad4(sizes[li + 1])
-        off_b = off + rows * _pad4(sizes[li])
+        n_out, rows = sizes[li + 1], pad4(sizes[li + 1])
+        off_b = off + rows * pad4(sizes[li])
         for c, b in enumerate(struct.unpack_from("<%di" % n_out, net, off_b)):
             if not -(1 << 24) <= b <= 1 << 24:
                 raise PolicyValueError("layer %d: bias[%d] outside -2^24..2^24" % (li, c))
@@ -169,24 +168,7 @@ def check_q8_values(sizes, acts, net, clamp):
         if v - v != 0.0:
             name = "action_scale[%d]" % i if i < sl else "action_offset[%d]" % (i - sl)
             raise PolicyValueError("policy has non-finite values: %s" % name)
-    _check_clamp(sl, clamp)
-
-
-def _where(sizes, i):
-    """Which parameter float i of a net is (for error messages)."""
-    s0, sl = sizes[0], sizes[-1]
-    for name, n in (("obs_mean", s0), ("obs_std", s0)):
-        if i < n:
-            return "%s[%d]" % (name, i)
-        i -= n
-    for li in range(len(sizes) - 1):
-        n = layer_size(sizes[li], sizes[li + 1])
-        if i < n:
-            return "layer %d float %d" % (li, i)
-        i -= n
-    if i < sl:
-        return "action_scale[%d]" % i
-    return "action_offset[%d]" % (i - sl)
+    check_clamp(sl, clamp)
 
 
 def check_values(sizes, net, clamp=None):
@@ -198,15 +180,17 @@ def check_values(sizes, net, clamp=None):
         for i in range(len(net)):
             v = net[i]
             if v - v != 0.0:
-                raise PolicyValueError("policy has non-finite values: %s is %r" % (_where(sizes, i), v))
+                from nm_rt_where import where
+
+                raise PolicyValueError("policy has non-finite values: %s is %r" % (where(sizes, i), v))
     s0, sl = sizes[0], sizes[-1]
     for i in range(s0, 2 * s0):
         if not net[i] > 0.0:
             raise PolicyValueError("obs_std must be positive, got %r at index %d" % (net[i], i - s0))
-    _check_clamp(sl, clamp)
+    check_clamp(sl, clamp)
 
 
-def _check_clamp(sl, clamp):
+def check_clamp(sl, clamp):
     if clamp is None:
         return
     if len(clamp) != 2 * sl:
@@ -225,16 +209,7 @@ def make_layout(sizes, acts):
 
 
 # ---------------------------------------------------------------------------
-# CRC-32 (zlib): native kernels, then binascii, then plain Python.
-
-
-def _crc32_python(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
-    return crc ^ 0xFFFFFFFF
+# CRC-32 (zlib): native kernels, then binascii, then plain Python (nm_rt_python).
 
 
 def _find_crc32():
@@ -248,7 +223,9 @@ def _find_crc32():
 
         return crc32
     except ImportError:
-        return _crc32_python
+        from nm_rt_python import crc32_python
+
+        return crc32_python
 
 
 _crc32 = None
@@ -337,51 +314,11 @@ def read_policy(path):
     return sizes, acts, net, clamp
 
 
-_S_IFMT = const(0xF000)
-_S_IFREG = const(0x8000)
-
-
-def _regular_or_absent(path):
-    try:
-        mode = os.stat(path)[0]
-    except OSError:  # absent: a new file
-        return
-    if mode & _S_IFMT != _S_IFREG:
-        raise ValueError("cannot write %s: not a regular file" % path)
-
-
 def write_policy(path, sizes, acts, net, clamp=None):
-    """Write a policy file (same format as the host's export): version 2 with the
-    action limits clamp (lows then highs), version 1 without. The values are
-    checked first (PolicyValueError); the file goes to path + ".tmp" and is
-    renamed over path, which must be a regular file or absent."""
-    n_layers = len(acts)
-    if len(sizes) != n_layers + 1:
-        raise ValueError("%d sizes for %d layers" % (len(sizes), n_layers))
-    check_values(sizes, net, clamp)
-    tmp = path + ".tmp"
-    _regular_or_absent(path)
-    _regular_or_absent(tmp)
-    hlen = header_size(n_layers)
-    n_floats = len(net) + (0 if clamp is None else len(clamp))
-    head = struct.pack("<4sHHHHI", MAGIC, 1 if clamp is None else FORMAT_VERSION, hlen, n_layers, 0, n_floats)
-    table = struct.pack("<%dH" % (n_layers + 1), *sizes) + bytes(acts)
-    table += bytes(hlen - HEADER_FIXED - len(table))
-    crc = crc32(net, crc32(table, crc32(head)))
-    if clamp is not None:
-        crc = crc32(clamp, crc)
-    with open(tmp, "wb") as f:
-        f.write(head)
-        f.write(table)
-        f.write(net)
-        if clamp is not None:
-            f.write(clamp)
-        f.write(struct.pack("<I", crc))
-    try:
-        os.rename(tmp, path)
-    except OSError:  # FAT will not rename over an existing file
-        os.remove(path)
-        os.rename(tmp, path)
+    """Write a policy file, values checked first, atomically (nm_rt_write.write_policy)."""
+    from nm_rt_write import write_policy
+
+    write_policy(path, sizes, acts, net, clamp)
 
 
 # ---------------------------------------------------------------------------
@@ -450,19 +387,19 @@ class Policy:
             k = _native_module(kernels)
             return _native_class(k)(sizes, acts, net, clamp, k)
         if backend == "ulab":
-            return UlabPolicy(sizes, acts, net, clamp)
+            return _ulab_policy(sizes, acts, net, clamp)
         if backend == "python":
-            return PythonPolicy(sizes, acts, net, clamp)
+            return _python_policy(sizes, acts, net, clamp)
         try:
             k = _native_module()
             return _native_class(k)(sizes, acts, net, clamp, k)
         except BackendUnavailableError:
             pass
         try:
-            return UlabPolicy(sizes, acts, net, clamp)
+            return _ulab_policy(sizes, acts, net, clamp)
         except BackendUnavailableError:
             pass
-        return PythonPolicy(sizes, acts, net, clamp)
+        return _python_policy(sizes, acts, net, clamp)
 
     @classmethod
     def _create_int8(cls, sizes, acts, net, clamp, backend, kernels):
@@ -475,7 +412,7 @@ class Policy:
             except BackendUnavailableError:
                 if backend == "native":
                     raise
-        return PythonQ8Policy(sizes, acts, net, clamp)
+        return _python_policy(sizes, acts, net, clamp)
 
     @classmethod
     def load(cls, path, backend=None, kernels=None):
@@ -488,36 +425,17 @@ class Policy:
                                               ",".join(ACTIVATIONS[a] for a in self.acts), self.name)
 
 
-class NativePolicy(Policy):
-    name = "native"
-
-    def __init__(self, sizes, acts, net, clamp=None, kernels=None):
-        k = _native_module(kernels)
-        Policy.__init__(self, sizes, acts, net, clamp)
-        self.kernels = k
-        self.mlp = k.mlp
-        self.layout = make_layout(sizes, acts)
-        if self.dtype == "int8":
-            self.scratch = array("f", range(k.scratch_size(self.layout, 1)))
-        else:
-            self.scratch = array("f", range(k.scratch_size(self.layout)))
-        self.x = array("f", range(sizes[0]))
-
-    def __call__(self, obs, _array=array):
-        # array('f') goes straight to the kernel (which checks its length);
-        # anything else is copied into a preallocated buffer first. Kept this
-        # small on purpose: a bytecode frame with more locals than
-        # VM_MAX_STATE_ON_STACK would be heap-allocated (and freed) per call.
-        if type(obs) is not _array:
-            obs = self._copy_in(obs)
-        self.mlp(self.out, obs, self.net, self.layout, self.scratch, self.clamp)
-        return self.out
-
-    def _copy_in(self, obs):
-        x = self.x
-        for i in range(len(x)):
-            x[i] = obs[i]
-        return x
+def _native_init(p, sizes, acts, net, clamp, k):
+    """The buffers of a native policy p on kernels k."""
+    Policy.__init__(p, sizes, acts, net, clamp)
+    p.kernels = k
+    p.mlp = k.mlp
+    p.layout = make_layout(sizes, acts)
+    if p.dtype == "int8":
+        p.scratch = array("f", range(k.scratch_size(p.layout, 1)))
+    else:
+        p.scratch = array("f", range(k.scratch_size(p.layout)))
+    p.x = array("f", range(sizes[0]))
 
 
 _native_classes = {}
@@ -528,6 +446,8 @@ def _native_class(k):
     one: calling the policy then goes straight to C (no bytecode frame)."""
     forward = getattr(k, "Forward", None)
     if forward is None:
+        from nm_rt_native import NativePolicy
+
         return NativePolicy
     cls = _native_classes.get(id(k))
     if cls is None:
@@ -538,225 +458,27 @@ def _native_class(k):
             name = "native"
 
             def __init__(self, sizes, acts, net, clamp=None, kernels=None):
-                NativePolicy.__init__(self, sizes, acts, net, clamp, k)
+                _native_init(self, sizes, acts, net, clamp, k)
                 super().__init__(self.out, net, self.layout, self.scratch, self.x, clamp)
 
         cls = _native_classes[id(k)] = NativeForwardPolicy
     return cls
 
 
-def _ulab_numpy():
-    try:
-        from ulab import numpy as np
-
-        return np
+def _ulab_policy(sizes, acts, net, clamp):
+    try:  # first: a board without ulab never loads the backend's module
+        import ulab  # noqa: F401
     except ImportError:
-        pass
-    try:
-        import ulab as np  # very old ulab: functions at the top level
-
-        np.dot
-        return np
-    except (ImportError, AttributeError):
         raise BackendUnavailableError("ulab backend unavailable: this firmware has no ulab module")
+    from nm_rt_ulab import UlabPolicy
+
+    return UlabPolicy(sizes, acts, net, clamp)
 
 
-class UlabPolicy(Policy):
-    name = "ulab"
+def _python_policy(sizes, acts, net, clamp):
+    from nm_rt_python import PythonPolicy, PythonQ8Policy
 
-    def __init__(self, sizes, acts, net, clamp=None):
-        np = _ulab_numpy()
-        Policy.__init__(self, sizes, acts, net, clamp)
-        self.np = np
-        s0, sl = sizes[0], sizes[-1]
-        self.mean = np.array(net[0:s0])
-        self.std = np.array(net[s0:2 * s0])
-        self.layers = []
-        off = 2 * s0
-        for i in range(len(acts)):
-            n_in, n_out = sizes[i], sizes[i + 1]
-            w = np.zeros((n_out, n_in))
-            b = np.zeros(n_out)
-            stride = BLOCK * (n_in + 1)
-            for r in range(n_out):
-                base = off + (r // BLOCK) * stride + r % BLOCK
-                b[r] = net[base]
-                for j in range(n_in):
-                    w[r, j] = net[base + BLOCK * (j + 1)]
-            self.layers.append((w, b, acts[i]))
-            off += layer_size(n_in, n_out)
-        self.scale = np.array(net[off:off + sl])
-        self.offset = np.array(net[off + sl:off + 2 * sl])
-
-    def __call__(self, obs):
-        np = self.np
-        x = (np.array(_finite_obs(obs, self.obs_dim)) - self.mean) / self.std
-        for w, b, act in self.layers:
-            x = np.dot(w, x) + b
-            if act == 1:
-                x = np.maximum(x, 0.0)
-            elif act == 2:
-                x = np.tanh(x)
-        return _store(self.out, x * self.scale + self.offset, self.clamp)
-
-
-def _finite_obs(obs, n):
-    """obs as a list of n floats; ValueError (as the native kernels) for a non-finite one."""
-    if len(obs) != n:
-        raise ValueError("obs: expected %d floats, got %d" % (n, len(obs)))
-    x = [float(v) for v in obs]
-    for i in range(n):
-        if x[i] - x[i] != 0.0:
-            raise ValueError("obs[%d] is not finite" % i)
-    return x
-
-
-def _store(out, y, clamp):
-    """out[i] = y[i], clamped into [clamp[i], clamp[n + i]] when there are limits; a NaN
-    becomes the midpoint lo/2 + hi/2 (nm_clamp in nm_kernels.h does the same)."""
-    n = len(out)
-    for i in range(n):
-        v = y[i]
-        if clamp is not None:
-            lo, hi = clamp[i], clamp[n + i]
-            if v != v:
-                v = 0.5 * lo + 0.5 * hi
-            elif v < lo:
-                v = lo
-            elif v > hi:
-                v = hi
-        out[i] = v
-    return out
-
-
-def _tanh(v):
-    try:
-        from math import tanh
-    except ImportError:
-        from math import exp
-
-        def tanh(v):
-            if v > 20.0:
-                return 1.0
-            if v < -20.0:
-                return -1.0
-            e = exp(2.0 * v)
-            return (e - 1.0) / (e + 1.0)
-
-    globals()["_tanh"] = tanh
-    return tanh(v)
-
-
-class PythonPolicy(Policy):
-    name = "python"
-
-    def __call__(self, obs):
-        net, sizes = self.net, self.sizes
-        s0 = sizes[0]
-        x = _finite_obs(obs, s0)
-        for i in range(s0):
-            x[i] = (x[i] - net[i]) / net[s0 + i]
-        off = 2 * s0
-        for li in range(len(self.acts)):
-            n_in, n_out, act = sizes[li], sizes[li + 1], self.acts[li]
-            stride = BLOCK * (n_in + 1)
-            y = []
-            for blk in range((n_out + BLOCK - 1) // BLOCK):
-                k = off + blk * stride
-                a0, a1, a2, a3 = net[k], net[k + 1], net[k + 2], net[k + 3]
-                for xj in x:
-                    k += BLOCK
-                    a0 += net[k] * xj
-                    a1 += net[k + 1] * xj
-                    a2 += net[k + 2] * xj
-                    a3 += net[k + 3] * xj
-                y.append(a0)
-                y.append(a1)
-                y.append(a2)
-                y.append(a3)
-            del y[n_out:]
-            if act == 1:
-                y = [v if v > 0.0 else 0.0 for v in y]
-            elif act == 2:
-                y = [_tanh(v) for v in y]
-            x = y
-            off += layer_size(n_in, n_out)
-        sl = sizes[-1]
-        for i in range(sl):
-            x[i] = x[i] * net[off + i] + net[off + sl + i]
-        return _store(self.out, x, self.clamp)
-
-
-def _f32(v, _r=array("f", [0.0])):
-    """v rounded to float32 (a no-op where MicroPython's float is float32)."""
-    _r[0] = v
-    return _r[0]
-
-
-class PythonQ8Policy(Policy):
-    """An int8 policy in plain Python: nm_int8.h's integer arithmetic (Python ints are
-    exact), its float32 steps rounded through an array('f'); tanh is math's."""
-
-    name = "python"
-
-    def __init__(self, sizes, acts, net, clamp=None):
-        Policy.__init__(self, sizes, acts, net, clamp)
-        s0, sl, n = sizes[0], sizes[-1], len(acts)
-        head = struct.unpack_from("<%df" % (2 * s0), net, 0)
-        self.mean, self.mul = head[:s0], head[s0:2 * s0]
-        self.layers = []
-        off = 8 * s0
-        for li in range(n):
-            n_in, n_out = sizes[li], sizes[li + 1]
-            cols, rows = _pad4(n_in), _pad4(n_out)
-            raw = struct.unpack_from("<%db" % (rows * cols), net, off)
-            w = []
-            for r in range(n_out):  # block r // 4, row r % 4 of each group of 4 inputs
-                base = (r // 4) * 4 * cols + (r % 4) * 4
-                w.append([raw[base + (j // 4) * 16 + j % 4] for j in range(n_in)])
-            off_b = off + rows * cols
-            bias = struct.unpack_from("<%di" % n_out, net, off_b)
-            if li < n - 1:
-                extra = (struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows),
-                         struct.unpack_from("<i", net, off_b + 8 * rows)[0])
-            else:
-                extra = struct.unpack_from("<%df" % n_out, net, off_b + 4 * rows)
-            self.layers.append((w, bias, extra, acts[li]))
-            off += q8_layer_bytes(n_in, n_out, li == n - 1)
-        tail = struct.unpack_from("<%df" % (2 * sl), net, off)
-        self.scale, self.offset = tail[:sl], tail[sl:]
-
-    def __call__(self, obs):
-        x = _finite_obs(obs, self.obs_dim)
-        q = []
-        for i in range(self.obs_dim):
-            t = _f32(_f32(x[i] - self.mean[i]) * self.mul[i])
-            v = int(abs(t) + 0.5) if abs(t) < 32767.0 else 32767  # exact: t has 24 bits, a float 53
-            q.append(-v if t < 0.0 else v)
-        n = len(self.layers)
-        for li in range(n):
-            w, bias, extra, act = self.layers[li]
-            accs = [bias[r] + sum(wr[j] * q[j] for j in range(len(q))) for r, wr in enumerate(w)]
-            if li == n - 1:
-                break
-            mult, r = extra
-            lo, hi, rnd = (0 if act == 1 else -32768), 32767, (1 << r) >> 1
-            q = []
-            for c in range(len(accs)):
-                v = (((accs[c] * mult[c] + (1 << 31)) >> 32) + rnd) >> r
-                q.append(lo if v < lo else hi if v > hi else v)
-        y = []
-        for c in range(len(accs)):
-            v = _f32(_f32(accs[c]) * extra[c])
-            if act == 1:
-                v = v if v > 0.0 else 0.0
-            elif act == 2:
-                v = _f32(_tanh(v))
-            y.append(_f32(_f32(v * self.scale[c]) + self.offset[c]))
-        return _store(self.out, y, self.clamp)
-
-
-# ---------------------------------------------------------------------------
+    return (PythonQ8Policy if dtype_of(net) == "int8" else PythonPolicy)(sizes, acts, net, clamp)
 
 
 def available_backends():
@@ -768,7 +490,9 @@ def available_backends():
     except BackendUnavailableError:
         pass
     try:
-        _ulab_numpy()
+        from nm_rt_ulab import ulab_numpy
+
+        ulab_numpy()
         found.append("ulab")
     except BackendUnavailableError:
         pass

@@ -450,9 +450,9 @@ class Trainer:
         return total / episodes
 
     def save_policy(self, path=POLICY_PATH):
-        """Write the actor as a policy file (docs/policy-format.md) with neuromotor_rt's writer,
+        """Write the actor as a policy file (docs/policy-format.md) with the runtime's writer (nm_rt_write),
         actions clamped to the pendulum's torque limits; returns (path, bytes written)."""
-        from neuromotor_rt import write_policy
+        from nm_rt_write import write_policy
         K, o, na, env = self.K, self.obs_dim, self.act_dim, self.env
         sizes = self.actor.sizes
         n = policy_floats(sizes)

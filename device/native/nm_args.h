@@ -16,6 +16,10 @@
 #include "nm_kernels.h"
 #include "nm_int8.h"
 
+#if !defined(MICROPY_ENABLE_DYNRUNTIME) && MICROPY_PY_ARRAY
+#include "py/objarray.h"
+#endif
+
 /* ---------------------------------------------------------------------------
  * Errors with numbers in them (dynruntime has no printf-style raise).
  */
@@ -84,10 +88,6 @@ typedef struct {
     void *buf;
     size_t len; // elements
 } nm_arr_t;
-
-#if !defined(MICROPY_ENABLE_DYNRUNTIME) && MICROPY_PY_ARRAY
-#include "py/objarray.h"
-#endif
 
 // An array('f') or array('b') read off the object itself: a policy call fetches
 // five buffers, and the buffer protocol (type slot lookup, typecode size table)

@@ -8,15 +8,12 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "train", "resume", "load_run", "Run", "Evaluation",
-    "Board", "EmulatedBoard", "start_board", "HilResult", "BenchResult",
-    "PolicySpec", "UserError", "TD3", "SAC", "PPO", "env_factory", "__version__",
-]
+from neuromotor.api import __all__ as _api_names
+
+__all__ = [*_api_names, "__version__"]
 
 if TYPE_CHECKING:
-    from neuromotor.api import (PPO, SAC, TD3, BenchResult, Board, EmulatedBoard, Evaluation, HilResult,
-                                PolicySpec, Run, UserError, env_factory, load_run, resume, start_board, train)
+    from neuromotor.api import *  # noqa: F401,F403
 
 
 def __getattr__(name: str):

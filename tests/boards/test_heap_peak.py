@@ -184,7 +184,7 @@ def test_bench_reports_heap_peaks(qemu_m7, mpremote, tmp_path):
     import numpy as np
 
     from neuromotor.policy import write_policy
-    from neuromotor.boards.link.client import BenchClient
+    from neuromotor.boards.link.client import LinkClient
     from neuromotor.policy.spec import PolicySpec
 
     _need_nm_heap(mpremote, qemu_m7.port)
@@ -198,7 +198,7 @@ def test_bench_reports_heap_peaks(qemu_m7, mpremote, tmp_path):
     res = subprocess.run([sys.executable, "-m", "neuromotor", "deploy", str(policy), "--port", qemu_m7.port],
                          capture_output=True, text=True, timeout=600, cwd=REPO)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    with BenchClient(qemu_m7.port, timeout=30) as c:
+    with LinkClient(qemu_m7.port, timeout=30) as c:
         assert c.info["heap_peak_counted"] is True, c.info
         out = {}
         for backend in ("native", "python"):

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.boards.link.protocol import decode
+from neuromotor.boards.link.protocol import decode_line
+from neuromotor.policy.platformio import INCLUDE_DIR, kernel_headers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from board_inference import make_policy  # noqa: E402
@@ -50,6 +51,10 @@ def test_export_writes_the_project(project):
     for rel in ("include/nm_policy.h", "include/nm_kernels.h", "src/nm_policy_bench.c", "src/nm_policy_bench.h",
                 "src/main.cpp"):
         assert (project / rel).is_file(), rel
+    headers = kernel_headers()
+    assert {"nm_kernels.h", "nm_dense.h", "nm_isa.h", "nm_mlp.h"} <= set(headers)
+    for h in headers:  # nm_kernels.h and every header it includes, as in the tree
+        assert (project / "include" / h).read_text() == (INCLUDE_DIR / h).read_text(), h
     assert "nm_policy_forward" in (project / "include/nm_policy.h").read_text()
     assert "DWT->CYCCNT" in (project / "src/main.cpp").read_text()
 
@@ -89,7 +94,7 @@ def test_bench_program_prints_nmb1_lines(project, tmp_path):
     exe = _host_program(project, tmp_path)
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stdout + res.stderr
-    good, bad = [decode(line) for line in res.stdout.splitlines()]
+    good, bad = [decode_line(line) for line in res.stdout.splitlines()]
     assert good.seq == "-" and good.word == "bench"
     import json
     r = json.loads(good.payload)
@@ -176,7 +181,7 @@ def test_baremetal_project_emulated_env_runs_offline_and_bench_reads_it():
     out = pio_run("qemu-m4f", "exec")
     assert not (BAREMETAL_DIR / ".pio").exists()  # the build lives in the cache
     line = next(x for x in out.splitlines() if x.startswith("@nm - bench"))
-    msg = decode(line)
+    msg = decode_line(line)
     r = json.loads(msg.payload)
     assert r["board"] == "qemu-m4f" and r["clock_hz"] == 10**9 and set(r["backends"]) == {"native", "generic"}
     # the same program as the Makefile build: the same instruction count per inference

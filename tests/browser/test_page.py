@@ -15,7 +15,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from neuromotor.boards.deploy.core import export_policy
+from neuromotor.boards.deploy.core import policy_bytes
 from neuromotor.policy import read_policy
 from neuromotor.boards.web.chromium import Chromium
 from neuromotor.boards.web.serve import Background
@@ -91,7 +91,7 @@ def test_downloaded_policy_equals_host_forward_pass(trained):
     assert np.all(np.isfinite(dev)) and np.ptp(ref) > 1e-3  # a policy that answers differently
     assert np.abs(dev - ref).max() <= RTOL * max(1.0, np.abs(ref).max()), np.abs(dev - ref).max()
     # the host's deploy reads and validates it as it would before uploading
-    source, data = export_policy(str(trained["file"]))
+    source, data = policy_bytes(str(trained["file"]))
     assert data == trained["data"]
 
 

@@ -88,13 +88,12 @@ def test_cli_export_converts_and_reports_errors(tmp_path, capsys):
 
 
 def test_cli_export_from_run_directory(tmp_path):
-    runs = pytest.importorskip("neuromotor.training.runs", reason="neuromotor.training.runs (host training runs) not available yet")
-    if not hasattr(runs, "load_policy_spec"):
-        pytest.skip("neuromotor.training.runs.load_policy_spec not available yet")
+    from neuromotor.training import run_policy
+
     main(["train", "pendulum", "--algo", "td3", "--steps", "300", "--seed", "0",
           "--run-dir", str(tmp_path / "run"), "--force"])
     assert main(["export", str(tmp_path / "run"), "-o", str(tmp_path / "p.nmp")]) == 0
-    spec = runs.load_policy_spec(tmp_path / "run")
+    spec = run_policy.load_policy_spec(tmp_path / "run")
     back = read_policy(tmp_path / "p.nmp")
     obs = np.random.default_rng(0).standard_normal((20, spec.obs_dim)).astype(np.float32)
     assert np.array_equal(spec.forward(obs), back.forward(obs))
@@ -238,7 +237,7 @@ def test_export_of_nan_checkpoint_is_refused_and_writes_nothing(tmp_path, capsys
 
 @pytest.mark.parametrize("algo", ["td3", "ppo"])
 def test_exported_policy_carries_the_env_bounds(tmp_path, algo):
-    from neuromotor.training import runs
+    from neuromotor.training import run_policy
     run = tmp_path / "run"
     _train_pendulum(run, algo)
     assert main(["export", str(run), "-o", str(tmp_path / "p.nmp")]) == 0
@@ -249,7 +248,7 @@ def test_exported_policy_carries_the_env_bounds(tmp_path, algo):
     obs = np.random.default_rng(1).normal(0, 1, (200, 3)).astype(np.float32)
     acts = loud(obs)
     assert np.abs(acts).max() == 2.0
-    assert np.array_equal(runs.load_policy_spec(run)(obs), back(obs))
+    assert np.array_equal(run_policy.load_policy_spec(run)(obs), back(obs))
 
 
 CLAMP_MAIN = r"""

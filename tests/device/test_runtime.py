@@ -351,17 +351,29 @@ print(rt.Policy.load({str(policy)!r}).backend)
     assert lines[1] == "python"
 
 
-def test_runtime_imports_without_micropython_modules(tmp_path):
-    """CircuitPython has neither `micropython` nor `machine`: the runtime must
-    import and run its python backend without them (checked under CPython)."""
-    import importlib.util
+def runtime_under_cpython(monkeypatch):
+    """neuromotor_rt and its modules (device/lib) imported afresh by CPython; sys.path and
+    sys.modules are restored after the test."""
+    import importlib
     import sys
 
     from neuromotor.paths import DEVICE_DIR
-    spec_ = importlib.util.spec_from_file_location("neuromotor_rt_cpython", DEVICE_DIR / "lib" / "neuromotor_rt.py")
-    rt = importlib.util.module_from_spec(spec_)
+    monkeypatch.syspath_prepend(str(DEVICE_DIR / "lib"))
+    for name in list(sys.modules):
+        if name == "neuromotor_rt" or name.startswith("nm_rt_"):
+            monkeypatch.delitem(sys.modules, name)
+    rt = importlib.import_module("neuromotor_rt")
+    assert rt.__file__ == str(DEVICE_DIR / "lib" / "neuromotor_rt.py")
+    return rt
+
+
+def test_runtime_imports_without_micropython_modules(tmp_path, monkeypatch):
+    """CircuitPython has neither `micropython` nor `machine`: the runtime must
+    import and run its python backend without them (checked under CPython)."""
+    import sys
+
     assert "micropython" not in sys.modules
-    spec_.loader.exec_module(rt)
+    rt = runtime_under_cpython(monkeypatch)
     policy = tmp_path / "p.nmp"
     spec = random_spec([5, 16, 2], seed=3)
     write_policy(spec, policy)
@@ -372,6 +384,32 @@ def test_runtime_imports_without_micropython_modules(tmp_path):
     assert_agrees(got, spec.forward(obs), "python backend under CPython")
     with pytest.raises(rt.BackendUnavailableError, match="ulab backend unavailable"):
         rt.Policy.load(str(policy), backend="ulab")
+
+
+@pytest.mark.device
+def test_native_policy_on_kernels_without_forward(run_mp, tmp_path):
+    """Kernels that offer only mlp and scratch_size (no Forward type) run through the
+    Python-called native policy (nm_rt_native), with the same bits as Forward's."""
+    policy = tmp_path / "p.nmp"
+    write_policy(clamped_spec(), policy)
+    proc = run_mp(f"""
+from array import array
+import nm_kernels
+import neuromotor_rt as rt
+class Bare:
+    pass
+k = Bare()
+k.mlp, k.scratch_size = nm_kernels.mlp, nm_kernels.scratch_size
+p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
+q = rt.Policy.load({str(policy)!r}, backend='native', kernels=nm_kernels)
+print(type(p).__name__, p.backend, isinstance(p, nm_kernels.Forward), isinstance(q, nm_kernels.Forward))
+same = True
+for i in range(50):
+    obs = [0.37 * ((i * 7 + j * 3) % 11) - 1.8 for j in range(p.obs_dim)]
+    same = same and list(p(obs)) == list(q(array('f', obs))) == list(p(array('f', obs)))
+print(same)
+""")
+    assert proc.stdout.splitlines() == ["NativePolicy native False True", "True"]
 
 
 @pytest.mark.device
@@ -482,7 +520,8 @@ for name, k, big in (('usermod', nm_kernels, 3e38), ('natmod', nm_kernels_natmod
             print(name, 'ACCEPTED', bad)
         except ValueError as e:
             print(name, 'ValueError', e)
-print('store', list(rt._store(array('f', [9, 9, 9]), [float('nan'), 5.0, -5.0], array('f', [-1, 0, 1, 1, 2, 3]))))
+import nm_rt_python
+print('store', list(nm_rt_python.store(array('f', [9, 9, 9]), [float('nan'), 5.0, -5.0], array('f', [-1, 0, 1, 1, 2, 3]))))
 """)
     lines = proc.stdout.splitlines()
     for i, name in enumerate(("usermod", "natmod", "python")):
@@ -542,17 +581,13 @@ def test_ulab_backend_logic_with_numpy_standing_in(tmp_path, monkeypatch):
     NumPy as `ulab.numpy` (the calls it makes exist in both) to check its unpacking, clamp
     and observation checks; the real ulab is covered by test_ulab_backend_agrees_with_numpy
     and the ulab case of test_ppo_policy_is_clamped_on_every_backend when one is given."""
-    import importlib.util
     import sys
     import types
 
-    from neuromotor.paths import DEVICE_DIR
     fake = types.ModuleType("ulab")
     fake.numpy = np
     monkeypatch.setitem(sys.modules, "ulab", fake)
-    spec_ = importlib.util.spec_from_file_location("neuromotor_rt_ulab", DEVICE_DIR / "lib" / "neuromotor_rt.py")
-    rt = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(rt)
+    rt = runtime_under_cpython(monkeypatch)
     spec = clamped_spec()
     policy = tmp_path / "p.nmp"
     write_policy(spec, policy)

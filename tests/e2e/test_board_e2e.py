@@ -13,7 +13,7 @@ import signal
 import numpy as np
 import pytest
 
-from neuromotor.boards.link import BenchClient, ProtocolError
+from neuromotor.boards.link import LinkClient, ProtocolError
 
 from .helpers import (board_exec, board_listdir, board_reset, board_sha256, ensure_deployed, last_json, nm,
                       sigkill, start_paused)
@@ -26,7 +26,7 @@ def sha(path):
 
 
 def board_actions(port, obs, backend="auto"):
-    with BenchClient(port) as c:
+    with LinkClient(port) as c:
         meta = c.load("/policy.nmp", backend)
         acts = np.stack([c.act(o)[0] for o in obs])
     return meta, acts
@@ -184,7 +184,7 @@ def test_garbage_on_the_line(arm_board, policies):
     spec, path = policies["A"]
     ensure_deployed(arm_board.port, path)
     obs = np.float32([0.5, -0.5, 1.0])
-    with BenchClient(arm_board.port, timeout=5) as c:
+    with LinkClient(arm_board.port, timeout=5) as c:
         c.load()
         # junk from the board: banner-like text, a stale reply, lines with bad checksums
         assert c.request("noise", 3) == "clean"
@@ -205,7 +205,7 @@ def test_garbage_on_the_line(arm_board, policies):
         with pytest.raises(ProtocolError, match="stopped"):
             c.request("hello", timeout=5, retries=1)
     # and the next session starts cleanly
-    with BenchClient(arm_board.port, timeout=5) as c:
+    with LinkClient(arm_board.port, timeout=5) as c:
         assert c.hello()["proto"] == 1
 
 
@@ -274,7 +274,7 @@ def test_timeout_then_resync(arm_board, policies):
     spec, path = policies["A"]
     ensure_deployed(arm_board.port, path)
     obs = np.float32([0.1, 0.2, -0.3])
-    with BenchClient(arm_board.port, timeout=5) as c:
+    with LinkClient(arm_board.port, timeout=5) as c:
         c.load()
         os.kill(arm_board.pid, signal.SIGSTOP)
         try:

@@ -1,5 +1,6 @@
 """Deploy planning without a board: what gets copied for which .mpy arch, and package.json."""
 
+import ast
 import json
 
 from neuromotor.boards.deploy.board import MPY_ARCHS, parse_probe
@@ -37,6 +38,19 @@ def test_no_natmod_built_says_so_plainly(tmp_path, monkeypatch):
     assert all(it.data[:2] == b"M\x06" and (it.data[2] >> 2) in (0, MPY_ARCHS.index("xtensawin")) for it in libs)
 
 
+def test_natmods_not_yet_run_under_micropython_are_copied_only_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEUROMOTOR_CACHE", str(tmp_path))
+    built = tmp_path / "natmods" / "xtensawin"
+    built.mkdir(parents=True)
+    (built / "nm_kernels_natmod.mpy").write_bytes(b"M\x06\x28\x1f")
+    board = board_dict(MPY_ARCHS.index("xtensawin"))
+    auto = make_plan(board, "p.nmp", b"x" * 10, tmp_path)
+    assert "natmod" not in [it.kind for it in auto.items]
+    assert "xtensawin natmods not copied" in " ".join(auto.notes) and "--natmod always" in " ".join(auto.notes)
+    always = make_plan(board, "p.nmp", b"x" * 10, tmp_path, unverified=True)
+    assert [it.dest for it in always.items if it.kind == "natmod"] == ["/lib/nm_kernels_natmod.mpy"]
+
+
 def test_other_mpy_version_gets_sources(tmp_path):
     plan = make_plan(board_dict(0, version=5), "p.nmp", b"x", tmp_path, with_natmod=False)
     assert all(it.dest.endswith(".py") for it in plan.items if it.kind == "lib")
@@ -46,7 +60,20 @@ def test_other_mpy_version_gets_sources(tmp_path):
 def test_package_json_installs_runtime_and_bench_server():
     # mip's format: "urls": [[path under the install target, source relative to package.json]]
     pkg = json.loads((DEVICE_DIR / "package.json").read_text())
-    assert {"neuromotor_rt.py", "nm_bench.py"} <= {dst for dst, src in pkg["urls"]}
+    installed = {dst for dst, src in pkg["urls"]}
+    assert {"neuromotor_rt.py", "nm_bench.py"} <= installed
+    # every device/lib module the runtime and the bench server import, directly or through another
+    need, todo = set(), ["neuromotor_rt", "nm_bench"]
+    while todo:
+        name = todo.pop()
+        need.add(name)
+        for node in ast.walk(ast.parse((DEVICE_DIR / "lib" / f"{name}.py").read_text())):
+            for mod in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                        [node.module] if isinstance(node, ast.ImportFrom) else []):
+                if (DEVICE_DIR / "lib" / f"{mod}.py").exists() and mod not in need:
+                    todo.append(mod)
+    assert {"nm_rt_python", "nm_rt_write", "nm_link"} <= need
+    assert {f"{n}.py" for n in need} <= installed, sorted({f"{n}.py" for n in need} - installed)
     for dst, src in pkg["urls"]:
         assert (DEVICE_DIR / src).exists(), f"package.json installs {src}, which is not in device/"
         assert dst == src.split("/")[-1]

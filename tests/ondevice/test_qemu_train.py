@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from neuromotor.training import runs
+from neuromotor.training import run_policy, runs
 from neuromotor.policy.policy_file import decode
 from neuromotor.boards.ondevice import PROFILES, BoardResetError, train_on_device
 
@@ -48,7 +48,7 @@ def test_short_run_on_qemu_m7(m7, tmp_path):
     assert [p["step"] for p in prog] == [100, 200, 300]
     assert all("mem_free" in p and "recent_return" in p for p in prog)
     # a normal run dir: load_policy_spec gives exactly the board's policy file
-    spec = runs.load_policy_spec(run_dir)
+    spec = run_policy.load_policy_spec(run_dir)
     board_spec = decode((run_dir / "policy.nmp").read_bytes())
     for a, b in zip(spec.weights, board_spec.weights):
         assert np.array_equal(a, b)

@@ -69,68 +69,12 @@
 #ifndef NM_INT8_H
 #define NM_INT8_H
 
-#include "nm_kernels.h"
-
-#define NM_Q8_GROUP 4
-#define NM_Q8_AMAX 32767            // activations: int16
-#define NM_Q8_MAX_IN 512            // inputs per layer: 127 * 32767 * 512 + 2^24 < 2^31
-#define NM_Q8_BIAS_MAX (1L << 24)
-#define NM_Q8_SHIFT_MAX 31
-
-#if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && defined(__ARM_ARCH_7EM__)
-#define NM_Q8_DSP 1
-#else
-#define NM_Q8_DSP 0
-#endif
-
-
-/* ---------------------------------------------------------------------------
- * Sizes, in bytes. 0 when the result does not fit in size_t, else 1.
- */
-NM_INLINE size_t nm_q8_pad(size_t n) {
-    return nm_blocks(n) * NM_BLOCK;
-}
-
-// One layer's section of qnet; last != 0 for the output layer.
-NM_INLINE int nm_q8_layer_bytes(size_t n_in, size_t n_out, int last, size_t *out) {
-    size_t w, rows = nm_q8_pad(n_out);
-    if (!nm_mul_size(rows, nm_q8_pad(n_in), &w)) {
-        return 0;
-    }
-    return nm_add_size(w, 8 * rows + (last ? 0 : 4), out);
-}
-
-static inline int nm_q8_net_bytes(const uint16_t *sizes, size_t n_layers, size_t *out) {
-    size_t total = 8 * (size_t)sizes[0] + 8 * (size_t)sizes[n_layers];
-    size_t s;
-    for (size_t i = 0; i < n_layers; i++) {
-        if (!nm_q8_layer_bytes(sizes[i], sizes[i + 1], i + 1 == n_layers, &s)
-            || !nm_add_size(total, s, &total)) {
-            return 0;
-        }
-    }
-    *out = total;
-    return 1;
-}
-
-// Two int16 activation vectors as wide as the widest padded input, then the
-// last layer's int32 accumulators.
-static inline size_t nm_q8_scratch_bytes(const uint16_t *sizes, size_t n_layers) {
-    size_t widest = 0;
-    for (size_t i = 0; i < n_layers; i++) {
-        if (nm_q8_pad(sizes[i]) > widest) {
-            widest = nm_q8_pad(sizes[i]);
-        }
-    }
-    return 4 * widest + 4 * nm_q8_pad(sizes[n_layers]);
-}
-
-/* ---------------------------------------------------------------------------
- * Pair order: where value i of a vector sits in an int16 activation vector.
- */
-NM_INLINE size_t nm_q8_slot(size_t i) {
-    return (i & ~(size_t)3) | ((i & 1) << 1) | ((i >> 1) & 1);
-}
+#include "nm_clamp.h"
+#include "nm_int8_armv6m.h"
+#include "nm_int8_dsp.h"
+#include "nm_int8_edge.h"
+#include "nm_int8_layout.h"
+#include "nm_layout.h"
 
 /* ---------------------------------------------------------------------------
  * Accumulation: acc[0..3] = bias[0..3] + the block's 4 rows times x, for
@@ -138,11 +82,7 @@ NM_INLINE size_t nm_q8_slot(size_t i) {
  * input, the others padding, whose products add nothing: x is 0 there). w
  * points at the block's first group; the return value is the next block's.
  */
-#if NM_Q8_DSP
-#include "nm_int8_dsp.h"
-#elif defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && !defined(NM_Q8_PORTABLE)
-#include "nm_int8_armv6m.h"
-#else
+#if !NM_Q8_DSP && !NM_Q8_THUMB1
 // Portable: unsigned sums wrap (no undefined overflow for any weights).
 NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng, int one) {
     uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
@@ -169,30 +109,6 @@ NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8
     return w;
 }
 #endif
-
-/* (acc * mult + 2^31) >> 32 in 64 bits, truncated to int32. ARMv6-M has no
- * 32x32->64 multiply (libgcc's __aeabi_lmul, ~40 instructions a call), so
- * there it is summed from 16-bit halves: with acc = ah * 2^16 + al and
- * mult = mh * 2^16 + ml (ah, mh arithmetic shifts; al, ml 0..65535), every
- * partial product fits in 32 bits, and the bits below 2^32 carry in through
- * the 16-bit sum s. Same bits for any acc and mult (modulo 2^32);
- * -DNM_Q8_MULHR16=1 selects it anywhere. */
-#if !defined(NM_Q8_MULHR16) && defined(__thumb__) && !defined(__thumb2__)
-#define NM_Q8_MULHR16 1
-#endif
-NM_INLINE int32_t nm_q8_mulhr(int32_t acc, int32_t mult) {
-    #if NM_Q8_MULHR16
-    const int32_t ah = acc >> 16, mh = mult >> 16;
-    const uint32_t al = (uint32_t)acc & 0xffffu, ml = (uint32_t)mult & 0xffffu;
-    const int32_t hl = ah * (int32_t)ml, lh = (int32_t)al * mh;
-    const uint32_t s = ((al * ml) >> 16) + ((uint32_t)hl & 0xffffu) + ((uint32_t)lh & 0xffffu) + 0x8000u;
-    return (int32_t)((uint32_t)(ah * mh) + (uint32_t)(hl >> 16) + (uint32_t)(lh >> 16) + (s >> 16));
-    #else
-    return (int32_t)(((int64_t)acc * mult + ((int64_t)1 << 31)) >> 32);
-    #endif
-}
-
-#include "nm_int8_edge.h"
 
 /* ---------------------------------------------------------------------------
  * Requantisation of one accumulator (see the top of this file). shifted is a

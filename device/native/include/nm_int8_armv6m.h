@@ -1,8 +1,13 @@
 /* nm_q8_block_acc for ARMv6-M (Thumb-1).
- * Included by nm_int8.h only; see it for the layout and the pair order.
+ * Empty unless the core takes this path (NM_Q8_THUMB1); nm_int8.h includes it. See
+ * nm_int8.h for the layout and the pair order.
  */
 #ifndef NM_INT8_ARMV6M_H
 #define NM_INT8_ARMV6M_H
+
+#include "nm_int8_layout.h"
+
+#if NM_Q8_THUMB1
 
 /* ARMv6-M (Cortex-M0/M0+, Thumb-1): LDRSB has no immediate offset, so C loads
  * each weight with its own address arithmetic (~6.4 instructions per
@@ -148,5 +153,7 @@ NM_INLINE void nm_q8_t1_requant4(int16_t *y, const int32_t *a, const int32_t *mu
         : "cc", "memory");
 }
 #define NM_Q8_T1_REQUANT4 1
+
+#endif // NM_Q8_THUMB1
 
 #endif // NM_INT8_ARMV6M_H

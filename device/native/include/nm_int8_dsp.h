@@ -1,6 +1,6 @@
 /* nm_int8.h's hidden and output layers on ARMv7E-M: SXTB16 + SMLAD, a whole
- * layer per call. Included by nm_int8.h only; see it for the layout, the pair
- * order and the requantisation.
+ * layer per call. Empty unless the core takes this path (NM_Q8_DSP); nm_int8.h
+ * includes it. See nm_int8.h for the layout, the pair order and the requantisation.
  *
  * The layer is assembly from end to end, so every core register but sp works
  * in the accumulation: 4 accumulators, the weight and input pointers, a
@@ -18,6 +18,10 @@
  */
 #ifndef NM_INT8_DSP_H
 #define NM_INT8_DSP_H
+
+#include "nm_int8_layout.h"
+
+#if NM_Q8_DSP
 
 // The stack copy's word offsets are fixed in the assembly: keep the order.
 typedef struct {
@@ -188,5 +192,7 @@ NM_INLINE int nm_q8_dsp_setup(nm_q8_dsp_layer_t *s, void *y, size_t y_bytes, con
     s->bias = bias;
     return front;
 }
+
+#endif // NM_Q8_DSP
 
 #endif // NM_INT8_DSP_H

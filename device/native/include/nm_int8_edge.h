@@ -14,6 +14,8 @@
 #ifndef NM_INT8_EDGE_H
 #define NM_INT8_EDGE_H
 
+#include "nm_int8_layout.h"
+
 #define NM_Q8_TANH_STEP 10                           // table step 2^-6 in Q16
 #define NM_Q8_TANH_ZMAX (384 << NM_Q8_TANH_STEP)     // 6.0: tanh(6) * 32768 rounds to 32768
 

@@ -4,11 +4,13 @@
  * the scalar path in its order (one multiply, then one add: wasm has no fused
  * multiply-add), so a 4-lane inference equals the scalar one bit for bit; the training
  * tiles that reduce along k (nm_gemm_nt) sum in four lanes, as on x86's SSE2 path.
- * nm_kernels.isa() calls this path "simd128".
+ * nm_kernels.isa() calls this path "simd128". Empty unless the target has wasm SIMD;
+ * nm_isa.h includes it.
  */
 #ifndef NM_KERNELS_WASM_H
 #define NM_KERNELS_WASM_H
 
+#if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 
 #define NM_SIMD4 1
@@ -21,5 +23,6 @@ typedef float nm_v4u __attribute__((vector_size(16), aligned(4), may_alias));
 // max(v, 0) where NaN and -0 give +0, as SSE's maxps(v, 0) and NM_RELU: f32x4.pmax(0, v)
 // is (0 < v) ? v : 0 in each lane.
 #define NM_SIMD4_RELU(v) ((nm_v4)wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), (v128_t)(v)))
+#endif
 
 #endif // NM_KERNELS_WASM_H

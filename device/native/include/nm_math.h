@@ -1,6 +1,6 @@
 /*
  * nm_math.h - the scalar maths training needs, without libm: square root
- * (the FPU's instruction where there is one) and natural log.
+ * (the FPU's instruction where there is one), natural log and exp.
  */
 #ifndef NM_MATH_H
 #define NM_MATH_H
@@ -57,6 +57,35 @@ static inline float nm_logf(float x) {
     p = p * z2 + 2.0f / 3.0f;
     p = p * z2 + 2.0f;
     return p * z + (float)e * 0.693147180559945f;
+}
+
+// e^x: x = k ln2 + r (|r| <= ln2 / 2, ln2 split in two so r is exact), a degree-7
+// polynomial for e^r, then the exponent bits; relative error a few float32 ulps.
+static inline float nm_expf(float x) {
+    if (x != x) {
+        return x;
+    }
+    if (x > 88.0f) {
+        return 3.4028235e38f;
+    }
+    if (x < -87.0f) {
+        return 0.0f;
+    }
+    const float t = x * 1.44269504088896341f;
+    const int k = (int)(t + (t < 0.0f ? -0.5f : 0.5f));
+    float r = x - (float)k * 0.693145751953125f;
+    r = r - (float)k * 1.42860682030941723e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { uint32_t u; float f; } two_k;
+    two_k.u = (uint32_t)(127 + k) << 23;
+    return p * two_k.f;
 }
 
 #endif // NM_MATH_H

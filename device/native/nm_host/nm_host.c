@@ -1,6 +1,6 @@
 /*
  * nm_host.c - the training kernels (nm_train.h) as a CPython extension,
- * neuromotor._nm_host: the host's TD3 update for a whole population in one call,
+ * neuromotor._nm_host: the host's TD3 and SAC updates (nm_host_sac.h) for a whole population in one call,
  * through the same forward, backward, Adam, Polyak, smoothing and Bellman code
  * the boards run.
  *
@@ -22,203 +22,9 @@
 #include <string.h>
 
 #include "nm_train.h"
-#include "nm_pendulum.h"
-
-/* ---------------------------------------------------------------------------
- * Buffers.
- */
-#define NMH_MAX_BUFS 32
-
-typedef struct {
-    Py_buffer view[NMH_MAX_BUFS];
-    const char *name[NMH_MAX_BUFS];
-    int writable[NMH_MAX_BUFS];
-    int n;
-} nmh_bufs;
-
-static void nmh_release(nmh_bufs *bs) {
-    for (int i = 0; i < bs->n; i++) {
-        PyBuffer_Release(&bs->view[i]);
-    }
-    bs->n = 0;
-}
-
-// What each buffer type letter stands for: its name and item size.
-static const char *nmh_type_name(char type) {
-    return type == 'f' ? "float32" : type == 'd' ? "float64" : type == 'q' ? "int64" : "uint32";
-}
-
-static int nmh_type_ok(char type, const char *fmt, Py_ssize_t itemsize) {
-    switch (type) {
-        case 'f':
-            return strcmp(fmt, "f") == 0 && itemsize == 4;
-        case 'd':
-            return strcmp(fmt, "d") == 0 && itemsize == 8;
-        case 'q':
-            return (strcmp(fmt, "q") == 0 || strcmp(fmt, "l") == 0) && itemsize == 8;
-        default:
-            return (strcmp(fmt, "I") == 0 || strcmp(fmt, "L") == 0) && itemsize == 4;
-    }
-}
-
-// The buffer of obj as a C-contiguous array of `type` ('f' float32, 'd' float64, 'q' int64,
-// 'I' uint32) with `ndim` axes; shape[i] >= 0 must match, shape[i] < 0 is filled in. NULL
-// (ValueError) if not.
-static void *nmh_get(nmh_bufs *bs, PyObject *obj, const char *name, char type, int writable,
-    int ndim, Py_ssize_t *shape) {
-    if (bs->n == NMH_MAX_BUFS) {
-        PyErr_SetString(PyExc_ValueError, "too many arrays in one call");
-        return NULL;
-    }
-    Py_buffer *v = &bs->view[bs->n];
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, v, flags) != 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous%s %s array", name, writable ? ", writable" : "",
-            nmh_type_name(type));
-        return NULL;
-    }
-    bs->name[bs->n] = name;
-    bs->writable[bs->n] = writable;
-    bs->n++;
-    const char *fmt = v->format ? v->format : "B";
-    if (*fmt == '@' || *fmt == '=' || *fmt == '<') {
-        fmt++;
-    }
-    if (!nmh_type_ok(type, fmt, v->itemsize)) {
-        PyErr_Format(PyExc_ValueError, "%s must be %s, got format '%s'", name, nmh_type_name(type), fmt);
-        return NULL;
-    }
-    if (v->ndim != ndim) {
-        PyErr_Format(PyExc_ValueError, "%s must have %d axes, got %d", name, ndim, v->ndim);
-        return NULL;
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] >= 0 && v->shape[i] != shape[i]) {
-            PyErr_Format(PyExc_ValueError, "%s: axis %d must be %zd long, got %zd", name, i, shape[i], v->shape[i]);
-            return NULL;
-        }
-        shape[i] = v->shape[i];
-    }
-    return v->buf;
-}
-
-// Every written buffer must share no byte with any other buffer.
-static int nmh_check_disjoint(const nmh_bufs *bs) {
-    for (int i = 0; i < bs->n; i++) {
-        for (int j = i + 1; j < bs->n; j++) {
-            if (!bs->writable[i] && !bs->writable[j]) {
-                continue;
-            }
-            const char *a = bs->view[i].buf, *b = bs->view[j].buf;
-            if (bs->view[i].len && bs->view[j].len && a < b + bs->view[j].len && b < a + bs->view[i].len) {
-                PyErr_Format(PyExc_ValueError, "%s and %s overlap", bs->name[i], bs->name[j]);
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
-
-/* ---------------------------------------------------------------------------
- * Networks: sizes and activations of a family in the training layout.
- */
-typedef struct {
-    uint16_t sizes[NM_MAX_LAYERS + 1], acts[NM_MAX_LAYERS];
-    size_t n_layers, members;
-    size_t net_len, len, tape_per_sample; // one member's floats, the family's, tape rows per sample
-} nmh_net;
-
-// Sizes <= 4096, at most 32 layers and members <= 2^21: no overflow.
-static void nmh_set_members(nmh_net *net, size_t members) {
-    net->members = members;
-    net->tape_per_sample = 0;
-    for (size_t l = 0; l < net->n_layers; l++) {
-        net->tape_per_sample += net->sizes[l + 1];
-    }
-    nm_train_net_size(net->sizes, net->n_layers, &net->net_len);
-    net->len = members * net->net_len;
-}
-
-// layout = (sizes, activations) as tuples of ints; members: networks in the family.
-static int nmh_parse_net(PyObject *layout, const char *name, size_t members, nmh_net *net) {
-    PyObject *sizes, *acts;
-    if (!PyTuple_Check(layout)) {
-        PyErr_Format(PyExc_ValueError, "%s must be a tuple (sizes, activations)", name);
-        return 0;
-    }
-    if (!PyArg_ParseTuple(layout, "OO;layout must be (sizes, activations)", &sizes, &acts)) {
-        return 0;
-    }
-    PyObject *s = PySequence_Fast(sizes, "sizes must be a sequence"), *a = NULL;
-    if (!s) {
-        return 0;
-    }
-    a = PySequence_Fast(acts, "activations must be a sequence");
-    if (!a) {
-        Py_DECREF(s);
-        return 0;
-    }
-    int ok = 0;
-    const Py_ssize_t L = PySequence_Fast_GET_SIZE(a);
-    if (L < 1 || L > NM_MAX_LAYERS || PySequence_Fast_GET_SIZE(s) != L + 1) {
-        PyErr_Format(PyExc_ValueError, "%s: 1 to %d layers, one size more than activations", name, NM_MAX_LAYERS);
-        goto done;
-    }
-    net->n_layers = (size_t)L;
-    for (Py_ssize_t i = 0; i <= L; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(s, i));
-        if (v < 1 || v > 4096) {
-            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_OverflowError)) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_ValueError, "%s: layer sizes must be integers from 1 to 4096", name);
-            }
-            goto done;
-        }
-        net->sizes[i] = (uint16_t)v;
-    }
-    for (Py_ssize_t i = 0; i < L; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(a, i));
-        if (v < 0 || v >= NM_ACT_COUNT) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: activations must be 0 (identity), 1 (relu) or 2 (tanh)", name);
-            goto done;
-        }
-        net->acts[i] = (uint16_t)v;
-    }
-    nmh_set_members(net, members);
-    ok = 1;
-done:
-    Py_DECREF(s);
-    Py_DECREF(a);
-    return ok;
-}
-
-// One family's arrays: (params, target, grad, adam_m, adam_v, adam_state).
-typedef struct {
-    float *p, *t, *g, *m, *v, *st;
-} nmh_fam;
-
-static int nmh_get_family(nmh_bufs *bs, PyObject *tuple, const char *name, const nmh_net *net, nmh_fam *f) {
-    static const char *const names[2][6] = {
-        {"actor params", "actor target", "actor grad", "actor adam_m", "actor adam_v", "actor adam_state"},
-        {"critic params", "critic target", "critic grad", "critic adam_m", "critic adam_v", "critic adam_state"},
-    };
-    const char *const *parts = names[name[0] == 'c'];
-    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 6) {
-        PyErr_Format(PyExc_ValueError, "%s must be a tuple (params, target, grad, adam_m, adam_v, adam_state)", name);
-        return 0;
-    }
-    float **dst[6] = {&f->p, &f->t, &f->g, &f->m, &f->v, &f->st};
-    for (int i = 0; i < 6; i++) {
-        Py_ssize_t shape[1] = {i == 5 ? NM_ADAM_STATE : (Py_ssize_t)net->len};
-        *dst[i] = nmh_get(bs, PyTuple_GET_ITEM(tuple, i), parts[i], 'f', 1, 1, shape);
-        if (!*dst[i]) {
-            return 0;
-        }
-    }
-    return 1;
-}
+#include "nm_host_args.h"
+#include "nm_host_env.h"
+#include "nm_host_sac.h"
 
 /* ---------------------------------------------------------------------------
  * The TD3 update of every agent.
@@ -608,37 +414,15 @@ out:
  * td3_step: one training step of every agent on the built-in pendulum: act, step the
  * env, count the episode, store the transition, then (from learning_starts on) update.
  */
-typedef struct {
-    double *state, *ep_return;
-    int64_t *ep_len;
-    float *obs;
-    const float *explore, *uniform;
-    float *replay_w;
-    int64_t max_steps;
-} nmh_env;
-
-// Returns how many envs reached max_steps.
+// The actors' actions (uniform: the block's), then the pendulum step and the store.
 static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int uniform, float explore,
     float scale, float offset, float *tape, float *action) {
-    const size_t o = NM_PENDULUM_OBS;
     if (uniform) {
         memcpy(action, e->uniform, t->P * sizeof(float));
     } else {
         nmh_act_all(t->a.p, &t->actor, e->obs, e->explore, explore, action, tape);
     }
-    size_t done = 0;
-    for (size_t k = 0; k < t->P; k++) {
-        float *row = e->replay_w + (k * t->cap + pos) * t->width;
-        row[0] = action[k];
-        memcpy(row + 1, e->obs + k * o, o * sizeof(float));
-        const float r = nm_pendulum_step(e->state + 2 * k, action[k] * scale + offset, e->obs + k * o);
-        e->ep_return[k] += (double)r;
-        done += ++e->ep_len[k] >= e->max_steps;
-        row[1 + o + 1] = r;
-        row[1 + o + 2] = 1.0f; // Pendulum-v1 never terminates: every transition bootstraps
-        memcpy(row + 1 + o + 3, e->obs + k * o, o * sizeof(float));
-    }
-    return done;
+    return nmh_pendulum_store(e, (float *)t->replay, t->P, t->cap, t->width, pos, action, scale, offset);
 }
 
 static const char td3_step_doc[] =
@@ -667,7 +451,7 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     nmh_td3 t;
     nmh_env e;
     float explore, scale, offset;
-    PyObject *result = NULL, *state, *obs, *ep_return, *ep_len, *explore_a, *uniform_a, *idx, *noise;
+    PyObject *result = NULL, *explore_a, *uniform_a, *idx, *noise;
     if (!nmh_parse_hyper(hyper, &t, &explore, &scale, &offset) || !nmh_parse_nets(&bs, nets, replay, size, 1, &t)) {
         goto out;
     }
@@ -679,33 +463,17 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
         goto out;
     }
-    e.replay_w = (float *)t.replay;
-    if (!PyTuple_Check(env) || !PyArg_ParseTuple(env, "OOOOL;env must be (state, obs, ep_return, ep_len, max_steps)",
-            &state, &obs, &ep_return, &ep_len, &e.max_steps)) {
-        goto out;
-    }
     if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOO;block must be (explore, uniform, idx, noise)",
             &explore_a, &uniform_a, &idx, &noise)) {
         goto out;
     }
-    Py_ssize_t sshape[2] = {(Py_ssize_t)t.P, 2}, oshape[2] = {(Py_ssize_t)t.P, NM_PENDULUM_OBS};
-    Py_ssize_t pshape[1] = {(Py_ssize_t)t.P}, lshape[1] = {(Py_ssize_t)t.P};
-    if (!(e.state = nmh_get(&bs, state, "state", 'd', 1, 2, sshape))
-        || !(e.obs = nmh_get(&bs, obs, "obs", 'f', 1, 2, oshape))
-        || !(e.ep_return = nmh_get(&bs, ep_return, "ep_return", 'd', 1, 1, pshape))
-        || !(e.ep_len = nmh_get(&bs, ep_len, "ep_len", 'q', 1, 1, lshape))
-        || !nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
+    if (!nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
         goto out;
     }
     const size_t n = (size_t)bs.view[bs.n - 1].shape[0]; // steps in the block
-    Py_ssize_t eshape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1}, ushape[3] = {(Py_ssize_t)n, (Py_ssize_t)t.P, 1};
-    const float *ex = nmh_get(&bs, explore_a, "explore", 'f', 0, 3, eshape);
-    const float *un = ex ? nmh_get(&bs, uniform_a, "uniform", 'f', 0, 3, ushape) : NULL;
-    if (!un || !nmh_check_disjoint(&bs)) {
+    if (!nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, n, (size_t)i, &e) || !nmh_check_disjoint(&bs)) {
         goto out;
     }
-    e.explore = ex + (size_t)i * t.P;
-    e.uniform = un + (size_t)i * t.P;
     t.update_actor = update_actor;
     t.shared = shared;
     nmh_ws w;
@@ -750,6 +518,10 @@ static PyObject *nmh_isa(PyObject *self, PyObject *args) {
 static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
     {"td3_step", nmh_td3_step, METH_VARARGS, td3_step_doc},
+    {"sac_update", nmh_sac_update, METH_VARARGS, sac_update_doc},
+    {"sac_step", nmh_sac_step, METH_VARARGS, sac_step_doc},
+    {"sac_workspace", nmh_sac_workspace, METH_VARARGS, sac_workspace_doc},
+    {"sac_act", nmh_sac_act, METH_VARARGS, sac_act_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},

@@ -1,4 +1,5 @@
-"""What TD3 and SAC share: a network family with its training state, and the replay ring.
+"""What TD3 and SAC share: a network family with its training state, the replay ring,
+and the population scaffolding around their update rules (OffPolicyAgents).
 
 Both keep a population axis P in front of every array (one agent per seed), and
 both sample minibatches from raw 32-bit draws taken modulo the rows stored, so
@@ -7,9 +8,12 @@ agent k's minibatches depend only on its own stream.
 
 import numpy as np
 
-from neuromotor.nn import MLP, Adam, polyak
+from neuromotor.envs.autoreset import AutoReset
+from neuromotor.errors import UserError
+from neuromotor.nn import F32, MLP, Adam, polyak
+from neuromotor.policy.spec import PolicySpec
+from neuromotor.rng import rng_state_array, set_rng_state
 
-F32 = np.float32
 ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
 
 
@@ -37,18 +41,23 @@ class Net:
         polyak(self.target, self.params, tau, self._tmp)
 
     def native_arrays(self) -> tuple:
-        """What the native update reads and writes, with Adam's float32 state
-        [lr, beta1, beta2, eps, beta1^t, beta2^t] as the kernels keep it (nm_adam): the
-        powers are float32 products, t of them, so a resumed run continues them exactly."""
-        opt = self.opt
-        st = np.array([opt.lr, opt.b1, opt.b2, opt.eps, 1, 1], F32)
-        for _ in range(opt.t):
-            st[4] *= st[1]
-            st[5] *= st[2]
-        return self.params, self.target, self.grad, opt.m, opt.v, st
+        """What the native update reads and writes, with Adam's float32 state (Adam.kernel_state)."""
+        return self.params, self.target, self.grad, self.opt.m, self.opt.v, self.opt.kernel_state()
 
     def layout(self) -> tuple:
         return tuple(self.mlp.sizes), tuple(ACT_CODES[a] for a in self.mlp.activations)
+
+
+def deployable(env, layers, activations, algo: str, seed: int, step: int) -> PolicySpec:
+    """A policy acting in env units from actor layers [(W (in, out), b)] whose tanh output is in [-1, 1]."""
+    scale = ((env.action_high - env.action_low) / 2).astype(F32)
+    offset = ((env.action_high + env.action_low) / 2).astype(F32)
+    return PolicySpec(
+        weights=[w.T for w, _ in layers], biases=[b for _, b in layers], activations=activations,
+        obs_mean=np.zeros(env.obs_dim), obs_std=np.ones(env.obs_dim),
+        action_scale=scale, action_offset=offset, action_low=env.action_low, action_high=env.action_high,
+        meta={"algo": algo, "seed": int(seed), "step": int(step)},
+    )
 
 
 class ReplayRow:
@@ -103,3 +112,95 @@ class Replay:
         """The rows that raw 32-bit draws (P, ...) pick, each taken modulo the rows stored
         in its own agent's ring: (P, ..., row width), one gather for all minibatches."""
         return self._flat.take(raw_idx % self.size + self._agent_offset, axis=0)
+
+
+class OffPolicyAgents:
+    """The scaffolding TD3 and SAC share around their update rules: the population and its
+    env, per-agent random streams drawn in blocks, acting in [-1, 1], and checkpoints.
+
+    A subclass builds its networks and replay between `_setup` and `_start`, and names
+    what it adds: `_draws(rng)` (one agent's random numbers for RNG_BLOCK steps),
+    `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()`,
+    `_restored()` (called after a checkpoint was loaded), and its actor: `actor_mlp`,
+    `_actor_params()` and `policy_from_state` (the deployable policy of one agent)."""
+
+    RNG_BLOCK = 1000
+
+    def _setup(self, cfg, env_factory, seeds, dtype=F32) -> None:
+        if cfg.warmup_actions not in ("uniform", "policy"):
+            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
+        self.cfg, self.dtype = cfg, dtype
+        self.seeds = list(seeds)
+        self.P = len(self.seeds)
+        self.env = env = env_factory(self.P)
+        self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
+        # Actions live in [-1, 1] inside the algorithm, in env units only when stepping the env.
+        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
+        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
+        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+
+    def _start(self) -> None:
+        self.steps = 0
+        self._block = None
+        self._block_rng = self._rng_states()
+        self.episodes = AutoReset(self.env, self.rngs)
+        self.obs = self.episodes.reset()
+
+    def _init_members(self, actor: Net, critic: Net) -> None:
+        """Each agent's actor, then its two critics, from the agent's own stream."""
+        for k, rng in enumerate(self.rngs):
+            actor.mlp.init_member(actor.layers, k, rng)
+            for c in range(2):
+                critic.mlp.init_member(critic.layers, (k, c), rng)
+
+    # ----- randomness, drawn per agent in blocks -----
+    def _rng_states(self) -> np.ndarray:
+        return np.stack([rng_state_array(r) for r in self.rngs])
+
+    def _draw_block(self) -> None:
+        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
+        parts = [self._draws(r) for r in self.rngs]
+        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
+        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+
+    # ----- reporting, export, checkpoints -----
+    def pop_episode_returns(self):
+        return self.episodes.pop_episode_returns()
+
+    @classmethod
+    def policy_state(cls, cfg, env, agents: int) -> dict:
+        """The checkpoint arrays a policy is read from (templates: shapes and dtypes), for a
+        population of `agents`: what a run's policy is loaded from without building the algorithm."""
+        return {"actor": cls.actor_mlp(cfg, env.obs_dim, env.act_dim, agents).zeros(),
+                "seeds": np.zeros(agents, np.int64), "steps": np.int64(0)}
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        """Agent `agent`'s deployable policy, made exactly as from a checkpoint (policy_from_state)."""
+        state = {"actor": self._actor_params(), "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
+        return self.policy_from_state(self.cfg, self.env, state, agent)
+
+    def state_dict(self) -> dict:
+        return {
+            **self._arrays(),
+            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
+            **{f"{name}_opt_t": np.int64(opt.t) for name, opt in self._optimizers().items()},
+            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
+            "rng": self._rng_states(), "rng_block_start": self._block_rng,
+            "env_state": self.env.get_state(), "obs": self.obs,
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        for key, arr in self._arrays().items():
+            arr[...] = d[key]
+        self.steps = int(d["steps"])
+        for name, opt in self._optimizers().items():
+            opt.t = int(d[f"{name}_opt_t"])
+        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
+        if self.steps % self.RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
+            for r, st in zip(self.rngs, d["rng_block_start"]):
+                set_rng_state(r, st)
+            self._draw_block()
+        for r, st in zip(self.rngs, d["rng"]):
+            set_rng_state(r, st)
+        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
+        self._restored()

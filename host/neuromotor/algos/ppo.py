@@ -33,12 +33,11 @@ from threadpoolctl import ThreadpoolController
 from neuromotor.algos import named_config
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
-from neuromotor.nn import MLP, Adam
+from neuromotor.nn import F32, MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
-F32 = np.float32
 LOG_2PI = math.log(2 * math.pi)
 BLAS = ThreadpoolController()
 
@@ -118,7 +117,7 @@ class PPO:
         self.episodes = AutoReset(env, [r for r in self.rngs for _ in range(E)], envs_per_agent=E)
 
         hidden = [cfg.activation]
-        self.actor = MLP([o, *cfg.actor_hidden, a], hidden * len(cfg.actor_hidden) + ["identity"], pop=(P,))
+        self.actor = self.actor_mlp(cfg, o, a, P)
         self.critic = MLP([o, *cfg.critic_hidden, 1], hidden * len(cfg.critic_hidden) + ["identity"], pop=(P,))
         # The actor's flat vector ends with the log-stds, so one Adam (and one adaptive lr) covers both.
         n = self.actor.size
@@ -179,7 +178,7 @@ class PPO:
         return with_ones(obs.astype(F32))
 
     def _obs_std(self) -> np.ndarray:
-        return np.sqrt(self.obs_var + 1e-8)
+        return np.sqrt(self.obs_var + 1e-8)  # as policy_from_state
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions (the Gaussian mean, clipped to the bounds), obs (P, E, obs_dim)."""
@@ -385,19 +384,39 @@ class PPO:
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
 
+    @staticmethod
+    def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:
+        """The Gaussian's mean of the normalised observation (its log-stds follow in the flat vector)."""
+        return MLP([obs_dim, *cfg.actor_hidden, act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["identity"],
+                   pop=(agents,))
+
+    @classmethod
+    def policy_state(cls, cfg: Config, env, agents: int) -> dict:
+        """The checkpoint arrays a policy is read from (templates: shapes and dtypes)."""
+        n = cls.actor_mlp(cfg, env.obs_dim, env.act_dim, agents).size + agents * env.act_dim
+        return {"actor": np.zeros(n, F32), "obs_mean": np.zeros((agents, env.obs_dim)),
+                "obs_var": np.zeros((agents, env.obs_dim)), "seeds": np.zeros(agents, np.int64), "steps": np.int64(0)}
+
     def policy_spec(self, agent: int) -> PolicySpec:
+        state = {"actor": self.actor_p, "obs_mean": self.obs_mean, "obs_var": self.obs_var,
+                 "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
+        return self.policy_from_state(self.cfg, self.env, state, agent)
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
         """The deterministic policy: the Gaussian mean of the normalised observation,
         clamped to the env's action bounds as in training (the mean itself is unbounded)."""
-        layers = self.actor.weights_and_biases(MLP.member(self.actor_v, agent))
-        normalize = self.cfg.normalize_obs
+        mlp = cls.actor_mlp(cfg, env.obs_dim, env.act_dim, len(state["seeds"]))
+        layers = mlp.weights_and_biases(MLP.member(mlp.views(state["actor"][:mlp.size]), agent))
+        normalize = cfg.normalize_obs
         return PolicySpec(
             weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
-            activations=self.actor.activations,
-            obs_mean=self.obs_mean[agent] if normalize else np.zeros(self.obs_dim),
-            obs_std=self._obs_std()[agent] if normalize else np.ones(self.obs_dim),
-            action_scale=np.ones(self.act_dim), action_offset=np.zeros(self.act_dim),
-            action_low=self.low, action_high=self.high,
-            meta={"algo": "ppo", "seed": self.seeds[agent], "step": self.steps},
+            activations=mlp.activations,
+            obs_mean=state["obs_mean"][agent] if normalize else np.zeros(env.obs_dim),
+            obs_std=np.sqrt(state["obs_var"][agent] + 1e-8) if normalize else np.ones(env.obs_dim),
+            action_scale=np.ones(env.act_dim), action_offset=np.zeros(env.act_dim),
+            action_low=env.action_low.astype(F32), action_high=env.action_high.astype(F32),
+            meta={"algo": "ppo", "seed": int(state["seeds"][agent]), "step": int(state["steps"])},
         )
 
     def _arrays(self) -> dict:

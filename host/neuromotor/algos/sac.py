@@ -31,6 +31,14 @@ critics learn from one set of next-action samples and the actor and alpha learn
 too. Either way the critics' targets and the actor use alpha before this step's
 alpha update, and there is no actor target network.
 
+Two backends compute the same update: `native` (the default where the compiled
+extension neuromotor._nm_host imports) runs the whole population's update, and the
+sampled actions, in one call each through the training kernels (device/native/include),
+with the networks kept in the kernels' training layout between updates
+(neuromotor.algos.sac_native); on the built-in pendulum one call also acts, steps the
+envs (nm_host/nm_pendulum.h, PendulumVec bit for bit) and stores the transitions, so a
+training step of the whole population is one call. `numpy` is the readable reference below.
+
 Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
 agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
 and the actor's reparameterisation noise); env resets draw from the same
@@ -42,16 +50,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, Replay
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
 from neuromotor.algos import named_config
-from neuromotor.envs.autoreset import AutoReset
+from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor.algos.sac_native import NativeSAC
 from neuromotor.errors import UserError
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
-from neuromotor.rng import rng_state_array, set_rng_state
 
-RNG_BLOCK = 1000
+RNG_BLOCK = OffPolicyAgents.RNG_BLOCK
 LOG_PROB_EPS = 1e-6
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -90,6 +98,7 @@ class Config:
     log_std_min: float = -20.0
     log_std_max: float = 2.0
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
+    backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.
@@ -133,7 +142,7 @@ class TanhGaussian:
         return d_out
 
 
-class SAC:
+class SAC(OffPolicyAgents):
     """SAC for a population of agents: ``SAC(SAC.Config(...), env_factory, seeds)``.
 
     ``advance()`` takes one env step of every agent and one update, ``act(obs)`` gives
@@ -148,30 +157,24 @@ class SAC:
         return named_config(CONFIGS, "sac", env_name, preset, mujoco="mujoco")
 
     def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
-        if cfg.warmup_actions not in ("uniform", "policy"):
-            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
         if not cfg.log_std_min < cfg.log_std_max:
             raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
-        self.cfg, self.dtype = cfg, dtype
-        self.seeds = list(seeds)
-        P = self.P = len(self.seeds)
-        self.env = env = env_factory(P)
-        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
-        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
-        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
-        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        if cfg.backend == "native" and NATIVE_ERROR is not None:
+            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
+                            "reinstall with `pip install -e .`, or --set backend=numpy")
+        if cfg.backend == "native" and dtype != F32:
+            raise UserError("backend 'native' trains in float32: --set backend=numpy for other dtypes")
+        self._setup(cfg, env_factory, seeds, dtype)
+        P, o, a = self.P, self.obs_dim, self.act_dim
         self.target_entropy = -float(a)
 
         act = cfg.activation
-        self.actor = Net([o, *cfg.actor_hidden, 2 * a], [act] * len(cfg.actor_hidden) + ["identity"], (P,),
-                         cfg.actor_lr, dtype, target=False)
+        actor = self.actor_mlp(cfg, o, a, P)
+        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr, dtype, target=False)
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
         self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
                           cfg.critic_lr, dtype, target=True)
-        for k, rng in enumerate(self.rngs):
-            self.actor.mlp.init_member(self.actor.layers, k, rng)
-            for c in range(2):
-                self.critic.mlp.init_member(self.critic.layers, (k, c), rng)
+        self._init_members(self.actor, self.critic)
         self.critic.target[...] = self.critic.params
         self.log_alpha = np.full(P, math.log(cfg.init_alpha), dtype)
         self.alpha_opt = Adam(P, lr=cfg.alpha_lr)
@@ -195,32 +198,30 @@ class SAC:
 
         self._last_actor = None  # what the last update leaves for scalars()
         self._last_log_alpha = self.log_alpha.copy()
-        self.steps = 0
-        self._block = None
-        self._block_rng = self._rng_states()
-        self.episodes = AutoReset(env, self.rngs)
-        self.obs = self.episodes.reset()
+        self._start()
+        self._updated = False  # an update ran in this process (losses to report)
+        self.native = NativeSAC(self) if cfg.backend == "native" else None
 
     @property
     def alpha(self) -> np.ndarray:
         return np.exp(self.log_alpha)
 
-    # ----- randomness, drawn per agent in blocks -----
-    def _rng_states(self) -> np.ndarray:
-        return np.stack([rng_state_array(r) for r in self.rngs])
+    def _draws(self, r):
+        """One agent's numbers for RNG_BLOCK steps: acting noise, warm-up actions, raw replay
+        indices of three minibatches, the critics' next-action noise and the actor's noise."""
+        n, B, a, dt = RNG_BLOCK, self.cfg.batch_size, self.act_dim, self.dtype
+        return (r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
+                r.integers(0, 1 << 32, (n, 3, B), np.uint32),
+                r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt))
 
     def _draw_block(self):
-        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
-        n, B, a, dt = RNG_BLOCK, self.cfg.batch_size, self.act_dim, self.dtype
-        parts = [(r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
-                  r.integers(0, 1 << 32, (n, 3, B), np.uint32),
-                  r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt)) for r in self.rngs]
-        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
-        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+        super()._draw_block()
+        self._native_block = tuple(self._block)
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions tanh(mean) in env units."""
+        self.sync_host()
         out = self.actor.mlp.forward(self.actor.layers, with_ones(obs.astype(self.dtype)))
         return np.tanh(out[..., :self.act_dim]).astype(F32) * self.act_scale + self.act_offset
 
@@ -229,9 +230,15 @@ class SAC:
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
+        if self.native and self.native.whole_step:
+            self._updated |= self.native.step(self._native_block, i)
+            self.steps += 1
+            return
         explore, uniform, raw_idx, next_noise, actor_noise = (x[i] for x in self._block)
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
+        elif self.native:
+            action = self.native.act(self.obs, explore)
         else:
             self._obs1[:, 0, :-1] = self.obs
             out = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
@@ -242,7 +249,10 @@ class SAC:
         self.replay.store(action, self.obs, reward, terminated, next_obs)
         self.obs = obs
 
-        if self.steps >= cfg.learning_starts:
+        if self.steps >= cfg.learning_starts and self.native:
+            self.native.update(raw_idx, next_noise, actor_noise)
+            self._updated = True
+        elif self.steps >= cfg.learning_starts:
             if cfg.shared_minibatch:
                 # One minibatch per agent for both critics and the actor (the first of the draws).
                 batch = self.replay.sample(raw_idx[:, :1])
@@ -258,7 +268,14 @@ class SAC:
             self._last_log_alpha = self.log_alpha.copy()
             self.alpha_opt.step(self.log_alpha, self._alpha_grad(log_prob))
             self.critic.update_target(cfg.tau)
+            self._updated = True
         self.steps += 1
+
+    def sync_host(self):
+        """Bring the nn.mlp-layout arrays up to date after native updates, which train a copy in
+        the kernels' layout (as TD3.sync_host)."""
+        if self.native:
+            self.native.sync_host()
 
     # ----- the losses: each writes its gradient (and computes its value per agent if asked) -----
     def _critic_loss(self, batch, next_noise, want_loss=False):
@@ -334,16 +351,16 @@ class SAC:
         return -(self.log_alpha[:, None, None] * (log_prob + self.target_entropy)).mean(axis=(1, 2))
 
     # ----- reporting, export, checkpoints -----
-    def pop_episode_returns(self):
-        return self.episodes.pop_episode_returns()
-
     def scalars(self) -> dict:
         """Per agent: learning rates, the entropy coefficient and the last update's losses and
         policy entropy estimate -mean log pi (TensorBoard's scalars)."""
         cfg, P = self.cfg, self.P
         out = {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr),
                "lr/alpha": np.full(P, cfg.alpha_lr), "entropy/alpha": self.alpha.astype(np.float64)}
-        if self._last_actor is not None:
+        if self._updated and self.native:
+            critic, actor, alpha, entropy = self.native.losses.T.astype(np.float64)
+            out.update({"loss/critic": critic, "loss/actor": actor, "loss/alpha": alpha, "policy/entropy": entropy})
+        elif self._last_actor is not None:
             dq, B = self._last_critic_dq, self.cfg.batch_size
             alpha_logp, q_min, log_prob = self._last_actor
             out.update({
@@ -355,22 +372,29 @@ class SAC:
             })
         return out
 
-    def policy_spec(self, agent: int) -> PolicySpec:
+    @staticmethod
+    def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int, dtype=F32) -> MLP:
+        """[mean, log_std] per action dimension: the hidden layers, then identity."""
+        return MLP([obs_dim, *cfg.actor_hidden, 2 * act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["identity"],
+                   pop=(agents,), dtype=dtype)
+
+    def _actor_params(self) -> np.ndarray:
+        self.sync_host()
+        return self.actor.params
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
         """The deterministic policy tanh(mean): the actor without its log-std outputs."""
-        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
-        weights, biases = [w.T for w, _ in layers], [b for _, b in layers]
-        weights[-1], biases[-1] = weights[-1][:self.act_dim], biases[-1][:self.act_dim]
-        return PolicySpec(
-            weights=weights, biases=biases,
-            activations=self.actor.mlp.activations[:-1] + ["tanh"],
-            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
-            action_scale=self.act_scale, action_offset=self.act_offset,
-            action_low=self.env.action_low, action_high=self.env.action_high,
-            meta={"algo": "sac", "seed": self.seeds[agent], "step": self.steps},
-        )
+        a = env.act_dim
+        mlp = cls.actor_mlp(cfg, env.obs_dim, a, len(state["seeds"]), state["actor"].dtype)
+        layers = mlp.weights_and_biases(MLP.member(mlp.views(state["actor"]), agent))
+        w, b = layers[-1]
+        layers[-1] = (w[:, :a], b[:a])
+        return deployable(env, layers, mlp.activations[:-1] + ["tanh"], "sac", state["seeds"][agent], state["steps"])
 
     def _arrays(self) -> dict:
-        """The mutable arrays a checkpoint restores in place."""
+        """The mutable arrays a checkpoint restores in place (after writing them: native.load())."""
+        self.sync_host()
         return {
             "actor": self.actor.params, "critic": self.critic.params, "critic_target": self.critic.target,
             "log_alpha": self.log_alpha,
@@ -380,29 +404,11 @@ class SAC:
             "replay": self.replay.data, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
-    def state_dict(self) -> dict:
-        return {
-            **self._arrays(),
-            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
-            "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
-            "alpha_opt_t": np.int64(self.alpha_opt.t),
-            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
-            "rng": self._rng_states(), "rng_block_start": self._block_rng,
-            "env_state": self.env.get_state(), "obs": self.obs,
-        }
+    def _optimizers(self) -> dict:
+        return {"actor": self.actor.opt, "critic": self.critic.opt, "alpha": self.alpha_opt}
 
-    def load_state_dict(self, d: dict) -> None:
-        for key, arr in self._arrays().items():
-            arr[...] = d[key]
-        self.steps = int(d["steps"])
+    def _restored(self) -> None:
         self._last_actor = None  # no update of this state has run yet
-        self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
-        self.alpha_opt.t = int(d["alpha_opt_t"])
-        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
-        if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
-            for r, st in zip(self.rngs, d["rng_block_start"]):
-                set_rng_state(r, st)
-            self._draw_block()
-        for r, st in zip(self.rngs, d["rng"]):
-            set_rng_state(r, st)
-        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
+        self._updated = False
+        if self.native:
+            self.native.load()

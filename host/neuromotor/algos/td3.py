@@ -45,27 +45,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.envs.autoreset import AutoReset
-from neuromotor.envs.pendulum import PendulumVec
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
+from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor.algos.td3_native import NativeTD3
 from neuromotor.errors import UserError
-from neuromotor.algos.offpolicy import F32, Net, Replay
-from neuromotor.algos.td3_native import TrainFamily
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
-from neuromotor.rng import rng_state_array, set_rng_state
 
-try:
-    from neuromotor import _nm_host
-    _NATIVE_ERROR = None
-except ImportError as exc:  # a source tree without the compiled extension
-    _nm_host = None
-    _NATIVE_ERROR = exc
-
-RNG_BLOCK = 1000
-# What nm_host/nm_pendulum.h compiles in: TD3 steps a PendulumVec natively only when it has these.
-NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,
-                   "obs_dim": 3, "act_dim": 1}
+RNG_BLOCK = OffPolicyAgents.RNG_BLOCK
 
 
 @dataclass
@@ -86,7 +74,7 @@ class Config:
     critic_lr: float = 1e-3
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
-    backend: str = "native" if _nm_host is not None else "numpy"  # the update's arithmetic: "native" or "numpy"
+    backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
 
 def _clip(x, bound, out):
@@ -95,7 +83,7 @@ def _clip(x, bound, out):
     return np.minimum(out, F32(bound), out=out)
 
 
-class TD3:
+class TD3(OffPolicyAgents):
     """TD3 for a population of agents: ``TD3(TD3.Config(...), env_factory, seeds)``.
 
     ``advance()`` takes one env step of every agent and one update, ``act(obs)`` gives
@@ -105,30 +93,20 @@ class TD3:
     Config = Config
 
     def __init__(self, cfg: Config, env_factory, seeds):
-        if cfg.warmup_actions not in ("uniform", "policy"):
-            raise UserError(f"warmup_actions must be 'uniform' or 'policy', got {cfg.warmup_actions!r}")
-        if cfg.backend == "native" and _nm_host is None:
-            raise UserError(f"backend 'native' needs the compiled extension ({_NATIVE_ERROR}): "
+        if cfg.backend == "native" and NATIVE_ERROR is not None:
+            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
                             "reinstall with `pip install -e .`, or --set backend=numpy")
-        self.cfg = cfg
-        self.seeds = list(seeds)
-        P = self.P = len(self.seeds)
-        self.env = env = env_factory(P)
-        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
-        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
-        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
-        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        self._setup(cfg, env_factory, seeds)
+        P, o, a = self.P, self.obs_dim, self.act_dim
 
         act = cfg.activation
-        self.actor = Net([o, *cfg.actor_hidden, a], [act] * len(cfg.actor_hidden) + ["tanh"], (P,), cfg.actor_lr)
+        actor = self.actor_mlp(cfg, o, a, P)
+        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr)
         # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
         self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
                           cfg.critic_lr)
         self.q1_layers = MLP.member(self.critic.layers, (slice(None), 0))  # critic 1 of every agent
-        for k, rng in enumerate(self.rngs):
-            self.actor.mlp.init_member(self.actor.layers, k, rng)
-            for c in range(2):
-                self.critic.mlp.init_member(self.critic.layers, (k, c), rng)
+        self._init_members(self.actor, self.critic)
         self.actor.target[...] = self.actor.params
         self.critic.target[...] = self.critic.params
 
@@ -153,31 +131,20 @@ class TD3:
         self._ws_critic2 = critic.workspace((P, 2, M * B))
         self._ws_q1 = critic.workspace((P, B))
 
-        self.steps = 0
-        self._block = None
-        self._block_rng = self._rng_states()
-        self.episodes = AutoReset(env, self.rngs)
-        self.obs = self.episodes.reset()
+        self._start()
         self._q_actor = None    # the NumPy update's last Q1(s, pi(s)) (for the actor loss)
         self._updated = False   # an update ran in this process (losses to report)
+        self.native = NativeTD3(self) if cfg.backend == "native" else None
 
-        self._native = None
-        # the whole step in one native call: the built-in pendulum, one env per agent
-        self._native_env = (cfg.backend == "native" and type(env) is PendulumVec
-                            and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items()))
-        self._native_setup()
-
-    # ----- randomness, drawn per agent in blocks -----
-    def _rng_states(self) -> np.ndarray:
-        return np.stack([rng_state_array(r) for r in self.rngs])
+    def _draws(self, r):
+        """One agent's numbers for RNG_BLOCK steps: exploration noise, warm-up actions, raw
+        replay indices of three minibatches, target policy noise of two."""
+        n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
+        return (r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
+                r.integers(0, 1 << 32, (n, 3, B), np.uint32), r.standard_normal((n, 2, B, a), F32))
 
     def _draw_block(self):
-        self._block_rng = self._rng_states()  # a checkpoint redraws the block from here
-        n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
-        parts = [(r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
-                  r.integers(0, 1 << 32, (n, 3, B), np.uint32), r.standard_normal((n, 2, B, a), F32)) for r in self.rngs]
-        # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
-        self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+        super()._draw_block()
         self._native_block = tuple(self._block)
 
     # ----- acting -----
@@ -190,16 +157,16 @@ class TD3:
         cfg, i = self.cfg, self.steps % RNG_BLOCK
         if i == 0:
             self._draw_block()
-        if self._native_env:
-            return self._advance_native(i)
+        if self.native and self.native.whole_step:
+            self._updated |= self.native.step(self._native_block, i)
+            self.steps += 1
+            return
         explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
         # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
-        elif self._native:
-            action = np.empty((self.P, self.act_dim), F32)
-            _nm_host.act(self._native[0].params, self._native_nets[2], np.ascontiguousarray(self.obs, F32), explore,
-                         cfg.exploration_noise, action)
+        elif self.native:
+            action = self.native.act(self.obs, explore)
         else:
             self._obs1[:, 0, :-1] = self.obs
             action = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
@@ -212,8 +179,8 @@ class TD3:
 
         if self.steps >= cfg.learning_starts:
             update_actor = self.steps % cfg.policy_delay == 0  # delayed policy updates
-            if self._native:
-                self._update_native(raw_idx, target_noise, update_actor)
+            if self.native:
+                self.native.update(raw_idx, target_noise, update_actor)
             else:
                 if cfg.shared_minibatch:
                     # One minibatch per agent for both critics and the actor (the first of the draws).
@@ -230,65 +197,13 @@ class TD3:
             self._updated = True
         self.steps += 1
 
-    # ----- the native backend: the update (and on the pendulum the whole step) in one call -----
-    def _native_setup(self):
-        """(Re)load the training layout from the host arrays after they were written (a new
-        algorithm, a checkpoint), and the arguments of the native calls."""
-        if self.cfg.backend != "native":
-            return
-        if self._native is None:
-            self._native = (TrainFamily(self.actor), TrainFamily(self.critic))
-            self._losses = np.zeros((self.P, 2), F32)
-        for fam in self._native:
-            fam.load()
-        self._host_stale = False
-        cfg, (actor, critic) = self.cfg, self._native
-        self._native_nets = (actor.arrays(), critic.arrays(), self.actor.layout(), self.critic.layout(), self._losses)
-        self._native_hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
-                              float(self.act_scale[0]), float(self.act_offset[0]))
-        if self._native_env:
-            self.obs = np.array(self.obs, F32)  # the array the native step writes
-            ep = self.episodes
-            self._native_envs = (self.env.state, self.obs, ep.ep_return, ep.ep_len, self.env.max_episode_steps)
-
     def sync_host(self):
         """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)
         up to date after native updates, which train a copy in the kernels' layout. act(),
         policy_spec() and state_dict() do this themselves; whoever writes those arrays calls
-        load_state_dict() (or _native_setup()) so that training continues from them."""
-        if self._native and self._host_stale:
-            for fam in self._native:
-                fam.store()
-            self._host_stale = False
-
-    def _advance_native(self, i):
-        """One step of every agent on the built-in pendulum in one native call: the arithmetic of
-        advance() with the NumPy update."""
-        cfg, replay = self.cfg, self.replay
-        learn = self.steps >= cfg.learning_starts
-        uniform = not learn and cfg.warmup_actions == "uniform"
-        update_actor = learn and self.steps % cfg.policy_delay == 0
-        self.critic.opt.t += learn
-        self.actor.opt.t += update_actor
-        ended = _nm_host.td3_step(self._native_nets, replay.data, self._native_envs, self._native_block, i,
-                                  replay.pos, replay.size, uniform, learn, update_actor, cfg.shared_minibatch,
-                                  self._native_hyper)
-        replay.pos = (replay.pos + 1) % replay.capacity
-        replay.size = min(replay.size + 1, replay.capacity)
-        if ended:
-            self.obs[...] = self.episodes.finish(self.episodes.ep_len >= self.env.max_episode_steps)
-        self._host_stale = True
-        self._updated |= learn
-        self.steps += 1
-
-    def _update_native(self, raw_idx, target_noise, update_actor):
-        """The critics' update, then (update_actor) the actor's and the targets', of every agent:
-        the arithmetic of _update_critics, _update_actor and _update_targets."""
-        self.critic.opt.t += 1
-        self.actor.opt.t += update_actor
-        _nm_host.td3_update(self._native_nets, self.replay.data, self.replay.size, raw_idx, target_noise,
-                            update_actor, self.cfg.shared_minibatch, self._native_hyper[:4])
-        self._host_stale = True
+        load_state_dict() (or native.load()) so that training continues from them."""
+        if self.native:
+            self.native.sync_host()
 
     # ----- the TD3 updates -----
     def _update_critics(self, batch, target_noise):
@@ -347,9 +262,6 @@ class TD3:
         self.critic.update_target(self.cfg.tau)
 
     # ----- reporting, export, checkpoints -----
-    def pop_episode_returns(self):
-        return self.episodes.pop_episode_returns()
-
     def scalars(self) -> dict:
         """Per agent: the learning rates, and the last update's critic loss (the sum of both
         critics' mean squared Bellman errors) and actor loss (-mean Q1(s, pi(s)))."""
@@ -357,8 +269,8 @@ class TD3:
         out = {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr)}
         if not self._updated:
             return out
-        if self._native:
-            critic, actor = self._losses[:, 0], self._losses[:, 1]
+        if self.native:
+            critic, actor = self.native.losses[:, 0], self.native.losses[:, 1]
         else:
             err = self._dq.astype(np.float64) * (B / 2)  # dq = (Q - y) * 2 / B
             critic = np.square(err).mean(axis=(2, 3)).sum(axis=1)
@@ -368,20 +280,24 @@ class TD3:
             out["loss/actor"] = actor.astype(np.float64)
         return out
 
-    def policy_spec(self, agent: int) -> PolicySpec:
+    @staticmethod
+    def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:
+        """pi(s) in [-1, 1]: the hidden layers, then tanh."""
+        return MLP([obs_dim, *cfg.actor_hidden, act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["tanh"],
+                   pop=(agents,))
+
+    def _actor_params(self) -> np.ndarray:
         self.sync_host()
-        layers = self.actor.mlp.weights_and_biases(MLP.member(self.actor.layers, agent))
-        return PolicySpec(
-            weights=[w.T for w, _ in layers], biases=[b for _, b in layers],
-            activations=self.actor.mlp.activations,
-            obs_mean=np.zeros(self.obs_dim), obs_std=np.ones(self.obs_dim),
-            action_scale=self.act_scale, action_offset=self.act_offset,
-            action_low=self.env.action_low, action_high=self.env.action_high,
-            meta={"algo": "td3", "seed": self.seeds[agent], "step": self.steps},
-        )
+        return self.actor.params
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
+        mlp = cls.actor_mlp(cfg, env.obs_dim, env.act_dim, len(state["seeds"]))
+        layers = mlp.weights_and_biases(MLP.member(mlp.views(state["actor"]), agent))
+        return deployable(env, layers, mlp.activations, "td3", state["seeds"][agent], state["steps"])
 
     def _arrays(self) -> dict:
-        """The mutable arrays a checkpoint restores in place (after writing them: _native_setup)."""
+        """The mutable arrays a checkpoint restores in place (after writing them: native.load())."""
         self.sync_host()
         return {
             "actor": self.actor.params, "actor_target": self.actor.target,
@@ -391,27 +307,9 @@ class TD3:
             "replay": self.replay.data, "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
         }
 
-    def state_dict(self) -> dict:
-        return {
-            **self._arrays(),
-            "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
-            "actor_opt_t": np.int64(self.actor.opt.t), "critic_opt_t": np.int64(self.critic.opt.t),
-            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
-            "rng": self._rng_states(), "rng_block_start": self._block_rng,
-            "env_state": self.env.get_state(), "obs": self.obs,
-        }
+    def _optimizers(self) -> dict:
+        return {"actor": self.actor.opt, "critic": self.critic.opt}
 
-    def load_state_dict(self, d: dict) -> None:
-        for key, arr in self._arrays().items():
-            arr[...] = d[key]
-        self.steps = int(d["steps"])
-        self.actor.opt.t, self.critic.opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
-        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
-        if self.steps % RNG_BLOCK:  # mid-block: redraw the block, then continue the streams
-            for r, st in zip(self.rngs, d["rng_block_start"]):
-                set_rng_state(r, st)
-            self._draw_block()
-        for r, st in zip(self.rngs, d["rng"]):
-            set_rng_state(r, st)
-        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
-        self._native_setup()
+    def _restored(self) -> None:
+        if self.native:
+            self.native.load()

@@ -1,60 +1,64 @@
-"""TD3's native backend keeps its networks in the training layout between updates.
+"""TD3's native backend: the update (and on the built-in pendulum the whole step) in one call.
 
-The compiled kernels (neuromotor._nm_host, device/native/include) train a network
-family as one flat float32 vector, member after member, each member's layers as
-W (in, out) row-major then b (out,) (nm_mlp_train.h). neuromotor.nn.mlp keeps the
-same numbers as augmented matrices, layer after layer. `TrainFamily` holds a
-family's parameters, targets, Adam moments and Adam's float32 state in the
-training layout and copies them to or from the host layout only when asked:
-when a checkpoint, an evaluation or an export reads the networks, or after
-someone wrote them. The copies move the same float32 values (the host's constant
-column holds no trainable entry and its gradient is zero), so the numbers do not
-depend on when they happen.
+The arithmetic is td3.py's NumPy update, compiled (neuromotor._nm_host, the training
+kernels the boards use); tests/test_td3_native.py holds the two to agreement per update.
+`NativeTD3` makes the calls, and keeps the networks in the training layout between updates
+(neuromotor.algos.native_family).
 """
-
-import math
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net
+from neuromotor.algos.native_family import NativeAgents, _nm_host
+from neuromotor.algos.offpolicy import F32
 
 
-class TrainFamily:
-    def __init__(self, net: Net):
-        mlp = net.mlp
-        self.net = net
-        self.members = math.prod(mlp.pop)
-        blocks = [(n_in + 1) * n_out for n_in, n_out in zip(mlp.sizes, mlp.sizes[1:])]
-        self.net_len = sum(blocks)
-        # params, target, grad, Adam m, Adam v: (members * net_len,) each
-        self.params, self.target, self.grad, self.m, self.v = (np.zeros(self.members * self.net_len, F32)
-                                                             for _ in range(5))
-        self.adam_state = np.zeros(6, F32)
-        self._pairs = [(self.params, lambda: net.params), (self.target, lambda: net.target),
-                       (self.m, lambda: net.opt.m), (self.v, lambda: net.opt.v)]
-        self._starts = np.cumsum([0] + blocks)
+class NativeTD3(NativeAgents):
+    """The native calls of one TD3 population, and the training-layout copy of its networks."""
 
-    def _layer_views(self, train: np.ndarray, host: np.ndarray):
-        """Per layer (training-layout block (M, in + 1, out), the same entries of the host's
-        augmented matrices (M, in + 1, out)), both views."""
-        mlp, M = self.net.mlp, self.members
-        rows = train.reshape(M, self.net_len)
-        for a, b, n_in, n_out, view in zip(self._starts, self._starts[1:], mlp.sizes, mlp.sizes[1:], mlp.views(host)):
-            yield rows[:, a:b].reshape(M, n_in + 1, n_out), view.reshape(M, n_in + 1, -1)[..., :n_out]
+    def __init__(self, td3):
+        super().__init__(td3, losses=2)  # the last update's (critic, actor) loss per agent
+        self.td3 = td3
+        self.load()
 
     def load(self) -> None:
-        """The host's numbers (and Adam's step count) into the training layout."""
-        for train, host in self._pairs:
-            for t, h in self._layer_views(train, host()):
-                t[...] = h
-        self.adam_state[...] = self.net.native_arrays()[5]
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
+        super().load()
+        td3, cfg = self.td3, self.td3.cfg
+        self.hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
+                      float(td3.act_scale[0]), float(td3.act_offset[0]))
 
-    def store(self) -> None:
-        """The training layout's numbers back into the host's arrays."""
-        for train, host in self._pairs:
-            for t, h in self._layer_views(train, host()):
-                h[...] = t
+    def act(self, obs, explore) -> np.ndarray:
+        """clip(pi(s) + exploration_noise * explore, -1, 1) of every agent."""
+        action = np.empty((self.td3.P, self.td3.act_dim), F32)
+        _nm_host.act(self.families[0].params, self.nets[2], np.ascontiguousarray(obs, F32), explore,
+                     self.td3.cfg.exploration_noise, action)
+        return action
 
-    def arrays(self) -> tuple:
-        """(params, target, grad, adam_m, adam_v, adam_state) as the kernels take them."""
-        return self.params, self.target, self.grad, self.m, self.v, self.adam_state
+    def update(self, raw_idx, target_noise, update_actor) -> None:
+        """The critics' update, then (update_actor) the actor's and the targets', of every agent:
+        the arithmetic of TD3._update_critics, _update_actor and _update_targets."""
+        td3 = self.td3
+        td3.critic.opt.t += 1
+        td3.actor.opt.t += update_actor
+        _nm_host.td3_update(self.nets, td3.replay.data, td3.replay.size, raw_idx, target_noise,
+                            update_actor, td3.cfg.shared_minibatch, self.hyper[:4])
+        self.host_stale = True
+
+    def step(self, block, i) -> None:
+        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        TD3.advance() with the NumPy update."""
+        td3, cfg, replay = self.td3, self.td3.cfg, self.td3.replay
+        learn = td3.steps >= cfg.learning_starts
+        uniform = not learn and cfg.warmup_actions == "uniform"
+        update_actor = learn and td3.steps % cfg.policy_delay == 0
+        td3.critic.opt.t += learn
+        td3.actor.opt.t += update_actor
+        ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, replay.pos, replay.size,
+                                  uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
+        if ended:
+            td3.obs[...] = td3.episodes.finish(td3.episodes.ep_len >= td3.env.max_episode_steps)
+        self.host_stale = True
+        return learn

@@ -1,7 +1,7 @@
 """The Python API: train, evaluate, export, deploy and benchmark from a script or a notebook.
 
 Everything here is importable from the package itself (``import neuromotor``), and the
-``neuromotor`` command runs the same functions::
+``neuromotor`` command is built on these names alone::
 
     import neuromotor
     run = neuromotor.train("pendulum", steps=10_000)
@@ -9,21 +9,61 @@ Everything here is importable from the package itself (``import neuromotor``), a
 
 Bad input raises :class:`neuromotor.UserError` with one line saying what is wrong: the
 same errors the command line prints before exiting with status 2.
+
+Names are imported on first use (NumPy, the algorithms and the board code only when a
+command needs them), so ``neuromotor --help`` starts fast.
 """
 
-from neuromotor.algos.ppo import PPO
-from neuromotor.algos.sac import SAC
-from neuromotor.algos.td3 import TD3
-from neuromotor.api._board import BenchResult, Board, EmulatedBoard, HilResult, start_board
-from neuromotor.api._run import Evaluation, Run, load_run
-from neuromotor.api._run import resume
-from neuromotor.api._train import train
-from neuromotor.envs import env_class as env_factory
-from neuromotor.errors import UserError
-from neuromotor.policy.spec import PolicySpec
+import importlib
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "train", "resume", "load_run", "Run", "Evaluation",
-    "Board", "EmulatedBoard", "start_board", "HilResult", "BenchResult",
-    "PolicySpec", "UserError", "TD3", "SAC", "PPO", "env_factory",
-]
+# name -> the module that defines it
+_HOME = {
+    # training and runs
+    "train": "neuromotor.api._train", "set_threads": "neuromotor.api._train",
+    "resume": "neuromotor.api._run", "load_run": "neuromotor.api._run", "list_runs": "neuromotor.api._run",
+    "Run": "neuromotor.api._run", "evaluate": "neuromotor.api._run", "Evaluation": "neuromotor.api._run",
+    "export": "neuromotor.api._export",
+    "sweep": "neuromotor.api._sweep", "resume_sweep": "neuromotor.api._sweep", "SweepResult": "neuromotor.api._sweep",
+    "TD3": "neuromotor.algos.td3", "SAC": "neuromotor.algos.sac", "PPO": "neuromotor.algos.ppo",
+    "env_factory": "neuromotor.api._env", "parse_kwargs": "neuromotor.api._env",
+    # boards
+    **{name: "neuromotor.api._board" for name in (
+        "Board", "EmulatedBoard", "start_board", "stop_board", "reset_board", "running_boards", "connected_boards",
+        "known_boards", "board_names", "build_firmware", "check_boards", "bench", "HilResult", "BenchResult",
+        "run_baremetal", "pio", "web_server")},
+    "train_on_device": "neuromotor.api._ondevice",
+    # policies and errors
+    "PolicySpec": "neuromotor.policy.spec", "read_policy": "neuromotor.policy.policy_file",
+    "UserError": "neuromotor.errors",
+}
+
+__all__ = list(_HOME)
+
+if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
+    # ruff: noqa: F401
+    from neuromotor.algos.ppo import PPO
+    from neuromotor.algos.sac import SAC
+    from neuromotor.algos.td3 import TD3
+    from neuromotor.api._board import (BenchResult, Board, EmulatedBoard, HilResult, bench, board_names,
+                                       build_firmware, check_boards, connected_boards, known_boards, pio,
+                                       reset_board, run_baremetal, running_boards, start_board, stop_board,
+                                       web_server)
+    from neuromotor.api._env import env_factory, parse_kwargs
+    from neuromotor.api._export import export
+    from neuromotor.api._ondevice import train_on_device
+    from neuromotor.api._run import Evaluation, Run, evaluate, list_runs, load_run, resume
+    from neuromotor.api._sweep import SweepResult, resume_sweep, sweep
+    from neuromotor.api._train import set_threads, train
+    from neuromotor.errors import UserError
+    from neuromotor.policy.policy_file import read_policy
+    from neuromotor.policy.spec import PolicySpec
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'neuromotor.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -3,9 +3,13 @@
 import os
 from pathlib import Path
 
-from neuromotor.training.config import MAX_COUNT, MAX_SEED
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
+from neuromotor.policy import DEFAULT_MAX_ERROR, FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
+from neuromotor.policy.platformio import check_project_dir, write_platformio_project
 from neuromotor.safe_write import check_target
+from neuromotor.training.run_policy import load_spec
+from neuromotor.training.runs import CONFIG, own_paths
 
 FORMATS = ("nmp", "c-header", "platformio")
 
@@ -13,8 +17,6 @@ FORMATS = ("nmp", "c-header", "platformio")
 def protected_paths(source, output) -> list:
     """What an export must never replace: its source, and the files of any run directory
     (the source's, and the one the output would land in; see runs.own_paths)."""
-    from neuromotor.training.runs import CONFIG, own_paths
-
     src = Path(source)
     paths = [src] if src.is_file() else own_paths(src)
     out_dir = Path(os.path.realpath(output)).parent if output else None
@@ -23,27 +25,30 @@ def protected_paths(source, output) -> list:
     return paths
 
 
-def export_policy(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
-                  max_error: "float | None" = None, calibration: int = 2000, heldout: int = 2000, seed: int = 0):
+def export(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
+                  max_error: "float | None" = None, calibration: int = 2000, heldout: int = 2000, seed: int = 0,
+                  finetune_steps: "int | None" = None):
     """Write the policy of `source` (a run directory or a .nmp file) to `path`.
 
     Returns (the written path, the PolicySpec written, the int8 accuracy report or {}).
     `format` is "nmp", "c-header" or "platformio" (default: c-header for *.h, else nmp);
     platformio makes `path` a PlatformIO project directory. `quantize="int8"` calibrates
-    integer weights and activations on `calibration` rollout observations of the run's env and
-    refuses (QuantizationError) when the actions on `heldout` other observations are off by more
-    than `max_error` of the action range. The file is written atomically and only over a
-    regular file that is neither the source nor a run's own file."""
-    from neuromotor.policy import DEFAULT_MAX_ERROR, quantize_checked, write_c_header, write_policy
-    from neuromotor.training.runs import load_spec
-
+    integer weights and activations on rollouts of the run's env (`calibration` steps of 8
+    episodes, as many of 64 episode starts, and a perturbed copy), rounds the weights with
+    error compensation and fine-tunes them `finetune_steps` steps (default FINETUNE_STEPS) to
+    act like the float policy there, and refuses (QuantizationError) when the actions on
+    `heldout` other observations are off by more than `max_error` of the action range. The
+    file is written atomically and only over a regular file that is neither the source nor a
+    run's own file."""
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
     if format is not None and format not in FORMATS:
         raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if isinstance(agent, bool) or not isinstance(agent, int) or agent < 0:
         raise UserError(f"agent must be a non-negative integer, got {agent!r}")
     for name, value, lo, hi in (("calibration", calibration, 1, MAX_COUNT), ("heldout", heldout, 1, MAX_COUNT),
-                                ("seed", seed, 0, MAX_SEED)):
+                                ("seed", seed, 0, MAX_SEED),
+                                ("finetune_steps", FINETUNE_STEPS if finetune_steps is None else finetune_steps,
+                                 0, MAX_FINETUNE_STEPS)):
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise UserError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
     if quantize is not None:
@@ -53,11 +58,10 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
             raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
         if max_error is not None and not 0 < max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {max_error}")
-    elif max_error is not None:
-        raise UserError("--max-error applies to --quantize int8 only")
+    elif max_error is not None or finetune_steps is not None:
+        raise UserError(f"--{'max-error' if max_error is not None else 'finetune-steps'} applies to "
+                        "--quantize int8 only")
     if format == "platformio":
-        from neuromotor.policy.platformio import check_project_dir, write_platformio_project
-
         check_project_dir(path)
         spec = load_spec(source, agent)
         if getattr(spec, "dtype", "float32") != "float32":
@@ -72,6 +76,7 @@ def export_policy(source, path, format: "str | None" = None, agent: int = 0, qua
         if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
             raise UserError(f"{source}: --quantize needs a float policy with action limits (a run directory)")
         spec, report = quantize_checked(spec, calibration, heldout, seed,
-                                        DEFAULT_MAX_ERROR if max_error is None else max_error)
+                                        DEFAULT_MAX_ERROR if max_error is None else max_error,
+                                        finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
     (write_c_header if fmt == "c-header" else write_policy)(spec, target)
     return Path(path), spec, report

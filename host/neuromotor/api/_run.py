@@ -6,18 +6,19 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neuromotor.api._progress import show_progress
-from neuromotor.training import runs, session
 from neuromotor import reading
+from neuromotor.api._board import Board, HilResult, as_board
+from neuromotor.api._export import export
+from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec
-
-if TYPE_CHECKING:
-    from neuromotor.api._board import Board, HilResult
+from neuromotor.safe_write import check_target
+from neuromotor.training import run_policy, runs, session
+from neuromotor.training.config import check_seed
+from neuromotor.training.evaluation import Evaluator
 
 
 def _count(name: str, value, lo: int) -> int:
@@ -66,13 +67,9 @@ class Evaluation:
         }
 
 
-def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
+def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
                  render=None, agent: int = 0) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
-    from neuromotor.training.config import check_seed
-    from neuromotor.training.evaluation import Evaluator
-    from neuromotor.safe_write import check_target
-
     episodes = _count("episodes", episodes, 1)
     agent = _count("agent", agent, 0)
     check_seed(seed)
@@ -81,14 +78,14 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
         if not render.endswith(".gif"):
             raise UserError(f"render writes a GIF; give a file name ending in .gif, not {render!r}")
         check_target(render, protected=runs.own_paths(run_dir), follow=True)
-    cfg, algo = runs.load(run_dir)
+    spec, algo = runs.load(run_dir)
     try:
-        seeds = cfg["seeds"]
+        seeds = spec.seeds
         if not 0 <= agent < len(seeds):
             raise UserError(f"agent {agent} out of range: the run has {len(seeds)} agent(s)")
-        env_cls = runs.env_factory(cfg)
+        env_cls = spec.env_factory()
         if render and not hasattr(env_cls, "draw"):
-            raise UserError(f"environment {cfg['env']!r} cannot be rendered")
+            raise UserError(f"environment {spec.env!r} cannot be rendered")
         plot = str(Path(render).with_suffix(".png")) if render and hasattr(env_cls, "plot_episode") else None
         if plot:
             check_target(plot, protected=runs.own_paths(run_dir), follow=True)
@@ -96,7 +93,7 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
         if gymnasium:
             if render:
                 raise UserError("render draws neuromotor's env; it does not combine with gymnasium evaluation")
-            from neuromotor.envs.mujoco_vec import gymnasium_returns
+            from neuromotor.envs.mujoco_vec import gymnasium_returns  # MuJoCo: only for gymnasium's own envs
 
             returns, states = gymnasium_returns(env_cls, algo.act, len(seeds), episodes, seed), None
         else:
@@ -108,9 +105,9 @@ def evaluate_run(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool
     finally:
         algo.close()
     if render:
-        from neuromotor.training.plotting import episode_gif, episode_plot
+        from neuromotor.training.plotting import episode_gif, episode_plot  # matplotlib: only to render
 
-        title = f"{cfg['env']} seed {seeds[agent]}"
+        title = f"{spec.env} seed {seeds[agent]}"
         episode_gif(env_cls.draw, states, render, title=title, projection=getattr(env_cls, "draw_projection", None))
         if plot:
             episode_plot(env_cls.plot_episode, env_cls.plot_rows, states, plot, title)
@@ -164,6 +161,11 @@ class Run:
         return list(self.config["seeds"])
 
     @property
+    def curve_file(self) -> Path:
+        """The learning curve PNG (evaluation return against steps, one line per agent)."""
+        return self.path / runs.CURVE
+
+    @property
     def summary(self) -> "dict | None":
         """summary.json (final returns, steps, wall time), or None before training finished."""
         if self._summary is not None:
@@ -197,7 +199,7 @@ class Run:
         """The deterministic policy of agent `agent` (index into `seeds`)."""
         agent = _count("agent", agent, 0)
         if agent not in self._policies:
-            self._policies[agent] = runs.load_spec(self.path, agent)
+            self._policies[agent] = run_policy.load_spec(self.path, agent)
         return self._policies[agent]
 
     def evaluate(self, episodes: int = 10, *, seed: int = 12345, gymnasium: bool = False,
@@ -206,7 +208,7 @@ class Run:
 
         gymnasium: evaluate in gymnasium's own environment (MuJoCo tasks) instead of
         neuromotor's. render: also write the first episode of `agent` as a GIF to this path."""
-        return evaluate_run(self.path, episodes, seed, gymnasium, render, agent)
+        return evaluate(self.path, episodes, seed, gymnasium, render, agent)
 
     def render(self, path: "str | os.PathLike", *, agent: int = 0, seed: int = 12345) -> Path:
         """Render one deterministic episode of `agent` to a GIF at `path`; returns the path."""
@@ -214,17 +216,17 @@ class Run:
         return Path(path)
 
     def export(self, path: "str | os.PathLike", format: "str | None" = None, *, agent: int = 0,
-               quantize: "str | None" = None, max_error: "float | None" = None) -> Path:
+               quantize: "str | None" = None, max_error: "float | None" = None,
+               finetune_steps: "int | None" = None) -> Path:
         """Write agent `agent`'s policy to `path`: format "nmp" (the policy file boards load),
         "c-header" (bare-metal C) or "platformio" (a project directory); default: c-header for
         *.h, else nmp. Returns the path written.
 
         quantize="int8" writes integer weights and activations, calibrated on rollouts of the
-        run's environment; it is refused (a UserError with the figures) when its actions are
+        run's environment and fine-tuned there (`finetune_steps`, default 100) to act like the
+        float policy; it is refused (a UserError with the figures) when its actions are
         further than `max_error` (default 0.02) of the action range from the float policy's."""
-        from neuromotor.api._export import export_policy
-
-        return export_policy(self.path, path, format, agent, quantize, max_error)[0]
+        return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps)[0]
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
         """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""
@@ -232,14 +234,10 @@ class Run:
 
     def deploy(self, port: "str | Board" = "auto", **options) -> dict:
         """Deploy agent 0's policy to a board (a port or a Board); see Board.deploy."""
-        from neuromotor.api._board import as_board
-
         return as_board(port).deploy(self, **options)
 
     def hil(self, port: "str | Board" = "auto", **options) -> "HilResult":
         """Hardware in the loop on a board holding this run's policy; see Board.hil."""
-        from neuromotor.api._board import as_board
-
         return as_board(port).hil(self, **options)
 
 
@@ -258,8 +256,8 @@ def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "st
     if not (run_dir / runs.CONFIG).is_file():
         raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
     with runs.locked(run_dir):
-        cfg, algo = session.resume(run_dir, vector=vector, steps=steps)
-        summary = session.train(run_dir, cfg, algo, progress=show_progress(progress))
+        spec, algo = session.resume(run_dir, vector=vector, steps=steps)
+        summary = session.train(run_dir, spec, algo, progress=show_progress(progress))
     return finished(run_dir, summary)
 
 
@@ -268,3 +266,9 @@ def finished(run_dir, summary: dict) -> Run:
     run = Run(run_dir)
     run._summary = summary
     return run
+
+
+def list_runs(root: "str | os.PathLike | None" = None) -> list:
+    """One dict per run directory under `root` (default runs/): run, path, env, algo, seeds,
+    steps and the final eval_return_mean (None while unfinished)."""
+    return runs.list_runs(root)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from neuromotor.training import runs, session
+from neuromotor.training.config import RunSpec, parse_set
 from neuromotor.api._env import env_name
 from neuromotor.api._progress import show_progress
 from neuromotor.api._run import Run, finished
@@ -32,7 +33,8 @@ def _seeds(seeds):
 
 def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None" = None,
           seeds: "int | Iterable[int] | str" = 0, config: "Mapping | str | os.PathLike | None" = None,
-          preset: "str | None" = None, env_kwargs: "Mapping | None" = None, vector: "str | None" = None,
+          settings: "Iterable[str] | None" = None, preset: "str | None" = None,
+          env_kwargs: "Mapping | str | None" = None, vector: "str | None" = None,
           num_envs: "int | None" = None, shards: "int | None" = None, run_dir: "str | os.PathLike | None" = None,
           force: bool = False,
           progress: "bool | None" = None) -> Run:
@@ -48,9 +50,11 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
             population trained in stacked arrays).
         config: settings over the algorithm's defaults, as a dict (``{"batch_size": 64}``) or
             the path of a TOML file.
+        settings: ``"KEY=VALUE"`` texts applied over `config` (the command line's ``--set``).
         preset: a named configuration of the algorithm (ppo: ant-paper, pendulum; sac:
             pendulum, mujoco).
-        env_kwargs: keyword arguments for gymnasium.make or your env's factory.
+        env_kwargs: keyword arguments for gymnasium.make or your env's factory (a dict, or
+            its text as JSON or a TOML inline table).
         vector: ``"sync"`` or ``"async"``: how a gymnasium env's copies are stepped.
         num_envs: parallel envs per agent (PPO).
         shards: worker processes a population is cut into (default: one per core).
@@ -66,37 +70,52 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
     if run_dir is not None and os.fspath(run_dir) == "":
         raise UserError("run_dir is empty (it would mean the current directory)")
     seed, seeds_text = _seeds(seeds)
-    config_file, settings = None, {}
+    config_file, values = None, {}
     if isinstance(config, Mapping):
-        settings = dict(config)
+        values = dict(config)
     elif isinstance(config, (str, os.PathLike)):
         config_file = config
     elif config is not None:
         raise UserError(f"config must be a dict of settings or the path of a TOML file, got {type(config).__name__}")
-    if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+    if settings is not None:
+        if isinstance(settings, (str, bytes)) or not all(isinstance(t, str) for t in settings):
+            raise UserError("settings must be a list of KEY=VALUE texts")
+        values.update(parse_set(settings))
+    env_kwargs_text = None
+    if isinstance(env_kwargs, str):
+        env_kwargs_text = env_kwargs
+    elif env_kwargs is not None and not isinstance(env_kwargs, Mapping):
         raise UserError(f"env_kwargs must be a dict, got {type(env_kwargs).__name__}")
-    if env_kwargs:
-        settings["env_kwargs"] = dict(env_kwargs)
-    cfg = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=settings,
-                              vector=vector, envs=num_envs, steps=steps, shards=shards, seeds=seeds_text,
-                              seed=seed, quiet=not show)
-    return start(cfg, run_dir=run_dir, force=force, progress=show)
+    elif env_kwargs:
+        values["env_kwargs"] = dict(env_kwargs)
+    spec = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=values,
+                              env_kwargs=env_kwargs_text, vector=vector, envs=num_envs, steps=steps, shards=shards,
+                              seeds=seeds_text, seed=seed, quiet=not show)
+    return start(spec, run_dir=run_dir, force=force, progress=show)
 
 
-def start(cfg: dict, run_dir=None, force: bool = False, progress: bool = True) -> Run:
-    """Train a new run from a whole config (session.new_config) into run_dir."""
-    algo = runs.build(cfg)  # bad hyperparameters and runs that cannot fit fail here, before any file
+def start(spec: RunSpec, run_dir=None, force: bool = False, progress: bool = True) -> Run:
+    """Train a new run from a whole RunSpec (session.new_config) into run_dir."""
+    algo = runs.build(spec)  # bad hyperparameters and runs that cannot fit fail here, before any file
     try:
         if run_dir is None:
-            run_dir = runs.new_run_dir(cfg["env"], cfg["algo"], cfg["seeds"])
+            run_dir = runs.new_run_dir(spec.env, spec.algo, spec.seeds)
         else:
             run_dir = Path(run_dir)
             runs.check_replaceable(run_dir, force)  # before the lock file is made
             runs.make_dir(run_dir)
         with runs.locked(run_dir):
             runs.prepare(run_dir, force)
-            runs.save_config(run_dir, cfg)
-            summary = session.train(run_dir, cfg, algo, progress=progress)
+            runs.write_config(run_dir, spec)
+            summary = session.train(run_dir, spec, algo, progress=progress)
     finally:
         algo.close()
     return finished(run_dir, summary)
+
+
+def set_threads(threads: "int | str") -> None:
+    """Threads that MuJoCo envs made from now on step with (in this process and its shard
+    workers): ``"auto"`` (every core) or a count; a property of the machine, not saved with a run."""
+    from neuromotor.envs.mujoco_vec import set_default_threads  # MuJoCo: only when threads are set
+
+    set_default_threads(threads)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_open, atomic_write, check_target
-from neuromotor.boards.link import BenchClient
+from neuromotor.boards.link import LinkClient
 from neuromotor.boards.link.client import ProtocolError
 from neuromotor.boards.link.ports import board_for_port
 
@@ -87,7 +87,7 @@ def read_baremetal(port, timeout=5.0):
     """The first valid `@nm - bench` line the port prints within `timeout` s (parsed), or None."""
     import serial
 
-    from neuromotor.boards.link.protocol import BadLine, decode
+    from neuromotor.boards.link.protocol import BadLine, decode_line
     deadline = time.monotonic() + timeout
     buf = b""
     try:
@@ -97,7 +97,7 @@ def read_baremetal(port, timeout=5.0):
                 while b"\n" in buf:
                     raw, buf = buf.split(b"\n", 1)
                     try:
-                        msg = decode(raw)
+                        msg = decode_line(raw)
                     except BadLine:
                         continue
                     if msg is not None and msg.seq == "-" and msg.word == "bench":
@@ -148,7 +148,7 @@ def baremetal_result(port, r) -> dict:
 def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PREDICT_MHZ,
                timeout=10.0, log=print) -> dict:
     try:
-        client = BenchClient(port, timeout=timeout)
+        client = LinkClient(port, timeout=timeout)
     except ProtocolError as exc:
         if "raw REPL" not in str(exc):
             raise

@@ -24,8 +24,8 @@ from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import POLICY_LIMIT, encode
 from neuromotor.policy.spec import env_for
 from neuromotor.training.evaluation import episode_returns
-from neuromotor.training.runs import load_spec
-from neuromotor.boards.link import BenchClient
+from neuromotor.training.run_policy import load_spec
+from neuromotor.boards.link import LinkClient
 
 RTOL = 1e-3     # on returns: the two runs differ only by float32 summation order
 ACTION_RTOL = 1e-3  # on each action, relative to 1 + |host action|
@@ -79,7 +79,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
     # What deploy put on the board: the policy file itself, or this run's policy, encoded from
     # the spec already loaded (the checkpoint is read once).
     data = reading.read_bytes(source, "policy file", POLICY_LIMIT) if Path(source).is_file() else encode(spec)
-    with BenchClient(port, timeout=timeout) as c:
+    with LinkClient(port, timeout=timeout) as c:
         meta = c.load(deployed_policy(port, c.info, data), "auto")
         if meta.get("obs_dim") != spec.obs_dim or meta.get("act_dim") != spec.act_dim:
             raise UserError(f"{port}: the board's policy is {meta.get('sizes')}, this run's is {spec.sizes}; "

@@ -10,8 +10,9 @@ import posixpath
 import re
 from pathlib import Path
 
-from neuromotor.training.config import MAX_COUNT, MAX_SEED
+from neuromotor import api
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT, MAX_SEED
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _BOARD_PATH = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\Z")
@@ -47,9 +48,7 @@ def source(option: str, path: str) -> Path:
     if not path or not (p.is_file() or (p / "config.json").is_file()):
         raise UserError(f"{option} {path!r}: no such run directory or policy file")
     if p.is_file():
-        from neuromotor.policy.policy_file import read_policy
-
-        read_policy(p)  # a UserError (not a policy file, corrupted) before any board is involved
+        api.read_policy(p)  # a UserError (not a policy file, corrupted) before any board is involved
     return p
 
 
@@ -61,10 +60,8 @@ def name(option: str, value: str) -> str:
 
 
 def board_name(option: str, value: str) -> str:
-    from neuromotor.boards import board_names
-
     name(option, value)
-    known = board_names()
+    known = api.board_names()
     if value not in known:
         raise UserError(f"{option}: unknown board {value!r}; known: {', '.join(sorted(known))}")
     return value
@@ -79,10 +76,8 @@ def board_path(option: str, value: str) -> str:
 
 
 def env_name(option: str, value: str, kwargs: dict = None) -> str:
-    from neuromotor.envs import env_class
-
     try:
-        env_class(value, kwargs)
+        api.env_factory(value, kwargs)
     except UserError as exc:
         raise UserError(f"{option}: {exc}") from None
     return value

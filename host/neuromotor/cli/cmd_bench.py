@@ -21,17 +21,14 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.boards.bench import json_summary, prepare_out_dir, run_bench, table
+    from neuromotor import api
+
     checks.int_range("-n", args.n, 1, 10**7)
     checks.positive_float("--predict-mhz (a clock in MHz)", args.predict_mhz)
-    prepare_out_dir(args.out, create=False)
-    from neuromotor.boards.link.ports import resolve_ports
-    ports = resolve_ports(args.port)
-    prepare_out_dir(args.out)  # before any board time is spent
-    results, out = run_bench(ports, n=args.n, backends=args.backend, out_dir=args.out,
-                             predict_mhz=args.predict_mhz)
-    print(table(results))
-    print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
+    res = api.bench(args.port, n=args.n, backends=args.backend, out=args.out, predict_mhz=args.predict_mhz,
+                    verbose=True)
+    print(res.table)
+    print(f"wrote {res.json_path} and {res.png_path}")
     if args.json:
-        print(json_line(json_summary(results)))
+        print(json_line(res.summary))
     return 0

@@ -1,10 +1,9 @@
 """`neuromotor board start|stop|reset|build|baremetal|pio|check`: emulated boards, bare-metal runs, descriptors."""
 
 import argparse
-import subprocess
 import sys
 
-from neuromotor import boards
+from neuromotor import api
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 
@@ -59,8 +58,8 @@ def start(args) -> int:
         checks.name("--instance", args.instance)
     if args.firmware is not None:
         checks.elf_file("--firmware", args.firmware)
-    b = boards.start(args.name, instance=args.instance, firmware=args.firmware, build=args.build,
-                     cycles=args.cycles)
+    b = api.start_board(args.name, instance=args.instance, firmware=args.firmware, build=args.build,
+                        cycles=args.cycles, detach=True).record
     print(f"{b.instance}: QEMU pid {b.pid}, -icount shift=0; stop with `neuromotor board stop {b.instance}`",
           file=sys.stderr)
     print(b.port)
@@ -69,14 +68,14 @@ def start(args) -> int:
 
 def stop(args) -> int:
     if args.all:
-        names = [b.instance for b in boards.running()]
+        names = [b.instance for b in api.running_boards()]
     elif args.name is not None:
         names = [checks.name("name", args.name)]
     else:
         raise UserError("board stop: name a board (or --all)")
     status = 0
     for n in names:
-        if boards.stop(n):
+        if api.stop_board(n):
             print(f"{n}: stopped")
         else:
             print(f"{n}: not running", file=sys.stderr)
@@ -86,9 +85,7 @@ def stop(args) -> int:
 
 def reset(args) -> int:
     checks.name("name", args.name)
-    if args.name not in {b.instance for b in boards.running()}:
-        raise UserError(f"{args.name} is not running (see `neuromotor boards`)")
-    boards.reset(args.name)
+    api.reset_board(args.name)
     print(f"{args.name}: reset")
     return 0
 
@@ -96,14 +93,12 @@ def reset(args) -> int:
 def build(args) -> int:
     checks.board_name("name", args.name)
     checks.int_range("-j", args.jobs, 1, 256)
-    fw = boards.build_firmware(args.name, jobs=args.jobs)
+    fw = api.build_firmware(args.name, jobs=args.jobs)
     print(fw)
     return 0
 
 
 def baremetal(args) -> int:
-    from neuromotor.boards.baremetal import run_baremetal
-
     checks.board_name("name", args.name)
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
@@ -116,7 +111,7 @@ def baremetal(args) -> int:
                              or not set(acts) <= {"relu", "tanh", "identity"}):
         raise UserError(f"--acts {args.acts!r}: one of relu, tanh, identity per layer ({len(sizes) - 1})")
     checks.int_range("--repeat", args.repeat, 1, 10**6)
-    r = run_baremetal(args.name, sizes, acts, args.repeat)
+    r = api.run_baremetal(args.name, sizes, acts, args.repeat)
     if args.json:
         print(json_line(r))
         return 0
@@ -140,22 +135,16 @@ PIO_COMMANDS = ("run", "test", "check", "ci", "debug", "device", "pkg", "project
 
 
 def pio(args) -> int:
-    from neuromotor.boards.baremetal import pio_env, pio_executable
-
     if not args.pio_args or args.pio_args[0] not in PIO_COMMANDS:
         raise UserError(f"board pio: give a pio command ({', '.join(PIO_COMMANDS)}) and its arguments, "
                         "e.g. run -d device/baremetal -e qemu-m7 -t exec")
-    return subprocess.run([pio_executable(), *args.pio_args], env=pio_env(), stdin=subprocess.DEVNULL).returncode
+    return api.pio(args.pio_args)
 
 
 def check(args) -> int:
-    from neuromotor.paths import cache_dir
-
-    names = [checks.board_name("name", n) for n in args.name] or boards.board_names()
-    mpy_src = next(iter(sorted(cache_dir().glob("micropython-*/ports"))), None)
+    names = [checks.board_name("name", n) for n in args.name]
     bad = 0
-    for n in names:
-        problems = boards.validate_board(boards.load_board(n), mpy_src.parent if mpy_src else None)
+    for n, problems in api.check_boards(names).items():
         print(f"{n}: {'ok' if not problems else 'PROBLEMS'}")
         for pr in problems:
             print(f"  - {pr}")

@@ -3,7 +3,7 @@
 import json
 import time
 
-from neuromotor import boards
+from neuromotor import api
 
 
 def register(sub):
@@ -17,11 +17,7 @@ def register(sub):
 
 
 def _known(args) -> int:
-    rows = []
-    for b in boards.list_boards():
-        rows.append({"board": b.name, "kind": b.kind, "core": b.mcu.get("core", ""),
-                     "clock_mhz": b.mcu.get("clock_hz", 0) / 1e6, "natmod_arch": b.natmod_arch,
-                     "usb": ", ".join(f"{v:04x}:{p:04x}" for v, p in b.usb_ids), "description": b.description})
+    rows = api.known_boards()
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -35,9 +31,8 @@ def _known(args) -> int:
 def run(args) -> int:
     if args.known:
         return _known(args)
-    found = boards.serial_ports(all_ports=args.all)
-    emu = boards.running()
-    stale = boards.clean_stale()
+    found = api.connected_boards(all_ports=args.all)
+    emu, stale = api.running_boards(clean=True)
     if args.json:
         for d in found:
             print(json.dumps({"kind": "serial", "board": d.name, "port": d.port, "usb_id": d.usb_id,

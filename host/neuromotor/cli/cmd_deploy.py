@@ -22,14 +22,15 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.boards.deploy import deploy
+    from neuromotor import api
+
     checks.source("source", args.source)
     checks.board_path("--dest", args.dest)
-    from neuromotor.boards.link.ports import resolve_port
-    port = resolve_port(args.port)
+    board = api.Board(args.port)
+    port = board.port
     print(f"deploy: {args.source} -> {port}")
-    res = deploy(port, args.source, dry_run=args.dry_run, policy_dest=args.dest,
-                 natmod=args.natmod, full=args.full)
+    res = board.deploy(args.source, dest=args.dest, natmod=args.natmod, full=args.full, dry_run=args.dry_run,
+                       verbose=True)
     if args.json:
         b = res["board"]
         print(json_line({"port": port, "dry_run": res["dry_run"], "arch": b["arch"],

@@ -1,12 +1,10 @@
 """`neuromotor eval RUN_DIR`: deterministic evaluation of a trained run, optionally a GIF."""
 
 
-import numpy as np
+import math
 
-from neuromotor.training import runs
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
-from neuromotor.safe_write import check_target
 
 
 def register(sub):
@@ -23,7 +21,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    from neuromotor.api._run import evaluate_run
+    from neuromotor import api  # NumPy and the algorithms: imported once there is work
 
     checks.int_range("--episodes", args.episodes, 1)
     checks.int_range("--agent", args.agent, 0)
@@ -34,8 +32,7 @@ def run(args) -> int:
             raise UserError("--render draws neuromotor's env; it does not combine with --gymnasium")
         if not args.render.endswith(".gif"):
             raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")
-        check_target(args.render, protected=runs.own_paths(args.run_dir), follow=True)
-    ev = evaluate_run(args.run_dir, args.episodes, args.seed, args.gymnasium, args.render, args.agent)
+    ev = api.evaluate(args.run_dir, args.episodes, args.seed, args.gymnasium, args.render, args.agent)
     returns, seeds = ev.returns, ev.seeds
     print(f"{'seed':>6} {'return':>10} {'std':>8}")
     for k, s in enumerate(seeds):
@@ -44,4 +41,4 @@ def run(args) -> int:
         print(f"wrote {args.render} ({ev.frames} frames)" + (f" and {ev.plot}" if ev.plot else ""))
     if args.json:
         print(json_line(ev.as_dict()))
-    return 0 if np.isfinite(returns).all() else 1
+    return 0 if all(math.isfinite(r) for r in returns.flat) else 1

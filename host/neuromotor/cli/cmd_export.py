@@ -6,6 +6,7 @@ import os
 
 from neuromotor.cli import checks
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_FINETUNE_STEPS
 
 
 def register(subparsers) -> None:
@@ -28,7 +29,8 @@ def register(subparsers) -> None:
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
     p.add_argument("--quantize", choices=("int8",), default=None,
                    help="int8: integer weights and activations (docs/policy-format.md, version 3), calibrated "
-                   "on rollouts of the run's env; refused when its actions are too far from the float policy's")
+                   "on rollouts of the run's env and fine-tuned there to act like the float policy; refused "
+                   "when its actions are too far from the float policy's")
     p.add_argument("--max-error", type=float, default=None,
                    help="largest allowed |int8 action - float action| on held-out rollout observations, as a "
                    "fraction of each dimension's action range (default 0.02)")
@@ -38,12 +40,15 @@ def register(subparsers) -> None:
                    help="held-out rollout observations (other episodes) the action error is measured on "
                    "(default 2000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the calibration episodes (default 0)")
+    p.add_argument("--finetune-steps", type=int, default=None,
+                   help="steps of the int8 fine-tune that fits the integer weights to the float policy's "
+                   "actions on the calibration observations (default 100; 0: error-compensated rounding only)")
     p.add_argument("--json", action="store_true", help="end with one JSON line describing the export")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from neuromotor.api._export import export_policy
+    from neuromotor import api  # NumPy and the algorithms: imported once there is work
 
     # Checked before the (slow) load, under the options' own names.
     checks.source("source", args.run)
@@ -51,15 +56,18 @@ def run(args) -> int:
     checks.int_range("--calibration", args.calibration, 1)
     checks.int_range("--heldout", args.heldout, 1)
     checks.int_range("--seed", args.seed, 0, 2**32 - 1)
+    if args.finetune_steps is not None:
+        checks.int_range("--finetune-steps", args.finetune_steps, 0, MAX_FINETUNE_STEPS)
     if args.quantize:
         if args.max_error is not None and not 0 < args.max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {args.max_error}")
         if args.format == "platformio":
             raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
-    elif args.max_error is not None:
-        raise UserError("--max-error applies to --quantize int8 only")
-    out, spec, report = export_policy(args.run, args.output, args.format, args.agent, args.quantize,
-                                      args.max_error, args.calibration, args.heldout, args.seed)
+    elif args.max_error is not None or args.finetune_steps is not None:
+        raise UserError(f"--{'max-error' if args.max_error is not None else 'finetune-steps'} applies to "
+                        "--quantize int8 only")
+    out, spec, report = api.export(args.run, args.output, args.format, args.agent, args.quantize,
+                                   args.max_error, args.calibration, args.heldout, args.seed, args.finetune_steps)
     if args.format == "platformio":
         print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "
               f"environments teensy41, esp32, esp32c3, stm32f405, stm32h743)")
@@ -67,9 +75,13 @@ def run(args) -> int:
     fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")
     target = os.path.realpath(out)
     if report:
-        print(f"int8: max action error {report['max_error']:.4g} ({100 * report['max_error_frac']:.2f}% of the "
-              f"action range), mean {report['mean_error']:.4g} ({100 * report['mean_error_frac']:.2f}%) on "
-              f"{report['heldout_obs']} held-out observations; calibrated on {report['calibration_obs']}")
+        print(f"int8: calibrated on {report['calibration_obs']} rollout observations, weights rounded with error "
+              f"compensation and fine-tuned {report['finetune_steps']} steps (kept step "
+              f"{report['finetune_kept_step']}): max action error {100 * report['max_error_frac_before']:.2f}% -> "
+              f"{100 * report['max_error_frac']:.2f}% of the action range ({report['max_error_before']:.4g} -> "
+              f"{report['max_error']:.4g}), mean {100 * report['mean_error_frac_before']:.3f}% -> "
+              f"{100 * report['mean_error_frac']:.3f}% on {report['heldout_obs']} held-out observations "
+              "(before: plain rounding)")
     dtype = getattr(spec, "dtype", "float32")
     print(f"wrote {args.output} ({fmt}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
           f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")

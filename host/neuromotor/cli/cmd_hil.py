@@ -24,7 +24,8 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.boards.hil import report, run_hil
+    from neuromotor import api
+
     checks.source("source", args.source)
     checks.int_range("--episodes", args.episodes, 1, 10_000)
     checks.seed("--seed", args.seed, count=args.episodes)
@@ -34,15 +35,12 @@ def run(args):
     if args.env_kwargs is not None:
         if args.env is None:
             raise UserError("--env-kwargs goes with --env (a run's own env already has its env_kwargs)")
-        from neuromotor.training.session import parse_table
-        env_kwargs = parse_table("--env-kwargs", args.env_kwargs)
+        env_kwargs = api.parse_kwargs("--env-kwargs", args.env_kwargs)
     if args.env is not None:
         checks.env_name("--env", args.env, env_kwargs)
-    from neuromotor.boards.link.ports import resolve_port
-    port = resolve_port(args.port)
-    res = run_hil(port, args.source, episodes=args.episodes, seed=args.seed, env_name=args.env,
-                  steps=args.steps, env_kwargs=env_kwargs)
-    print(report(res))
+    res = api.Board(args.port).hil(args.source, episodes=args.episodes, seed=args.seed, env=args.env,
+                                   steps=args.steps, env_kwargs=env_kwargs, verbose=True)
+    print(res)
     if args.json:
-        print(json_line(res))
-    return 0 if res["returns_match"] else 1
+        print(json_line(res.data))
+    return 0 if res.returns_match else 1

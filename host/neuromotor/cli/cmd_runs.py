@@ -1,6 +1,6 @@
 """`neuromotor runs`: the run directories as a table."""
 
-from neuromotor.training import runs
+from neuromotor import api
 from neuromotor.cli import json_line, shown_path
 
 
@@ -12,7 +12,7 @@ def register(sub):
 
 
 def run(args) -> int:
-    rows = [{**r, "run": shown_path(r["run"]), "path": shown_path(r["path"])} for r in runs.list_runs(args.root)]
+    rows = [{**r, "run": shown_path(r["run"]), "path": shown_path(r["path"])} for r in api.list_runs(args.root)]
     if args.json:
         for r in rows:
             print(json_line(r))

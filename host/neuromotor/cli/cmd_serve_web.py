@@ -14,10 +14,11 @@ def register(sub):
 
 
 def run(args):
-    from neuromotor.boards.web.serve import make_server, url
+    from neuromotor import api
+
     checks.int_range("--port", args.port, 0, 65535)
-    server = make_server(args.port, quiet=not args.log)
-    print(f"serving {url(server)} (Ctrl-C stops)", flush=True)
+    server, url = api.web_server(args.port, log=args.log)
+    print(f"serving {url} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

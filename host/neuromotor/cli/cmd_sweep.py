@@ -1,8 +1,5 @@
 """`neuromotor sweep ENV`: a grid or random search over hyperparameters x seeds."""
 
-import time
-
-from neuromotor.training import sweep
 from neuromotor.cli import checks, json_line
 from neuromotor.errors import UserError
 
@@ -44,63 +41,24 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _check_backend(args) -> None:
-    if args.address is not None:
-        if args.backend != "ray":
-            raise UserError("--address names a Ray cluster; it needs --backend ray")
-        if not args.address.strip():
-            raise UserError("--address needs auto or HOST:PORT")
-    if args.workers is not None:
-        if args.backend != "local":
-            raise UserError("--workers is for --backend local (Ray schedules its own)")
-        if not 1 <= args.workers <= 4096:
-            raise UserError(f"--workers must be from 1 to 4096, got {args.workers}")
-    if args.backend == "ray":
-        from neuromotor.training.sweep_ray import check_available
-
-        check_available()
-
-
 def run(args) -> int:
-    import os
+    from neuromotor import api  # NumPy, the algorithms and Ray: imported once there is work
 
-    _check_backend(args)
     if args.resume is not None:
         if (args.env is not None or args.grid or args.random or args.n is not None or args.set or args.preset
                 or args.config or args.steps is not None or args.shards is not None or args.dir is not None
                 or args.seeds != "0" or args.sample_seed != 0 or args.algo != "td3"):
             raise UserError("--resume finishes a sweep with its own plan; only --backend, --address and "
                             "--workers may be given")
-        sweep_dir = args.resume
-        doc = {**sweep.read_plan(sweep_dir), "backend": args.backend}
+        result = api.resume_sweep(args.resume, backend=args.backend, address=args.address, workers=args.workers)
     else:
-        if args.sample_seed < 0:
-            raise UserError(f"--sample-seed must be 0 or more, got {args.sample_seed}")
-        if args.n is not None and not 1 <= args.n <= sweep.MAX_CONFIGS:
-            raise UserError(f"-n must be from 1 to {sweep.MAX_CONFIGS}, got {args.n}")
-        the_plan = sweep.plan(args)  # every configuration checked before anything is written
-        sweep_dir = sweep.create(args.dir, the_plan, args.backend)
-        doc = sweep.read_plan(sweep_dir)
-    t0 = time.perf_counter()
-    if args.backend == "ray":
-        from neuromotor.training.sweep_ray import run_ray
-
-        summaries = run_ray(sweep_dir, doc["units"], args.address)
-    else:
-        summaries = sweep.run_local(sweep_dir, doc["units"], args.workers or os.cpu_count() or 1)
-    out = sweep.finish(sweep_dir, doc, summaries, time.perf_counter() - t0)
+        result = api.sweep(args.env, args.algo, grid=args.grid, random=args.random, n=args.n, settings=args.set,
+                           preset=args.preset, config=args.config, steps=args.steps, shards=args.shards,
+                           seeds=args.seeds, sample_seed=args.sample_seed, sweep_dir=args.dir, backend=args.backend,
+                           address=args.address, workers=args.workers)
     if not args.quiet:
-        print_table(out)
+        print()
+        print(result.table)
     if args.json:
-        print(json_line(out))
+        print(json_line(result.summary))
     return 0
-
-
-def print_table(out: dict) -> None:
-    rows = sorted(out["configs"], key=lambda c: -c["eval_return_mean"])
-    print(f"\n{'eval return':>12} {'std':>8} {'seeds':>6}  configuration")
-    for c in rows:
-        print(f"{c['eval_return_mean']:>12.1f} {c['eval_return_std']:>8.1f} {len(c['eval_returns']):>6}  "
-              f"{sweep.label(c['config'])}")
-    print(f"{out['agents']} agents in {out['wall_s']:.1f} s wall on {out['backend']}; "
-          f"sweep dir {out['sweep_dir']} ({sweep.PLAN}, {sweep.PLOT})")

@@ -1,11 +1,8 @@
 """`neuromotor train ENV`: train one agent or a population, or resume a run."""
 
-from pathlib import Path
-
-from neuromotor.training import runs, session
 from neuromotor.cli import checks, json_line
-from neuromotor.envs.gymnasium_vec import VECTOR_MODES
 from neuromotor.errors import UserError
+
 
 
 def register(sub):
@@ -21,7 +18,7 @@ def register(sub):
     p.add_argument("--env-kwargs", metavar="TABLE", help="keyword arguments for gymnasium.make or your "
                    "factory, as JSON or a TOML inline table, e.g. '{\"max_episode_steps\": 500}'; "
                    "single ones also as --set env_kwargs.NAME=VALUE")
-    p.add_argument("--vector", choices=VECTOR_MODES, help="how a gymnasium env's copies are stepped: sync "
+    p.add_argument("--vector", metavar="{sync,async}", help="how a gymnasium env's copies are stepped: sync "
                    "(default, in this process) or async (one worker process per env, for slow Python envs)")
     p.add_argument("--algo", default="td3", help="algorithm (default td3)")
     p.add_argument("--steps", "--env-steps", type=int, help="environment steps per agent (default 10000)")
@@ -46,30 +43,26 @@ def register(sub):
 
 
 def run(args) -> int:
-    from neuromotor import api
-    from neuromotor.api import _train as api_train
+    from neuromotor import api  # NumPy and the algorithms: imported once there is work
 
     if args.threads is not None:  # a property of this machine, not of the run: not saved
-        from neuromotor.envs.mujoco_vec import set_default_threads
-
-        set_default_threads(args.threads)
+        api.set_threads(args.threads)
     if args.resume:
         if (args.env is not None or args.preset is not None or args.config is not None or args.set
                 or args.env_kwargs is not None
                 or args.seed is not None or args.seeds is not None
                 or args.run_dir or args.envs is not None or args.shards is not None or args.force):
             raise UserError("--resume continues a run with its own config; only --steps and --vector may change")
-        if not (args.resume / runs.CONFIG).is_file():
-            raise UserError(f"--resume {args.resume}: not a run directory (no {runs.CONFIG})")
-        summary = api.resume(args.resume, steps=args.steps, vector=args.vector, progress=not args.quiet).summary
+        run = api.resume(args.resume, steps=args.steps, vector=args.vector, progress=not args.quiet)
     else:
-        cfg = session.new_config(
-            args.env, args.algo, preset=args.preset, config_file=args.config, settings=args.set,
-            env_kwargs=args.env_kwargs, vector=args.vector, envs=args.envs, steps=args.steps, shards=args.shards,
-            seeds=args.seeds, seed=args.seed, quiet=args.quiet)
-        summary = api_train.start(cfg, run_dir=args.run_dir, force=args.force, progress=not args.quiet).summary
+        run = api.train(args.env, args.algo, steps=args.steps, seeds=args.seeds if args.seeds is not None else (0 if args.seed is None else args.seed),
+                        config=args.config, settings=args.set or (), preset=args.preset, env_kwargs=args.env_kwargs,
+                        vector=args.vector, num_envs=args.envs, shards=args.shards, run_dir=args.run_dir,
+                        force=args.force, progress=not args.quiet)
+    summary = run.summary
     if not args.quiet:
         print_table(summary)
+        print(f"learning curve: {run.curve_file}")
     if args.json:
         print(json_line(summary))
     return 0
@@ -84,4 +77,3 @@ def print_table(summary: dict) -> None:
     print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
           f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
           f"run dir {summary['run_dir']}")
-    print(f"learning curve: {Path(summary['run_dir']) / runs.CURVE}")

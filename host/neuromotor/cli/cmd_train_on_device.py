@@ -1,7 +1,6 @@
 """`neuromotor train-on-device`: TD3 on the board itself (pendulum swing-up)."""
 
 from neuromotor.cli import checks, json_line
-from neuromotor.errors import UserError
 
 
 def register(sub):
@@ -24,38 +23,19 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _resolve_port(port: str) -> str:
-    from neuromotor.boards.link.ports import resolve_port
-    return resolve_port(port)
-
-
 def run(args) -> int:
-    from neuromotor.training import runs
-    from neuromotor.boards.ondevice import BoardResetError, train_on_device
-    from neuromotor.boards.ondevice.rundir import PROFILES
-    if args.profile not in PROFILES:
-        raise UserError(f"--profile: unknown profile {args.profile!r} (profiles: {', '.join(sorted(PROFILES))})")
+    from neuromotor import api
+
     checks.int_range("--steps", args.steps, 1, 10**9)
     checks.seed("--seed", args.seed)
     if args.every is not None:
         checks.int_range("--every", args.every, 1, 10**9)
     checks.int_range("--eval-episodes", args.eval_episodes, 1, 10_000)
-    if args.run_dir is not None:
-        runs.check_replaceable(args.run_dir, args.force)
-    port = _resolve_port(args.port)
     quiet = args.quiet or args.json
     log = (lambda *a, **k: None) if quiet else print
-    made = args.run_dir is None
-    run_dir = args.run_dir or runs.new_run_dir("pendulum", f"td3-ondevice-{args.profile}", [args.seed])
-    try:
-        with runs.undone_on_failure(run_dir, made):  # a refused port leaves nothing behind
-            runs.make_dir(run_dir)
-            with runs.locked(run_dir):  # one trainer per run directory, as for `train`
-                summary = train_on_device(port, args.profile, args.steps, args.seed, run_dir=run_dir,
-                                          force=args.force, upload=not args.no_upload, every=args.every,
-                                          eval_episodes=args.eval_episodes, progress=not quiet, log=log)
-    except BoardResetError as exc:
-        raise UserError(str(exc)) from None
+    summary = api.train_on_device(args.port, args.profile, args.steps, args.seed, run_dir=args.run_dir,
+                                  force=args.force, upload=not args.no_upload, every=args.every,
+                                  eval_episodes=args.eval_episodes, progress=not quiet, log=log)
     if not quiet:
         od = summary["on_device"]
         print(f"\nseed {args.seed}: eval return {summary['eval_return_mean']:.1f} +- {summary['eval_return_std']:.1f} "

@@ -29,6 +29,8 @@ env with this protocol:
       An env with restorable False cannot be snapshotted: on resume its
       episodes in flight restart (AutoReset.restore).
 Optional: draw(ax, state_row) to render one env's state with matplotlib (GIFs).
+A built-in env class may take keyword arguments, named in its `env_kwargs` attribute;
+given any, `env_class` returns the factory envs.configured.Configured.
 The factory (class or GymEnv) has obs_dim, act_dim, action_low/high and
 max_episode_steps too, for memory estimates and evaluators.
 
@@ -71,10 +73,18 @@ def env_class(name: str, kwargs: dict = None, vector: str = "sync"):
     if not isinstance(name, str) or not name:
         raise UserError(f"an environment is a name, a gymnasium id or module:attr, got {name!r}")
     if name in ENVS:
-        if kwargs:
-            raise UserError(f"the built-in environment {name!r} takes no env_kwargs "
-                            f"(got {', '.join(sorted(kwargs))})")
-        return lookup(ENVS, "environment", name)
+        cls = lookup(ENVS, "environment", name)
+        if not kwargs:
+            return cls
+        allowed = getattr(cls, "env_kwargs", ())
+        unknown = sorted(set(kwargs) - set(allowed))
+        if unknown:
+            raise UserError(f"the built-in environment {name!r} takes "
+                            + (f"the env_kwargs {', '.join(allowed)}" if allowed else "no env_kwargs")
+                            + f" (got {', '.join(unknown)})")
+        from neuromotor.envs.configured import Configured
+
+        return Configured(cls, kwargs)
     from neuromotor.envs.gymnasium_vec import GymEnv
 
     key = (name, json.dumps(kwargs or {}, sort_keys=True, default=repr), vector)

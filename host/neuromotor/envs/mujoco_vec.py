@@ -111,6 +111,10 @@ def parse_threads(value) -> int:
 
 
 class MujocoVec:
+    # On the class as well as on instances: export and hardware-in-the-loop check a
+    # policy against the factory before they build (and pay for) any env.
+    obs_dim: int
+    act_dim: int
     xml: str
     frame_skip: int
     gym_id: str
@@ -133,7 +137,8 @@ class MujocoVec:
         self.init_qpos = self.datas[0].qpos.copy()
         self.init_qvel = self.datas[0].qvel.copy()
         self.dt = m.opt.timestep * self.frame_skip
-        self.act_dim = m.nu
+        if m.nu != self.act_dim:
+            raise RuntimeError(f"{self.xml}: {m.nu} actuators, expected {self.act_dim}")
         self.action_low = m.actuator_ctrlrange[:, 0].astype(np.float32)
         self.action_high = m.actuator_ctrlrange[:, 1].astype(np.float32)
         # Filled by the workers, read by the vectorised task code below.
@@ -148,7 +153,9 @@ class MujocoVec:
         self._actions = None
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
         self._state_size = mujoco.mj_stateSize(m, self._state_spec)
-        self.obs_dim = self._observe().shape[1]
+        if self._observe().shape[1] != self.obs_dim:
+            raise RuntimeError(f"{type(self).__name__} observes {self._observe().shape[1]} numbers, "
+                               f"expected {self.obs_dim}")
 
     # --- what differs between tasks ---------------------------------------
     def _xy(self, d) -> np.ndarray:
@@ -263,6 +270,8 @@ class MujocoVec:
 
 
 class AntVec(MujocoVec):
+    obs_dim = 27
+    act_dim = 8
     xml = "ant.xml"
     frame_skip = 5
     gym_id = "Ant-v5"
@@ -305,11 +314,14 @@ class AntVec(MujocoVec):
 
 class AntFullVec(AntVec):
     """Ant-v5 with its default 105-number observation (contact forces included)."""
+    obs_dim = 105
     gym_kwargs = {}
     include_cfrc_ext_in_observation = True
 
 
 class HalfCheetahVec(MujocoVec):
+    obs_dim = 17
+    act_dim = 6
     xml = "half_cheetah.xml"
     frame_skip = 5
     gym_id = "HalfCheetah-v5"
@@ -321,6 +333,8 @@ class HalfCheetahVec(MujocoVec):
 
 
 class HopperVec(MujocoVec):
+    obs_dim = 11
+    act_dim = 3
     xml = "hopper.xml"
     frame_skip = 4
     gym_id = "Hopper-v5"

@@ -17,9 +17,14 @@ default.h, init/default.h, termination/default.h):
 Frames: world and body are x forward, y left, z up (FLU); the quaternion is (w, x, y, z),
 body to world; the angular velocity is in the body frame.
 
-Observation (18 + 4 * ACTION_HISTORY numbers): position error to the target (the origin),
-the rotation matrix (row-major), linear velocity (world), angular velocity (body), and the
-last ACTION_HISTORY actions, oldest first (at a reset: the action of the initial rotor speed).
+Observation (18 + 4 * action_history numbers, 32 actions by default as in the paper):
+position error to the target (the origin), the rotation matrix (row-major), linear velocity
+(world), angular velocity (body), and the last action_history actions, oldest first (at a
+reset: the action of the initial rotor speed).
+
+Domain randomisation (`randomize` r > 0, off by default): at each reset an env's mass and its
+rotors' thrust coefficient are scaled by factors drawn uniformly from [1 - r, 1 + r] (from the
+agent's own generator), so a policy learns to hover drones that differ from the nominal one.
 
 Reward: 2 - (5 |p|^2 + 5 (1 - q_w^2) + 0.01 |v|^2 + 0.01 |a - a_hover|^2) / 2, the paper's
 first-stage weights; an episode ends when the drone leaves the 1.2 m cube around the target.
@@ -29,6 +34,8 @@ of it and tilted by up to 90 degrees. All of them move at up to 1 m/s and turn a
 """
 
 import numpy as np
+
+from neuromotor.errors import UserError
 
 MASS = 0.027
 GRAVITY = 9.81
@@ -68,13 +75,14 @@ def rotation_matrices(q: np.ndarray) -> np.ndarray:
     ], -2)
 
 
-def derivative(state: np.ndarray, rpm_command: np.ndarray) -> np.ndarray:
-    """d state / dt of rigid bodies (n, 17) with rotors commanded to rpm_command (n, 4)."""
+def derivative(state: np.ndarray, rpm_command: np.ndarray, mass=MASS, thrust_per_rpm2=THRUST_PER_RPM2) -> np.ndarray:
+    """d state / dt of rigid bodies (n, 17) with rotors commanded to rpm_command (n, 4); `mass`
+    and `thrust_per_rpm2` are the published values, or one per body (n, 1)."""
     q, v, w, rpm = state[:, Q], state[:, V], state[:, W], state[:, RPM]
-    thrust = THRUST_PER_RPM2 * rpm * rpm                                   # (n, 4) N along body z
+    thrust = thrust_per_rpm2 * rpm * rpm                                   # (n, 4) N along body z
     force_body = np.zeros_like(v)
     force_body[:, 2] = thrust.sum(1)
-    acceleration = np.einsum("nij,nj->ni", rotation_matrices(q), force_body) / MASS
+    acceleration = np.einsum("nij,nj->ni", rotation_matrices(q), force_body) / mass
     acceleration[:, 2] -= GRAVITY
     # r x (0, 0, T) = (r_y T, -r_x T, 0), and the rotors' drag about z
     torque = np.stack([thrust @ ROTOR_POSITIONS[:, 1], -(thrust @ ROTOR_POSITIONS[:, 0]),
@@ -88,12 +96,13 @@ def derivative(state: np.ndarray, rpm_command: np.ndarray) -> np.ndarray:
     return np.concatenate([v, q_dot, acceleration, angular_acceleration, rpm_dot], 1)
 
 
-def rk4_step(state: np.ndarray, rpm_command: np.ndarray, dt: float = DT) -> np.ndarray:
-    """One RK4 step, then the rotor speeds clamped to their range and the quaternion renormalised."""
-    k1 = derivative(state, rpm_command)
-    k2 = derivative(state + dt / 2 * k1, rpm_command)
-    k3 = derivative(state + dt / 2 * k2, rpm_command)
-    k4 = derivative(state + dt * k3, rpm_command)
+def rk4_step(state: np.ndarray, rpm_command: np.ndarray, dt: float = DT, **params) -> np.ndarray:
+    """One RK4 step, then the rotor speeds clamped to their range and the quaternion renormalised;
+    `params` (mass, thrust_per_rpm2) go to `derivative`."""
+    k1 = derivative(state, rpm_command, **params)
+    k2 = derivative(state + dt / 2 * k1, rpm_command, **params)
+    k3 = derivative(state + dt / 2 * k2, rpm_command, **params)
+    k4 = derivative(state + dt * k3, rpm_command, **params)
     out = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     np.clip(out[:, RPM], 0.0, RPM_MAX, out=out[:, RPM])
     out[:, Q] /= np.linalg.norm(out[:, Q], axis=1, keepdims=True)
@@ -104,19 +113,37 @@ def rpm_of(actions: np.ndarray) -> np.ndarray:
     return (np.clip(actions, -1.0, 1.0) + 1) / 2 * RPM_MAX
 
 
+MAX_ACTION_HISTORY = 1024
+MAX_RANDOMIZE = 0.5
+
+
 class QuadrotorVec:
-    obs_dim = 18 + 4 * ACTION_HISTORY
+    """`QuadrotorVec(n, action_history=32, randomize=0.0)`: n quadrotors (see the module)."""
+
+    obs_dim = 18 + 4 * ACTION_HISTORY  # with the default action history
     act_dim = 4
+    env_kwargs = ("action_history", "randomize")  # what `--env-kwargs` may set
     max_episode_steps = 500
     gym_id, gym_kwargs = "neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0", {}  # `eval --gymnasium`
     action_low = np.full(4, -1.0, np.float32)
     action_high = np.full(4, 1.0, np.float32)
 
-    def __init__(self, num_envs: int):
+    def __init__(self, num_envs: int, action_history: int = ACTION_HISTORY, randomize: float = 0.0):
+        if isinstance(action_history, bool) or not isinstance(action_history, int) \
+                or not 0 <= action_history <= MAX_ACTION_HISTORY:
+            raise UserError(f"quadrotor: action_history must be an integer from 0 to {MAX_ACTION_HISTORY}, "
+                            f"got {action_history!r}")
+        if isinstance(randomize, bool) or not isinstance(randomize, (int, float)) \
+                or not 0 <= randomize <= MAX_RANDOMIZE:
+            raise UserError(f"quadrotor: randomize must be a number from 0 to {MAX_RANDOMIZE}, got {randomize!r}")
         self.num_envs = num_envs
+        self.obs_dim = 18 + 4 * action_history
+        self.randomize = float(randomize)
         self.state = np.zeros((num_envs, STATE))
         self.state[:, 3] = 1.0
-        self.history = np.zeros((num_envs, ACTION_HISTORY, 4))
+        self.history = np.zeros((num_envs, action_history, 4))
+        # per env: mass and thrust coefficient (the published ones unless randomised)
+        self.params = np.tile([MASS, THRUST_PER_RPM2], (num_envs, 1))
 
     def _observe(self) -> np.ndarray:
         s = self.state
@@ -134,15 +161,22 @@ class QuadrotorVec:
             s[V] = rng.uniform(-INIT_VELOCITY, INIT_VELOCITY, 3)
             s[W] = rng.uniform(-INIT_ANGULAR_VELOCITY, INIT_ANGULAR_VELOCITY, 3)
             s[RPM] = RPM_MAX / 2
+            if self.randomize:
+                self.params[i] = (MASS, THRUST_PER_RPM2) * rng.uniform(1 - self.randomize, 1 + self.randomize, 2)
             self.state[i] = s
             self.history[i] = 0.0  # the action of half speed
         return self._observe()
 
     def step(self, actions):
         actions = np.asarray(actions, np.float64)
-        self.state = rk4_step(self.state, rpm_of(actions))
-        self.history[:, :-1] = self.history[:, 1:]
-        self.history[:, -1] = np.clip(actions, -1.0, 1.0)
+        if self.randomize:
+            self.state = rk4_step(self.state, rpm_of(actions), mass=self.params[:, :1],
+                                  thrust_per_rpm2=self.params[:, 1:])
+        else:
+            self.state = rk4_step(self.state, rpm_of(actions))
+        if self.history.shape[1]:
+            self.history[:, :-1] = self.history[:, 1:]
+            self.history[:, -1] = np.clip(actions, -1.0, 1.0)
         s = self.state
         cost = (POSITION_WEIGHT * (s[:, P] ** 2).sum(1) + ORIENTATION_WEIGHT * (1 - s[:, 3] ** 2)
                 + VELOCITY_WEIGHT * (s[:, V] ** 2).sum(1)
@@ -152,11 +186,12 @@ class QuadrotorVec:
         return self._observe(), reward, terminated
 
     def get_state(self) -> np.ndarray:
-        return np.concatenate([self.state, self.history.reshape(self.num_envs, -1)], 1)
+        return np.concatenate([self.state, self.history.reshape(self.num_envs, -1), self.params], 1)
 
     def set_state(self, state) -> None:
         self.state[...] = state[:, :STATE]
-        self.history[...] = state[:, STATE:].reshape(self.history.shape)
+        self.history[...] = state[:, STATE:-2].reshape(self.history.shape)
+        self.params[...] = state[:, -2:]
 
     draw_projection = "3d"
 

@@ -19,9 +19,9 @@ class QuadrotorEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self):
-        self._vec = QuadrotorVec(1)
-        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (QuadrotorVec.obs_dim,), np.float32)
+    def __init__(self, action_history: int = 32, randomize: float = 0.0):
+        self._vec = QuadrotorVec(1, action_history, randomize)
+        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (self._vec.obs_dim,), np.float32)
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (QuadrotorVec.act_dim,), np.float32)
 
     def reset(self, *, seed=None, options=None):

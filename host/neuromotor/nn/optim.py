@@ -38,6 +38,15 @@ class Adam:
         tmp *= f32(self.lr * bc2 / bc1)
         params -= tmp
 
+    def kernel_state(self) -> np.ndarray:
+        """[lr, beta1, beta2, eps, beta1^t, beta2^t] in float32, as the compiled kernels keep it
+        (nm_adam): the powers are float32 products, t of them, so a resumed run continues them exactly."""
+        st = np.array([self.lr, self.b1, self.b2, self.eps, 1, 1], np.float32)
+        for _ in range(self.t):
+            st[4] *= st[1]
+            st[5] *= st[2]
+        return st
+
 
 def polyak(target: np.ndarray, online: np.ndarray, tau: float, tmp: np.ndarray) -> None:
     """target <- tau * online + (1 - tau) * target, in place (tmp: scratch of the same size)."""

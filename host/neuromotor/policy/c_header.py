@@ -4,7 +4,7 @@ The header holds the same parameter vector, action limits and shape
 descriptor as the policy file (block-4 layout, see docs/policy-format.md), an
 example observation with the action the host computed for it, and
 `nm_policy_forward`, which calls `nm_mlp` and `nm_clamp` from
-device/native/include/nm_kernels.h (copy that header next to it). An int8
+device/native/include/nm_kernels.h (copy that folder's nm_*.h next to it). An int8
 policy (QuantizedPolicy) gets c_header_int8's header instead.
 """
 

@@ -237,4 +237,6 @@ POLICY_LIMIT = 64 * reading.MIB  # a policy a board can hold is far smaller
 
 
 def read_policy(path):
+    """The PolicySpec in a policy file (.nmp), validated: magic, version, sizes, CRC and every
+    number finite; a UserError says what is wrong with any other file."""
     return decode(reading.read_bytes(path, "policy file", POLICY_LIMIT), str(path))

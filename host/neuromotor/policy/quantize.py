@@ -21,6 +21,10 @@ MAX_IN = 512           # inputs per layer: 127 * 32767 * 512 + 2^24 < 2^31, no a
 BIAS_MAX = 1 << 24
 SHIFT_MAX = 31
 MULT_MAX = (1 << 31) - 1
+# The fitted quantisation (rounding.py, finetune.py) gives inputs and activations this
+# factor above the largest calibration value: other observations go further (a saturated
+# input can move the action far), and int16 keeps 14 bits of resolution after it.
+HEADROOM = 2.0
 
 
 @dataclass
@@ -113,13 +117,11 @@ class QuantizedPolicy(LayerSizes):
         """Every layer's integer input (the observation first), as int64 arrays."""
         xs = [self.input_q(obs)]
         for w, b, m, r, a in zip(self.weights, self.biases, self.mults, self.shifts, self.activations):
-            acc = _wrap32(xs[-1] @ w.T.astype(np.int64) + b)
-            xs.append(requantize(acc, m, r, a == "relu"))
+            xs.append(requantize(int_dense(xs[-1], w, b), m, r, a == "relu"))
         return xs
 
     def accumulators(self, obs: np.ndarray) -> np.ndarray:
-        x = self.hidden(obs)[-1]
-        return _wrap32(x @ self.weights[-1].T.astype(np.int64) + self.biases[-1])
+        return int_dense(self.hidden(obs)[-1], self.weights[-1], self.biases[-1])
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """Actions in float32, clamped; what nm_q8_mlp then nm_clamp compute (bit for bit
@@ -127,8 +129,11 @@ class QuantizedPolicy(LayerSizes):
         obs = np.asarray(obs, dtype=F32)
         if not np.isfinite(obs).all():
             raise ValueError("observation has non-finite values")
+        return self.actions(self.accumulators(obs))
+
+    def actions(self, acc: np.ndarray) -> np.ndarray:
+        """The clamped float32 actions of the last layer's int32 accumulators."""
         with np.errstate(over="ignore", invalid="ignore"):
-            acc = self.accumulators(obs)
             act = self.activations[-1]
             if act == "tanh":
                 y = tanh_q15(deq_q16(acc, self.deq)).astype(F32) / F32(32768)
@@ -144,6 +149,14 @@ class QuantizedPolicy(LayerSizes):
 
 def _wrap32(a: np.ndarray) -> np.ndarray:
     return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def int_dense(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The int32 accumulators x @ w.T + b (int64 arrays). Computed in float64, which is
+    exact: every partial sum stays below 127 * 32768 * MAX_IN + BIAS_MAX < 2^31 << 2^53,
+    whatever order BLAS adds in; and NumPy's integer matmul does not use BLAS."""
+    acc = (np.asarray(x, np.float64) @ w.T.astype(np.float64)).astype(np.int64) + b
+    return _wrap32(acc)
 
 
 def _f32_sig(v) -> tuple:
@@ -225,6 +238,25 @@ def _row_scales(w: np.ndarray) -> np.ndarray:
 
 def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
     """int8 version of `spec`, activation scales calibrated on `calib_obs` (n, obs_dim)."""
+    return calibrate(spec, calib_obs)[0]
+
+
+def input_ranges(spec: PolicySpec, obs: np.ndarray, headroom: float = 1.0) -> np.ndarray:
+    """float64 (obs_dim,): the range of each normalised input the int16 input spans (`headroom`
+    times the largest on `obs`), as the float32 product with obs_std makes it."""
+    x0 = (obs - spec.obs_mean) / spec.obs_std
+    r = headroom * np.abs(x0).max(axis=0).astype(np.float64)
+    r = np.where(r > 1e-6, r, 1.0)
+    return ((spec.obs_std * r).astype(F32) / spec.obs_std).astype(np.float64)
+
+
+def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom: float = 1.0) -> tuple:
+    """(the int8 version of `spec`, each hidden layer's output scale (spec units per integer
+    step, float64), each layer's integer input on `calib_obs` (int64; the observation first)):
+    the scales calibrated on `calib_obs` (n, obs_dim), inputs and activations spanning
+    `headroom` times their largest value there. `row_scales` (per layer, float64 (out,) or
+    None) replaces the weights' scales (largest |weight| of each row / QMAX; layer 0's weights
+    times `input_ranges`); weights beyond +-QMAX steps are clipped."""
     if not spec.has_limits:
         raise InvalidPolicyError("an int8 policy needs action limits (export it from its run directory)")
     for i, a in enumerate(spec.activations[:-1]):
@@ -235,10 +267,7 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         raise InvalidPolicyError(f"calibration observations must be finite, shape (n, {spec.obs_dim})")
     # Each input gets the whole int16 range: its calibrated range r goes into in_mul (the
     # run's obs_std times r, inverted) and into layer 0's weights (W diag(r)).
-    x0 = (obs - spec.obs_mean) / spec.obs_std
-    r = np.abs(x0).max(axis=0).astype(np.float64)
-    r = np.where(r > 1e-6, r, 1.0)
-    obs_std = (spec.obs_std * r).astype(F32)
+    obs_std = (spec.obs_std * input_ranges(spec, obs, headroom)).astype(F32)
     in_scale = F32(1.0 / AMAX)
     # The device multiplies by this reciprocal (no soft-float division per input on cores
     # without an FPU); it is rounded to float32 once, here.
@@ -246,12 +275,13 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
     n = len(spec.weights)
     weights, biases, mults, shifts = [], [], [], []
     s_x = np.float64(in_scale)
-    q = None  # the integer input of the layer being quantised, as the chain so far computes it
+    q = quantize_input(obs, spec.obs_mean, in_mul)  # the integer input of the layer being quantised
+    inputs, scales = [q], []
     deq = None
     for i, (w, b, act) in enumerate(zip(spec.weights, spec.biases, spec.activations)):
         if i == 0:
             w = w * (obs_std / spec.obs_std).astype(np.float64)[None, :]
-        s_w = _row_scales(w)
+        s_w = _row_scales(w) if row_scales is None or row_scales[i] is None else np.asarray(row_scales[i], np.float64)
         wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
         bq = np.clip(np.round(b / (s_x * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
         weights.append(wq)
@@ -259,13 +289,11 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         if i == n - 1:
             deq = (s_x * s_w).astype(F32)
             break
-        if q is None:
-            q = quantize_input(obs, spec.obs_mean, in_mul)
-        acc = _wrap32(q @ wq.T.astype(np.int64) + bq)
+        acc = int_dense(q, wq, bq)
         y = acc * (s_x * s_w)
         if act == "relu":
             y = np.maximum(y, 0)
-        s_y = float(np.abs(y).max()) / AMAX
+        s_y = headroom * float(np.abs(y).max()) / AMAX
         # The multipliers must stay below 1/2 (mult < 2^31 at shift 0).
         s_y = max(s_y, 2.0 * s_x * s_w.max() * (1 + 1e-6), 1e-12)
         m_real = s_x * s_w / s_y
@@ -280,11 +308,14 @@ def quantize(spec: PolicySpec, calib_obs: np.ndarray) -> QuantizedPolicy:
         mults.append(m)
         shifts.append(r)
         q = requantize(acc, m, r, act == "relu")
+        inputs.append(q)
+        scales.append(s_y)
         s_x = np.float64(s_y)
-    return QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
+    qp = QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
                            activations=list(spec.activations), obs_mean=spec.obs_mean, in_mul=in_mul,
                            action_scale=spec.action_scale, action_offset=spec.action_offset,
                            action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
+    return qp, scales, inputs
 
 
 def _pad4(n: int) -> int:

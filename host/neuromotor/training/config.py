@@ -1,19 +1,25 @@
-"""Run configuration: the run's own settings plus the algorithm's hyperparameter dataclass.
+"""Run configuration: a RunSpec says what trains (env, algorithm, seeds) and how (the run's
+own settings, RunConfig, and the algorithm's hyperparameter dataclass).
 
 Both are set from defaults, then a TOML file (`--config f.toml`, flat keys or
 tables [run] / [algo]), then `--set key=value` on the command line. Any key that
 is not a field of either dataclass is an error, as is a value of the wrong type;
 `validate` then checks every field's range (RULES: finite numbers only) before
-anything is written, for new runs and for configs read back from a run directory.
+anything is written, for new runs and for configs read back from a run directory
+(RunSpec.from_document: config.json's one reader).
 """
 
 import dataclasses
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neuromotor import reading
+from neuromotor.algos import algo_class
+from neuromotor.envs import env_class
+from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_LAYER, MAX_LAYERS, MAX_SEED, MAX_STEPS
 
 
 @dataclass
@@ -30,12 +36,6 @@ class RunConfig:
 
 # Rules for every field of RunConfig and of each algorithm's Config, by field name
 # (a name means the same thing in every algorithm). Each rule is (check, what it wants).
-MAX_STEPS = 10**15          # env steps, step intervals: far beyond any run, still exact in float64
-MAX_COUNT = 2**31 - 1       # sizes that become array dimensions
-MAX_LAYER = 65_536          # units in one hidden layer
-MAX_LAYERS = 64
-MAX_SEED = 2**32 - 1        # seeds feed 32-bit RNG seeding on boards too
-MAX_AGENTS = 1_000_000      # a population bigger than this never fits; memory is checked separately
 
 
 def _int(lo, hi):
@@ -248,3 +248,57 @@ def apply(overrides: dict, *configs):
 
 def to_dict(cfg) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+@dataclass
+class RunSpec:
+    """Everything a run is: what trains and how. config.json holds it (to_document)."""
+
+    env: str                        # built-in name, gymnasium id or module:attr
+    algo: str                       # td3, sac or ppo
+    seeds: list                     # one agent per seed
+    run: RunConfig
+    algo_config: object             # the algorithm's Config dataclass
+    env_kwargs: dict = field(default_factory=dict)
+    vector: str = "sync"            # how a gymnasium env's copies step (not what they compute)
+
+    def env_factory(self):
+        """The env factory (built-in class or gymnasium GymEnv) of this run."""
+        return env_class(self.env, self.env_kwargs, self.vector)
+
+    def validate(self) -> None:
+        """Every field checked: the seeds, env and kwargs, then every setting against RULES."""
+        check_seeds(self.seeds)
+        check_kwargs(self.env_kwargs)
+        check_vector(self.vector)
+        self.env_factory()  # unknown env, bad kwargs or spaces -> UserError
+        validate(self.run, self.algo_config)
+
+    def to_document(self) -> dict:
+        return {"env": self.env, "env_kwargs": self.env_kwargs, "vector": self.vector, "algo": self.algo,
+                "seeds": self.seeds, "run": to_dict(self.run), "algo_config": to_dict(self.algo_config)}
+
+    @classmethod
+    def from_document(cls, doc, where) -> "RunSpec":
+        """The RunSpec of a config.json document, every field checked (UserError naming `where`)."""
+        try:
+            env, algo, seeds = doc["env"], doc["algo"], doc["seeds"]
+            run_settings, algo_settings = dict(doc["run"]), dict(doc["algo_config"])
+            env_kwargs, vector = doc.get("env_kwargs", {}), doc.get("vector", "sync")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{where} is corrupted ({type(exc).__name__}: {exc})") from None
+        if not isinstance(env, str) or not isinstance(algo, str):
+            raise UserError(f"{where} is corrupted (env and algo must be names)")
+        try:
+            check_seeds(seeds)
+            run_cfg, algo_cfg = RunConfig(), algo_class(algo).Config()
+            check_kwargs(env_kwargs)
+            spec = cls(env, algo, seeds, run_cfg, algo_cfg, env_kwargs, vector)
+            check_vector(vector)
+            spec.env_factory()
+            apply(run_settings, run_cfg)
+            apply(algo_settings, algo_cfg)
+            validate(run_cfg, algo_cfg)
+        except UserError as exc:
+            raise UserError(f"{where}: {exc}") from None
+        return spec

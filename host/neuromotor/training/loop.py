@@ -20,7 +20,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
-from neuromotor.training import checkpoint, plotting, runs
+from neuromotor.training import checkpoint, config, plotting, runs
 from neuromotor.training.tensorboard import RunBoard
 from neuromotor.errors import UserError
 from neuromotor.training.evaluation import Evaluator
@@ -28,9 +28,9 @@ from neuromotor.training.evaluation import Evaluator
 RECENT_EPISODES = 10  # window of the "recent return" on the progress bar
 
 
-def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
-    run_cfg, seeds = cfg["run"], cfg["seeds"]
-    evaluator = Evaluator(runs.env_factory(cfg), seeds, run_cfg.eval_episodes)
+def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> dict:
+    run_cfg, seeds = spec.run, spec.seeds
+    evaluator = Evaluator(spec.env_factory(), seeds, run_cfg.eval_episodes)
     recent = [deque(maxlen=RECENT_EPISODES) for _ in seeds]
     t0 = time.perf_counter()
     cpu0 = algo.process_time()
@@ -38,7 +38,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
 
     def evaluate():
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
-        board.evaluation(returns, algo.steps, algo, cfg["algo_config"])
+        board.evaluation(returns, algo.steps, algo, spec.algo_config)
         records = [{
             "step": algo.steps, "agent": k, "seed": seed,
             "eval_return_mean": float(returns[k].mean()), "eval_return_std": float(returns[k].std()),
@@ -56,7 +56,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
         # are how a population uses the cores).
         with threadpool_limits(1, "blas"):
             returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress,
-                            f"{cfg['algo']} {cfg['env']} x{len(seeds)}", board)
+                            f"{spec.algo} {spec.env} x{len(seeds)}", board)
     finally:
         board.close()
     wall, cpu = time.perf_counter() - t0, algo.process_time() - cpu0
@@ -64,7 +64,7 @@ def train(run_dir: Path, cfg: dict, algo, progress: bool = True) -> dict:
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
 
     metrics = runs.read_metrics(run_dir)
-    plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{cfg['algo']} on {cfg['env']}")
+    plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{spec.algo} on {spec.env}")
     # eval_return_std: over episodes for one agent, over the agents' means for a population.
     summary = {
         "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),

@@ -106,6 +106,26 @@ class _Worker:
         self.process.join(timeout=10)
 
 
+def shard_bounds(agents: int, shards: int) -> list:
+    """Where each shard's agents start, and the end: shard i trains agents bounds[i] to bounds[i + 1] - 1."""
+    shards = max(1, min(shards, agents))
+    return [int(b) for b in np.linspace(0, agents, shards + 1).round()]
+
+
+def shard_prefix(bounds: list, agent: int) -> "tuple[str, int]":
+    """(checkpoint key prefix of the shard that trains `agent`, its index within the shard)."""
+    if len(bounds) == 2:
+        return "", agent  # one shard trains in this process: no prefix
+    i = int(np.searchsorted(bounds[:-1], agent, side="right")) - 1
+    return f"shard{i}.", agent - bounds[i]
+
+
+def identity_arrays(identity: dict) -> dict:
+    """{"env": name, ...} as the checkpoint's "run.<key>" arrays (UTF-8 bytes)."""
+    return {f"{checkpoint_identity_prefix}{k}": np.frombuffer(v.encode(), np.uint8).copy()
+            for k, v in identity.items()}
+
+
 class Sharded:
     """`identity` ({"env": name, "algo": name}) is saved with the state as "run.<key>" arrays,
     so a checkpoint can say which run it belongs to (see checkpoint.load)."""
@@ -113,14 +133,12 @@ class Sharded:
     def __init__(self, algo_cls, cfg, env_factory, seeds, shards: int, identity: dict = None):
         seeds = list(seeds)
         self._has_scalars = hasattr(algo_cls, "scalars")
-        self.identity = {f"{checkpoint_identity_prefix}{k}": np.frombuffer(v.encode(), np.uint8).copy()
-                         for k, v in (identity or {}).items()}
-        shards = max(1, min(shards, len(seeds)))
-        bounds = np.linspace(0, len(seeds), shards + 1).round().astype(int)
+        self.identity = identity_arrays(identity or {})
+        bounds = shard_bounds(len(seeds), shards)
         self.seeds = seeds
         self.first_agent = list(bounds[:-1])
         self.shard_seeds = [seeds[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        self.local = algo_cls(cfg, env_factory, seeds) if shards == 1 else None
+        self.local = algo_cls(cfg, env_factory, seeds) if len(bounds) == 2 else None
         self._workers = [] if self.local else [_Worker(i, algo_cls, cfg, env_factory, s)
                                                for i, s in enumerate(self.shard_seeds)]
         self._steps = 0

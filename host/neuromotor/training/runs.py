@@ -12,9 +12,8 @@
       events.out.tfevents.*, agent<k>/events.out.tfevents.*
                           TensorBoard event files (see neuromotor.training.tensorboard)
 
-`load_policy_spec(run_dir, agent)` rebuilds the algorithm from config.json,
-loads the checkpoint and returns the deployable actor of one agent;
-`load_spec(source)` does that for a run directory or reads a policy file.
+`load(run_dir)` rebuilds the algorithm from config.json and its checkpoint (to resume
+or evaluate); neuromotor.training.run_policy reads one agent's policy without it.
 """
 
 import contextlib
@@ -29,12 +28,11 @@ from pathlib import Path
 from neuromotor.training import checkpoint, config, memory
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
-from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
+from neuromotor.envs.gymnasium_vec import check_vector
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.training.parallel import Sharded
 from neuromotor.paths import runs_dir
-from neuromotor.policy.spec import PolicySpec
 from neuromotor.safe_write import append_text, atomic_write, open_own
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
@@ -193,90 +191,60 @@ def locked(run_dir: Path):
         os.close(fd)
 
 
-def write_config(run_dir: Path, env: str, algo: str, seeds: list, run_cfg, algo_cfg,
-                 env_kwargs: dict = None, vector: str = "sync") -> None:
-    doc = {"env": env, "env_kwargs": env_kwargs or {}, "vector": vector, "algo": algo, "seeds": seeds,
-           "run": config.to_dict(run_cfg), "algo_config": config.to_dict(algo_cfg)}
-    atomic_write(run_dir / CONFIG, json.dumps(doc, indent=2) + "\n")
+def write_config(run_dir: Path, spec: "config.RunSpec") -> None:
+    atomic_write(run_dir / CONFIG, json.dumps(spec.to_document(), indent=2) + "\n")
 
 
 def write_summary(run_dir: Path, summary: dict) -> None:
     atomic_write(run_dir / SUMMARY, json.dumps(summary, indent=2) + "\n")
 
 
-def read_config(run_dir) -> dict:
+def read_config(run_dir) -> config.RunSpec:
     path = Path(run_dir) / CONFIG
     if not os.path.lexists(path):
         raise UserError(f"{run_dir} is not a run directory (no {CONFIG})")
-    doc = reading.read_json(path, "run config", limit=reading.MIB)
-    try:
-        env, algo, seeds = doc["env"], doc["algo"], doc["seeds"]
-        run_settings, algo_settings = dict(doc["run"]), dict(doc["algo_config"])
-        env_kwargs, vector = doc.get("env_kwargs", {}), doc.get("vector", "sync")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
-    if not isinstance(env, str) or not isinstance(algo, str):
-        raise UserError(f"{path} is corrupted (env and algo must be names)")
-    try:
-        config.check_seeds(seeds)
-        algo_cls = algo_class(algo)
-        check_kwargs(env_kwargs)
-        check_vector(vector)
-        env_class(env, env_kwargs, vector)  # unknown env, bad kwargs or spaces -> UserError
-        run_cfg, algo_cfg = config.RunConfig(), algo_cls.Config()
-        config.apply(run_settings, run_cfg)
-        config.apply(algo_settings, algo_cfg)
-        config.validate(run_cfg, algo_cfg)
-    except UserError as exc:
-        raise UserError(f"{path}: {exc}") from None
-    return {"env": env, "env_kwargs": env_kwargs, "vector": vector, "algo": algo, "seeds": seeds,
-            "run": run_cfg, "algo_config": algo_cfg}
+    return config.RunSpec.from_document(reading.read_json(path, "run config", limit=reading.MIB), path)
 
 
-def env_factory(cfg: dict):
-    """The env factory of a config (built-in class or gymnasium GymEnv), from its env spec."""
-    return env_class(cfg["env"], cfg.get("env_kwargs"), cfg.get("vector", "sync"))
-
-
-def save_config(run_dir: Path, cfg: dict) -> None:
-    write_config(run_dir, cfg["env"], cfg["algo"], cfg["seeds"], cfg["run"], cfg["algo_config"],
-                 cfg.get("env_kwargs"), cfg.get("vector", "sync"))
-
-
-def build(cfg: dict):
-    """A fresh algorithm (in cfg["run"].shards shards) for a config as returned by read_config,
-    once its memory estimate fits in what is available."""
-    env = env_factory(cfg)
+def build(spec: config.RunSpec):
+    """A fresh algorithm (in spec.run.shards shards) for a run, once its memory estimate fits
+    in what is available."""
+    env = spec.env_factory()
     # the estimate builds one env: in this process, never a worker of its own
-    probe = env_class(cfg["env"], cfg.get("env_kwargs"), "sync")
-    memory.check(cfg["algo"], cfg["algo_config"], cfg["run"], probe, len(cfg["seeds"]))
-    identity = {"env": cfg["env"], "algo": cfg["algo"]}
-    if cfg.get("env_kwargs"):
-        identity["env_kwargs"] = json.dumps(cfg["env_kwargs"], sort_keys=True)
-    return Sharded(algo_class(cfg["algo"]), cfg["algo_config"], env, cfg["seeds"],
-                   cfg["run"].shards or 1, identity=identity)
+    probe = env_class(spec.env, spec.env_kwargs, "sync")
+    memory.check(spec.algo, spec.algo_config, spec.run, probe, len(spec.seeds))
+    return Sharded(algo_class(spec.algo), spec.algo_config, env, spec.seeds, spec.run.shards or 1,
+                   identity=identity(spec))
+
+
+def identity(spec: config.RunSpec) -> dict:
+    """What a checkpoint says it belongs to (its "run.<key>" arrays)."""
+    out = {"env": spec.env, "algo": spec.algo}
+    if spec.env_kwargs:
+        out["env_kwargs"] = json.dumps(spec.env_kwargs, sort_keys=True)
+    return out
 
 
 def load(run_dir, vector: str = None):
-    """(config, algorithm restored from the run's checkpoint), once the checkpoint agrees with config.json;
+    """(RunSpec, algorithm restored from the run's checkpoint), once the checkpoint agrees with config.json;
     `vector` steps a gymnasium env's copies another way than config.json says (same numbers)."""
-    cfg = read_config(run_dir)
+    spec = read_config(run_dir)
     if vector is not None:
-        cfg["vector"] = check_vector(vector)
-    algo = build(cfg)
+        spec.vector = check_vector(vector)
+    algo = build(spec)
     path = Path(run_dir) / CHECKPOINT
     try:
         arrays = checkpoint.load(path, algo.state_dict())
         seeds = [int(s) for k in sorted(arrays, key=_shard_order) if k.rpartition(".")[2] == "seeds"
                  for s in arrays[k]]
-        if seeds != cfg["seeds"]:
-            raise UserError(f"checkpoint {path} holds agents with seeds {_short(seeds)}, but {CONFIG} says "
-                            f"{_short(cfg['seeds'])}")
+        if seeds != spec.seeds:
+            raise UserError(f"checkpoint {path} holds agents with seeds {short(seeds)}, but {CONFIG} says "
+                            f"{short(spec.seeds)}")
         algo.load_state_dict(arrays)
     except BaseException:
         algo.close()
         raise
-    return cfg, algo
+    return spec, algo
 
 
 def _shard_order(key: str):
@@ -284,35 +252,9 @@ def _shard_order(key: str):
     return int(shard[5:]) if dot and shard.startswith("shard") and shard[5:].isdigit() else -1
 
 
-def _short(seeds: list) -> str:
+def short(seeds: list) -> str:
     text = str(seeds)
     return text if len(text) <= 60 else text[:57] + "...]"
-
-
-def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
-    cfg, algo = load(run_dir)
-    try:  # a population's shard workers end here, not with the process (a notebook lives long)
-        if not 0 <= agent < len(cfg["seeds"]):
-            raise UserError(f"agent {agent} out of range: {run_dir} has {len(cfg['seeds'])} agent(s)")
-        spec = algo.policy_spec(agent)
-    finally:
-        algo.close()
-    spec.meta.update(env=cfg["env"], run_dir=str(run_dir))
-    if cfg.get("env_kwargs"):
-        spec.meta["env_kwargs"] = cfg["env_kwargs"]
-    return spec
-
-
-def load_spec(source, agent: int = 0) -> PolicySpec:
-    """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
-    from neuromotor.policy.policy_file import read_policy
-
-    path = Path(source)
-    if path.is_file():
-        return read_policy(path)
-    if not path.is_dir():
-        raise UserError(f"{source}: no such run directory or policy file")
-    return load_policy_spec(path, agent=agent)
 
 
 def append_metrics(run_dir: Path, records: list) -> None:

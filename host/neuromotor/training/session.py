@@ -46,7 +46,7 @@ def _env_settings(settings: dict, env_kwargs: dict, where: str):
 
 
 def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwargs=None, vector=None,
-               envs=None, steps=None, shards=None, seeds=None, seed=None, quiet=False) -> dict:
+               envs=None, steps=None, shards=None, seeds=None, seed=None, quiet=False) -> config.RunSpec:
     """A new run's whole config, every setting checked: the algorithm's defaults for `env`
     (or `preset`), then the TOML file, then `settings` (KEY=VALUE texts, or a dict of values), then the options
     (`env_kwargs` is --env-kwargs' text)."""
@@ -61,7 +61,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     env_kwargs, set_vector = _env_settings(set_settings, env_kwargs, "--set")
     if env_kwargs_text is not None:
         env_kwargs.update(parse_table("--env-kwargs", env_kwargs_text))
-    vector = check_vector(vector_option or set_vector or vector or "sync")
+    vector = check_vector(vector_option if vector_option is not None else (set_vector or vector or "sync"))
     env_class(env, env_kwargs, vector)
     algo_cls = algo_class(algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
@@ -93,41 +93,40 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
         seeds = [config.check_seed(0 if seed is None else seed)]
     if run_cfg.shards == 0:  # resolved now and saved, so a resumed run has the same shards
         run_cfg.shards = min(len(seeds), os.cpu_count() or 1)
-    return {"env": env, "env_kwargs": env_kwargs, "vector": vector, "algo": algo, "seeds": seeds,
-            "run": run_cfg, "algo_config": algo_cfg}
+    return config.RunSpec(env, algo, seeds, run_cfg, algo_cfg, env_kwargs, vector)
 
 
 def resume(run_dir, vector=None, steps=None):
-    """(config, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
+    """(RunSpec, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
     extend it, `vector` changes how a gymnasium env's copies step."""
     runs.refuse_resume(run_dir)
     runs.check_own_files(run_dir)
-    cfg, algo = runs.load(run_dir, vector=vector)
+    spec, algo = runs.load(run_dir, vector=vector)
     try:
         if vector is not None:  # how a gymnasium env's copies step, not what they compute
-            runs.save_config(run_dir, cfg)
+            runs.write_config(run_dir, spec)
         if steps is not None:
             if steps < algo.steps:
                 raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {steps} would "
                                 "go back (give at least that many, or train a new run)")
-            cfg["run"].steps = config.round_steps(steps, cfg["algo_config"])
-            config.validate(cfg["run"])
-            runs.save_config(run_dir, cfg)
-        elif cfg["run"].steps < algo.steps:
-            raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {cfg['run'].steps} steps "
+            spec.run.steps = config.round_steps(steps, spec.algo_config)
+            config.validate(spec.run)
+            runs.write_config(run_dir, spec)
+        elif spec.run.steps < algo.steps:
+            raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {spec.run.steps} steps "
                             f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
         runs.truncate_metrics(run_dir, algo.steps)
     except BaseException:
         algo.close()
         raise
-    return cfg, algo
+    return spec, algo
 
 
-def train(run_dir, cfg, algo, progress=True) -> dict:
-    """Train `algo` to the end of cfg's steps in run_dir, then release its workers."""
+def train(run_dir, spec: config.RunSpec, algo, progress=True) -> dict:
+    """Train `algo` to the end of spec's steps in run_dir, then release its workers."""
     from neuromotor.training import loop  # matplotlib and tqdm only once there is work to do
 
     try:
-        return loop.train(run_dir, cfg, algo, progress=progress)
+        return loop.train(run_dir, spec, algo, progress=progress)
     finally:
         algo.close()

@@ -144,10 +144,10 @@ def plan(args) -> dict:
     for i, extra in enumerate(sets):
         settings = config.parse_set(extra)
         for a, b in zip(bounds[:-1], bounds[1:]):
-            cfg = new_config(args.env, args.algo, preset=args.preset, config_file=args.config,
+            spec = new_config(args.env, args.algo, preset=args.preset, config_file=args.config,
                              settings=list(args.set or []) + extra, steps=args.steps, shards=1,
                              seeds=",".join(map(str, seeds[a:b])), quiet=True)
-            units.append({"name": f"c{i}-s{seeds[a]}", "config": i, "seeds": seeds[a:b], "cfg": cfg})
+            units.append({"name": f"c{i}-s{seeds[a]}", "config": i, "seeds": seeds[a:b], "spec": spec})
         configs.append(settings)
     return {"env": args.env, "algo": args.algo, "seeds": seeds, "configs": configs, "units": units}
 
@@ -165,7 +165,7 @@ def create(sweep_dir, the_plan: dict, backend: str) -> Path:
     for unit in the_plan["units"]:
         run_dir = sweep_dir / unit["name"]
         runs.make_dir(run_dir)
-        runs.save_config(run_dir, unit.pop("cfg"))
+        runs.write_config(run_dir, unit.pop("spec"))
     write_plan(sweep_dir, {**the_plan, "backend": backend})
     return sweep_dir
 
@@ -224,14 +224,14 @@ def run_unit(run_dir) -> dict:
         return read_summary(run_dir)
     with runs.locked(run_dir):
         if (run_dir / runs.CHECKPOINT).is_file():
-            cfg, algo = session.resume(run_dir)
+            spec, algo = session.resume(run_dir)
         else:
             # records of an attempt killed before its first checkpoint would be repeated
             (run_dir / runs.METRICS).unlink(missing_ok=True)
             remove_event_files(run_dir)
-            cfg = runs.read_config(run_dir)
-            algo = runs.build(cfg)
-        return session.train(run_dir, cfg, algo, progress=False)
+            spec = runs.read_config(run_dir)
+            algo = runs.build(spec)
+        return session.train(run_dir, spec, algo, progress=False)
 
 
 def run_local(sweep_dir: Path, units: list, workers: int) -> dict:

@@ -108,9 +108,9 @@ def compile_lib(src: Path, arch, workdir: Path) -> bytes:
     return out.read_bytes()
 
 
-def export_policy(run_or_file: str) -> tuple:
+def policy_bytes(run_or_file: str) -> tuple:
     """(description, policy file bytes) for a run directory or a policy file, validated on the host."""
-    from neuromotor.training.runs import load_spec
+    from neuromotor.training.run_policy import load_spec
     from neuromotor.policy import encode
     p = Path(run_or_file)
     spec = load_spec(run_or_file)      # reads + validates a .nmp too (magic, version, CRC)
@@ -124,6 +124,13 @@ def lib_sources():
     return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
 
 
+# Architectures whose natmods are built but have not yet run under MicroPython here: `auto`
+# leaves them on the host (the board gets the backend it has), `--natmod always` copies them.
+UNVERIFIED_NATMODS = {
+    "xtensawin": "built with clang-22 and checked bare metal on QEMU's de233_fpu, not yet run under MicroPython",
+}
+
+
 def natmod_files(arch) -> list:
     return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
 
@@ -135,8 +142,9 @@ def builtin_name(natmod: Path) -> str:
 
 
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
-              policy_dest=POLICY_DEST, with_natmod=True, builtins=()) -> Plan:
-    """builtins: modules the firmware has built in; their natmods are not copied."""
+              policy_dest=POLICY_DEST, with_natmod=True, builtins=(), unverified=False) -> Plan:
+    """builtins: modules the firmware has built in; their natmods are not copied. unverified:
+    copy the natmods of an architecture in UNVERIFIED_NATMODS too (`--natmod always`)."""
     notes, items, remove = [], [], []
     arch = board["arch"]
     libdir = "/lib" if "/lib" in board.get("path", []) else ""
@@ -155,6 +163,10 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
     if with_natmod:
         nd = natmod_dir(arch)
         mods = natmod_files(arch)
+        if mods and arch in UNVERIFIED_NATMODS and not unverified:
+            notes.append(f"{arch} natmods not copied: {UNVERIFIED_NATMODS[arch]} (--natmod always copies them); "
+                         "the runtime uses the kernels built into the firmware, else ulab or the python backend")
+            mods = []
         skipped = [m for m in mods if builtin_name(m) in builtins]
         if skipped:
             notes.append("firmware has " + ", ".join(builtin_name(m) for m in skipped) + " built in: "
@@ -163,7 +175,7 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
             for m in mods:
                 if m not in skipped:
                     items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
-        else:
+        elif arch not in UNVERIFIED_NATMODS or unverified or not natmod_files(arch):
             why = ("this board has no native code emitter" if not arch else
                    f"no natmod built for {arch} in {nd}")
             if arch:
@@ -288,7 +300,7 @@ def deploy(port: str, run_or_file: str, dry_run=False, policy_dest=POLICY_DEST,
         natmod = "never"
     workdir = Path(tempfile.mkdtemp(prefix="nm-deploy-"))
     try:
-        source, data = export_policy(run_or_file)
+        source, data = policy_bytes(run_or_file)
         d = Deployer(port, log=log)
         try:
             return _deploy(d, source, data, workdir, dry_run, policy_dest, natmod, full, log)
@@ -305,7 +317,8 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
     if natmod == "auto":
         builtins = d.builtin_modules(sorted({builtin_name(m) for m in natmod_files(board["arch"])}))
     board["builtin_modules"] = sorted(builtins)
-    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins)
+    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins,
+                     unverified=natmod == "always")
     interrupted = board["root"] is not None and (
         LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
     for line in describe(plan, algo):

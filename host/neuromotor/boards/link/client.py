@@ -15,7 +15,7 @@ import secrets
 import time
 
 from neuromotor.errors import UserError
-from neuromotor.boards.link.protocol import PROTO, BadLine, decode, encode
+from neuromotor.boards.link.protocol import PROTO, BadLine, decode_line, encode_line
 
 START_SERVER = "import nm_bench\nnm_bench.serve()\n"
 
@@ -28,7 +28,7 @@ class ServerError(ProtocolError):
     """The server answered ``err``: the request was understood and failed."""
 
 
-class BenchClient:
+class LinkClient:
     def __init__(self, port: str, baudrate: int = 115200, timeout: float = 10.0,
                  retries: int = 3, start_server: bool = True, soft_reset: bool = True):
         self.port = port
@@ -165,7 +165,7 @@ class BenchClient:
             if line is None:
                 return None
             try:
-                msg = decode(line)
+                msg = decode_line(line)
             except BadLine as exc:
                 self.stats["bad_lines"] += 1
                 self.noise.append(str(exc))
@@ -188,7 +188,7 @@ class BenchClient:
         nonce = secrets.token_hex(4)
         self.seq += 1
         seq = str(self.seq)
-        self.ser.write(b"\n" + encode(seq, "sync", nonce))
+        self.ser.write(b"\n" + encode_line(seq, "sync", nonce))
         deadline = time.monotonic() + timeout
         while True:
             msg = self._read_message(deadline)
@@ -213,7 +213,7 @@ class BenchClient:
             self.seq += 1
             seq = str(self.seq)
             last_problem = None
-            self.ser.write(encode(seq, cmd, payload))
+            self.ser.write(encode_line(seq, cmd, payload))
             deadline = time.monotonic() + timeout
             while True:
                 try:

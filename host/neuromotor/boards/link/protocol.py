@@ -16,7 +16,7 @@ def checksum(body: str) -> int:
     return sum(body.encode()) & 0xFFFF
 
 
-def encode(seq, word: str, payload: str = "") -> bytes:
+def encode_line(seq, word: str, payload: str = "") -> bytes:
     body = f"{PREFIX} {seq} {word}"
     if payload != "":
         body += " " + payload
@@ -34,7 +34,7 @@ class BadLine(ValueError):
     """A line that carries the prefix but fails its checksum or is malformed."""
 
 
-def decode(line) -> "Message | None":
+def decode_line(line) -> "Message | None":
     """A received line -> Message; None for lines that are not ours (boot
     banners, REPL output, noise); BadLine for our prefix with a bad checksum."""
     if isinstance(line, bytes):

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.boards.link.client import BenchClient, ProtocolError, ServerError
-from neuromotor.boards.link.protocol import PROTO, BadLine, encode
+from neuromotor.boards.link.client import LinkClient, ProtocolError, ServerError
+from neuromotor.boards.link.protocol import PROTO, BadLine, encode_line
 
 START_TRAINER = "import nm_td3_server\nnm_td3_server.serve()\n"
 RESET_MARKERS = ("soft reboot", "MicroPython v", "MPY: ")
@@ -25,8 +25,8 @@ class BoardResetError(ProtocolError):
     """The board rebooted (or its program died) in the middle of training."""
 
 
-class TrainClient(BenchClient):
-    """BenchClient speaking to nm_td3's server instead of nm_bench's."""
+class TrainClient(LinkClient):
+    """LinkClient speaking to nm_td3's server instead of nm_bench's."""
 
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
@@ -61,7 +61,7 @@ class TrainClient(BenchClient):
             raise ProtocolError(f"{self.port}: the trainer is not running ({self._server_exited})")
         self.seq += 1
         seq = str(self.seq)
-        self.ser.write(encode(seq, "train", f"{profile} {steps} {seed} {every} {episodes}"))
+        self.ser.write(encode_line(seq, "train", f"{profile} {steps} {seed} {every} {episodes}"))
         last_step = 0
         last_seen = time.monotonic()
         del self.noise[:]  # start-up output (REPL banner) is not a reset

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor.training import checkpoint, config, runs
+from neuromotor.training import checkpoint, config, run_policy, runs
 from neuromotor.algos.td3 import Config
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
@@ -59,16 +59,15 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
     """Write config, checkpoint, policy file, metrics and summary; returns the summary."""
     run_cfg = config.RunConfig(steps=steps, eval_episodes=eval_episodes, shards=1)
     algo_cfg = algo_config(profile)
-    runs.write_config(run_dir, "pendulum", "td3", [seed], run_cfg, algo_cfg)
-    cfg = runs.read_config(run_dir)
-    algo = runs.build(cfg)
+    runs.write_config(run_dir, config.RunSpec("pendulum", "td3", [seed], run_cfg, algo_cfg))
+    algo = runs.build(runs.read_config(run_dir))
     td3 = algo.local
     _set_actor(td3, spec)
     td3.steps = steps
     checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
     atomic_write(run_dir / POLICY, policy_bytes)
     # the run directory must give back exactly the board's policy
-    back = runs.load_policy_spec(run_dir)
+    back = run_policy.load_policy_spec(run_dir)
     for a, b in zip(back.weights + back.biases, spec.weights + spec.biases):
         if a.shape != b.shape or not np.array_equal(a, b):
             raise UserError(f"{run_dir}: the host's run format did not round-trip the board's policy")

@@ -57,9 +57,9 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
                                 + (f", {sps:.0f} step/s" if sps else "") + f", free {info.get('mem_free')} B")
 
     # metrics.jsonl grows while training runs (progress survives a reset)
-    from neuromotor.training.config import RunConfig
+    from neuromotor.training.config import RunConfig, RunSpec
     from neuromotor.boards.ondevice.rundir import algo_config
-    runs.write_config(run_dir, "pendulum", "td3", [seed], RunConfig(steps=steps, shards=1), algo_config(profile))
+    runs.write_config(run_dir, RunSpec("pendulum", "td3", [seed], RunConfig(steps=steps, shards=1), algo_config(profile)))
     client = TrainClient(port, timeout=30.0)
     try:
         try:

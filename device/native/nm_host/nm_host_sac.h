@@ -1,0 +1,539 @@
+/*
+ * nm_host_sac.h - nm_host's SAC calls: the update of a whole population, its
+ * sampled actions, and on the built-in pendulum the whole training step, each in
+ * one call: the arithmetic of neuromotor.algos.sac's NumPy update through
+ * nm_mlp_train.h and nm_sac_steps.h. The caller's workspace array holds every
+ * intermediate, so no call allocates.
+ */
+#ifndef NM_HOST_SAC_H
+#define NM_HOST_SAC_H
+
+#include <Python.h>
+#include <string.h>
+
+#include "nm_train.h"
+#include "nm_sac_steps.h"
+#include "nm_host_args.h"
+#include "nm_host_env.h"
+
+typedef struct {
+    nmh_net actor, critic;
+    nmh_fam a, c;
+    float *log_alpha, *alpha_g, *alpha_m, *alpha_v, *alpha_st;
+    const float *replay, *next_noise, *actor_noise;
+    const uint32_t *idx;
+    float *losses;    // (P, 4): critic loss, actor loss, alpha loss, entropy estimate -mean log pi
+    size_t P, cap, width, B, o, na, size;
+    int shared;       // one minibatch (the first of idx) for both critics and the actor
+    float gamma, tau, log_std_min, log_std_max, target_entropy;
+} nmh_sac;
+
+// One agent's intermediates (floats); B2 = 2 B holds both critics' minibatches.
+typedef struct {
+    float *scratch, *x_next, *eps_n, *logp_n, *tape, *q_next[2], *r, *nd, *y, *xc, *dq;
+    float *xa, *logp_a, *dx, *d_act, *d_out;
+} nmh_sac_ws;
+
+#define NMH_SAC_WS_PARTS 16
+
+static size_t nmh_sac_lens(const nmh_net *an, const nmh_net *cn, size_t B, size_t lens[NMH_SAC_WS_PARTS]) {
+    const size_t B2 = 2 * B, na = an->sizes[an->n_layers] / 2, in = cn->sizes[0];
+    size_t sa = 0, sc = 0;
+    nm_train_scratch_size(an->sizes, an->n_layers, B, &sa);
+    nm_train_scratch_size(cn->sizes, cn->n_layers, B, &sc);
+    size_t tape = an->tape_per_sample > cn->tape_per_sample ? an->tape_per_sample : cn->tape_per_sample;
+    tape *= B2;
+    const size_t actor_pass = (an->tape_per_sample + 2 * cn->tape_per_sample) * B;
+    const size_t l[NMH_SAC_WS_PARTS] = {
+        sa > sc ? sa : sc, in * B2, na * B2, B2, tape > actor_pass ? tape : actor_pass, B2, B2, B2, B2, B2,
+        in * B, B, in * B, B, in * B, na * B,
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < NMH_SAC_WS_PARTS; i++) {
+        lens[i] = (l[i] + 15) & ~(size_t)15; // 64-byte steps keep every part aligned as the first
+        total += lens[i];
+    }
+    return total + an->sizes[an->n_layers] * B; // d_out (2 na x B) last, unpadded
+}
+
+static void nmh_sac_ws_split(nmh_sac_ws *w, float *mem, const nmh_sac *t) {
+    size_t lens[NMH_SAC_WS_PARTS];
+    nmh_sac_lens(&t->actor, &t->critic, t->B, lens);
+    float **ptrs[NMH_SAC_WS_PARTS + 1] = {
+        &w->scratch, &w->x_next, &w->eps_n, &w->logp_n, &w->tape, &w->q_next[0], &w->q_next[1], &w->r, &w->nd,
+        &w->y, &w->xc, &w->dq, &w->xa, &w->logp_a, &w->dx, &w->d_act, &w->d_out,
+    };
+    for (size_t i = 0; i <= NMH_SAC_WS_PARTS; i++) {
+        *ptrs[i] = mem;
+        mem += i < NMH_SAC_WS_PARTS ? lens[i] : 0;
+    }
+}
+
+// Row `which` (0, 1: the critics' minibatches, 2: the actor's; all 0 when shared) sample b of agent k.
+static const float *nmh_sac_row(const nmh_sac *t, size_t k, size_t which, size_t b) {
+    const uint32_t raw = t->idx[(k * 3 + (t->shared ? 0 : which)) * t->B + b];
+    return t->replay + (k * t->cap + raw % t->size) * t->width;
+}
+
+// Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
+static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha) {
+    const nmh_net *an = &t->actor, *cn = &t->critic;
+    const size_t M = t->shared ? 1 : 2, B = t->B, B2 = M * B, o = t->o, na = t->na, in = o + na;
+    const float *aw = t->a.p + k * an->net_len;
+    for (size_t c = 0; c < M; c++) {
+        for (size_t b = 0; b < B; b++) {
+            const float *row = nmh_sac_row(t, k, c, b);
+            for (size_t i = 0; i < o; i++) {
+                w->x_next[(na + i) * B2 + c * B + b] = row[in + 3 + i];
+            }
+            for (size_t j = 0; j < na; j++) {
+                w->eps_n[j * B2 + c * B + b] = t->next_noise[((k * 2 + c) * B + b) * na + j];
+            }
+            w->r[c * B + b] = row[in + 1];
+            w->nd[c * B + b] = row[in + 2];
+        }
+    }
+    // a' ~ pi(s') from the online actor, straight into the target critics' input
+    nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->x_next + na * B2, w->tape, B2);
+    nm_sac_sample(w->tape + (an->tape_per_sample - 2 * na) * B2, w->eps_n, na, B2, t->log_std_min, t->log_std_max,
+        w->x_next, w->logp_n);
+    for (size_t c = 0; c < 2; c++) {
+        const float *ctw = t->c.t + (2 * k + c) * cn->net_len;
+        nm_train_forward(ctw, cn->sizes, cn->acts, cn->n_layers, w->x_next, w->tape, B2);
+        memcpy(w->q_next[c], w->tape + (cn->tape_per_sample - 1) * B2, B2 * sizeof(float));
+    }
+    nm_sac_bellman(w->y, w->q_next[0], w->q_next[1], w->logp_n, alpha, w->r, w->nd, B2, t->gamma);
+    // critic c regresses on the y of its own minibatch (shared: both on minibatch 0)
+    float loss = 0.0f;
+    for (size_t c = 0; c < 2; c++) {
+        const size_t member = 2 * k + c;
+        const float *cw = t->c.p + member * cn->net_len;
+        if (c < M) {
+            for (size_t b = 0; b < B; b++) {
+                const float *row = nmh_sac_row(t, k, c, b);
+                for (size_t i = 0; i < in; i++) {
+                    w->xc[i * B + b] = row[i];
+                }
+            }
+        }
+        nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, B);
+        // dq = (q - y) / B: the gradient of 1/2 mean (q - y)^2
+        loss += 0.5f * nm_td3_critic_grad(w->dq, w->tape + (cn->tape_per_sample - 1) * B, w->y + (c < M ? c : 0) * B,
+            B, (float)(1.0 / (double)B));
+        nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, w->dq,
+            t->c.g + member * cn->net_len, NULL, w->scratch, B);
+    }
+    t->losses[4 * k] = loss;
+}
+
+// L = mean (alpha log pi(a~|s) - min(Q1, Q2)(s, a~)) through the reparameterised sample a~,
+// and the entropy coefficient's gradient from the same log-probabilities.
+static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha) {
+    const nmh_net *an = &t->actor, *cn = &t->critic;
+    const size_t B = t->B, o = t->o, na = t->na;
+    const float *aw = t->a.p + k * an->net_len;
+    float *tape_q[2] = {w->tape + an->tape_per_sample * B, w->tape + (an->tape_per_sample + cn->tape_per_sample) * B};
+    for (size_t b = 0; b < B; b++) {
+        const float *row = nmh_sac_row(t, k, 2, b);
+        for (size_t i = 0; i < o; i++) {
+            w->xa[(na + i) * B + b] = row[na + i];
+        }
+    }
+    const float *eps = t->actor_noise + k * B * na;
+    // the noise is (B, na) sample-major: the sample and its backward read it feature-major
+    float *eps_a = w->eps_n;
+    for (size_t b = 0; b < B; b++) {
+        for (size_t j = 0; j < na; j++) {
+            eps_a[j * B + b] = eps[b * na + j];
+        }
+    }
+    nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape, B);
+    const float *out = w->tape + (an->tape_per_sample - 2 * na) * B;
+    nm_sac_sample(out, eps_a, na, B, t->log_std_min, t->log_std_max, w->xa, w->logp_a);
+    for (size_t c = 0; c < 2; c++) {
+        const float *cw = t->c.p + (2 * k + c) * cn->net_len;
+        nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, tape_q[c], B);
+    }
+    const float *q1 = tape_q[0] + (cn->tape_per_sample - 1) * B, *q2 = tape_q[1] + (cn->tape_per_sample - 1) * B;
+    const float scale = (float)(-1.0 / (double)B);
+    float actor_loss = 0.0f, logp_sum = 0.0f, alpha_loss = 0.0f;
+    const float old_log_alpha = t->log_alpha[k];
+    for (size_t b = 0; b < B; b++) {
+        const float lp = w->logp_a[b], q = q1[b] <= q2[b] ? q1[b] : q2[b];
+        actor_loss += alpha * lp - q;
+        logp_sum += lp;
+        alpha_loss += old_log_alpha * (lp + t->target_entropy);
+    }
+    t->losses[4 * k + 1] = nm_divf(actor_loss, (float)B);
+    t->losses[4 * k + 2] = -nm_divf(alpha_loss, (float)B);
+    t->losses[4 * k + 3] = -nm_divf(logp_sum, (float)B);
+    float ent = 0.0f;
+    for (size_t b = 0; b < B; b++) {
+        ent += w->logp_a[b] + t->target_entropy;
+    }
+    t->alpha_g[k] = -nm_divf(ent, (float)B);
+    // the min passes the gradient to the smaller critic only
+    for (size_t c = 0; c < 2; c++) {
+        const float *cw = t->c.p + (2 * k + c) * cn->net_len;
+        for (size_t b = 0; b < B; b++) {
+            w->dq[b] = (c == 0) == (q1[b] <= q2[b]) ? scale : 0.0f;
+        }
+        nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, tape_q[c], w->dq, NULL, w->dx, w->scratch, B);
+        for (size_t i = 0; i < na * B; i++) {
+            w->d_act[i] = c ? w->d_act[i] + w->dx[i] : w->dx[i];
+        }
+    }
+    nm_sac_sample_backward(out, eps_a, w->xa, w->d_act, nm_divf(alpha, (float)B), na, B, t->log_std_min,
+        t->log_std_max, w->d_out);
+    nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape, w->d_out,
+        t->a.g + k * an->net_len, NULL, w->scratch, B);
+}
+
+static void nmh_sac_run(const nmh_sac *t, nmh_sac_ws *w) {
+    for (size_t k = 0; k < t->P; k++) {
+        nmh_sac_critics(t, w, k, nm_expf(t->log_alpha[k]));
+    }
+    nm_adam(t->c.p, t->c.g, t->c.m, t->c.v, t->critic.len, t->c.st);
+    for (size_t k = 0; k < t->P; k++) {
+        nmh_sac_actor(t, w, k, nm_expf(t->log_alpha[k]));
+    }
+    nm_adam(t->a.p, t->a.g, t->a.m, t->a.v, t->actor.len, t->a.st);
+    nm_adam(t->log_alpha, t->alpha_g, t->alpha_m, t->alpha_v, t->P, t->alpha_st);
+    nm_polyak(t->c.t, t->c.p, t->critic.len, t->tau);
+}
+
+// out[k] = tanh(mean_k + std_k * eps[k]) of the P actors (net: members set), the actor's tape and a
+// log-probability in `tape` (tape_per_sample + 1 floats).
+static void nmh_sac_act_all(const float *p, const nmh_net *an, const float *x, const float *eps, float lo, float hi,
+    float *out, float *tape) {
+    const size_t o = an->sizes[0], na = an->sizes[an->n_layers] / 2;
+    for (size_t k = 0; k < an->members; k++) {
+        nm_train_forward(p + k * an->net_len, an->sizes, an->acts, an->n_layers, x + k * o, tape, 1);
+        // a sample of one: feature-major and sample-major are the same
+        nm_sac_sample(tape + an->tape_per_sample - 2 * na, eps + k * na, na, 1, lo, hi, out + k * na,
+            tape + an->tape_per_sample);
+    }
+}
+
+// The layouts: an actor of 2 na outputs ([mean, log_std]), critics of o + na inputs and one output.
+static int nmh_sac_parse_layouts(PyObject *alayout, PyObject *clayout, nmh_sac *t) {
+    if (!nmh_parse_net(alayout, "actor_layout", 1, &t->actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t->critic)) {
+        return 0;
+    }
+    const size_t out = t->actor.sizes[t->actor.n_layers];
+    t->o = t->actor.sizes[0];
+    t->na = out / 2;
+    if (out % 2 || t->critic.sizes[0] != t->o + t->na || t->critic.sizes[t->critic.n_layers] != 1) {
+        PyErr_SetString(PyExc_ValueError, "actor_layout must give [mean, log_std] (2 act outputs) and critic_layout "
+            "take obs + act inputs to one output");
+        return 0;
+    }
+    return 1;
+}
+
+// Workspace floats of a call: the update's, and a step's actions (P x na) and acting tape beside.
+static size_t nmh_sac_need(const nmh_sac *t, size_t P) {
+    size_t lens[NMH_SAC_WS_PARTS];
+    const size_t update = nmh_sac_lens(&t->actor, &t->critic, t->B, lens);
+    const size_t act = P * t->na + t->actor.tape_per_sample + 1;
+    return update > act ? update : act;
+}
+
+static const char sac_workspace_doc[] =
+    "sac_workspace(actor_layout, critic_layout, batch, agents) -> floats of the workspace of sac_update,\n"
+    "sac_step and sac_act";
+
+static PyObject *nmh_sac_workspace(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *alayout, *clayout;
+    Py_ssize_t B, P;
+    if (!PyArg_ParseTuple(args, "OOnn:sac_workspace", &alayout, &clayout, &B, &P)) {
+        return NULL;
+    }
+    nmh_sac t;
+    if (!nmh_sac_parse_layouts(alayout, clayout, &t)) {
+        return NULL;
+    }
+    if (B < 1 || B > (1 << 20) || P < 1 || P > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "the batch and the agents must be from 1 to 2^20");
+        return NULL;
+    }
+    nmh_set_members(&t.actor, (size_t)P);
+    t.B = (size_t)B;
+    return PyLong_FromSize_t(nmh_sac_need(&t, (size_t)P));
+}
+
+// hyper, layouts, replay (written with `store`: one more row, size counting the rows before it),
+// the families, the losses and alpha's arrays.
+static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject *replay, Py_ssize_t size, int store,
+    PyObject *hyper, nmh_sac *t, float *scale, float *offset) {
+    double g, tau, lo, hi, te, sc = 1.0, of = 0.0;
+    if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "ddddd|dd;hyper must be (gamma, tau, log_std_min, "
+            "log_std_max, target_entropy[, action_scale, action_offset])", &g, &tau, &lo, &hi, &te, &sc, &of)) {
+        return 0;
+    }
+    t->gamma = (float)g, t->tau = (float)tau, t->log_std_min = (float)lo, t->log_std_max = (float)hi;
+    t->target_entropy = (float)te, *scale = (float)sc, *offset = (float)of;
+    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
+        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
+        return 0;
+    }
+    if (!PyTuple_Check(alpha) || PyTuple_GET_SIZE(alpha) != 5) {
+        PyErr_SetString(PyExc_ValueError, "alpha must be a tuple (log_alpha, grad, adam_m, adam_v, adam_state)");
+        return 0;
+    }
+    if (!nmh_sac_parse_layouts(PyTuple_GET_ITEM(nets, 2), PyTuple_GET_ITEM(nets, 3), t)) {
+        return 0;
+    }
+    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t->o + t->na + 4)};
+    if (!(t->replay = nmh_get(bs, replay, "replay", 'f', store, 3, rshape))) {
+        return 0;
+    }
+    t->P = (size_t)rshape[0], t->cap = (size_t)rshape[1], t->width = (size_t)rshape[2];
+    if (t->P < 1 || t->P > (1 << 20) || t->cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
+        return 0;
+    }
+    if (size < !store || (size_t)size > t->cap) {
+        PyErr_Format(PyExc_ValueError, "replay_size must be from %d to the capacity %zu, got %zd", !store, t->cap, size);
+        return 0;
+    }
+    // an update after a store samples from the rows stored so far, the new one included
+    t->size = store && (size_t)size < t->cap ? (size_t)size + 1 : (size_t)size;
+    nmh_set_members(&t->actor, t->P);
+    nmh_set_members(&t->critic, 2 * t->P);
+    Py_ssize_t lshape[2] = {(Py_ssize_t)t->P, 4};
+    if (!nmh_get_family(bs, PyTuple_GET_ITEM(nets, 0), "actor", &t->actor, &t->a)
+        || !nmh_get_family(bs, PyTuple_GET_ITEM(nets, 1), "critic", &t->critic, &t->c)
+        || !(t->losses = nmh_get(bs, PyTuple_GET_ITEM(nets, 4), "losses", 'f', 1, 2, lshape))) {
+        return 0;
+    }
+    static const char *const names[5] = {"log_alpha", "alpha grad", "alpha adam_m", "alpha adam_v", "alpha adam_state"};
+    float **dst[5] = {&t->log_alpha, &t->alpha_g, &t->alpha_m, &t->alpha_v, &t->alpha_st};
+    for (int i = 0; i < 5; i++) {
+        Py_ssize_t shape[1] = {i == 4 ? NM_ADAM_STATE : (Py_ssize_t)t->P};
+        if (!(*dst[i] = nmh_get(bs, PyTuple_GET_ITEM(alpha, i), names[i], 'f', 1, 1, shape))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// idx (P, 3, B), next_noise (P, 2, B, na), actor_noise (P, B, na); with `block`, each with a leading
+// axis of n steps, of which step `at` is used (n is returned in *steps).
+static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise, PyObject *actor_noise, int block,
+    Py_ssize_t at, size_t *steps, nmh_sac *t) {
+    const int s = !block;
+    Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1};
+    const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + block, ishape + s);
+    if (!ip) {
+        return 0;
+    }
+    t->B = (size_t)ishape[3];
+    if (t->B < 1 || t->B > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
+        return 0;
+    }
+    Py_ssize_t nshape[5] = {ishape[0], (Py_ssize_t)t->P, 2, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
+    Py_ssize_t ashape[4] = {ishape[0], (Py_ssize_t)t->P, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
+    const float *np_ = nmh_get(bs, next_noise, "next_noise", 'f', 0, 4 + block, nshape + s);
+    const float *ap = np_ ? nmh_get(bs, actor_noise, "actor_noise", 'f', 0, 3 + block, ashape + s) : NULL;
+    if (!ap) {
+        return 0;
+    }
+    if (block && (at < 0 || at >= ishape[0])) {
+        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", at, ishape[0]);
+        return 0;
+    }
+    const size_t i = block ? (size_t)at : 0;
+    *steps = block ? (size_t)ishape[0] : 1;
+    t->idx = ip + i * t->P * 3 * t->B;
+    t->next_noise = np_ + i * t->P * 2 * t->B * t->na;
+    t->actor_noise = ap + i * t->P * t->B * t->na;
+    return 1;
+}
+
+// The workspace: float32, at least `need` floats; then no two written arrays overlap.
+static float *nmh_sac_parse_work(nmh_bufs *bs, PyObject *work, size_t need) {
+    Py_ssize_t wshape[1] = {-1};
+    float *mem = nmh_get(bs, work, "workspace", 'f', 1, 1, wshape);
+    if (!mem) {
+        return NULL;
+    }
+    if ((size_t)wshape[0] < need) {
+        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", need, wshape[0]);
+        return NULL;
+    }
+    return nmh_check_disjoint(bs) ? mem : NULL;
+}
+
+static const char sac_update_doc[] =
+    "sac_update(nets, alpha, replay, replay_size, idx, next_noise, actor_noise, shared_minibatch, hyper,\n"
+    "           workspace)\n\n"
+    "One SAC update of P agents, in place. nets = (actor, critic, actor_layout, critic_layout, losses)\n"
+    "as td3_update's (the actor's outputs [mean, log_std], its target unused); losses (P, 4) receives\n"
+    "each agent's critic loss, actor loss, alpha loss and entropy estimate -mean log pi.\n"
+    "alpha = (log_alpha, grad, adam_m, adam_v) of shape (P,) and adam_state (6,), float32.\n"
+    "replay and idx as td3_update's; next_noise (P, 2, B, a): the critics' next-action noise;\n"
+    "actor_noise (P, B, a): the actor's; hyper = (gamma, tau, log_std_min, log_std_max,\n"
+    "target_entropy); workspace: float32, at least sac_workspace(...) floats. With shared_minibatch\n"
+    "true, both critics and the actor learn from minibatch 0 and the critics from next_noise[:, 0].\n"
+    "Order as the NumPy update: critics, their Adam step, actor (on the new critics), its Adam step,\n"
+    "log_alpha's Adam step, then the critics' targets; alpha = exp(log_alpha) before its step throughout.";
+
+static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *nets, *alpha, *replay, *idx, *next_noise, *actor_noise, *hyper, *work;
+    Py_ssize_t size;
+    int shared;
+    if (!PyArg_ParseTuple(args, "OOOnOOOpOO:sac_update", &nets, &alpha, &replay, &size, &idx, &next_noise,
+            &actor_noise, &shared, &hyper, &work)) {
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    nmh_sac t;
+    float scale, offset;
+    size_t steps;
+    PyObject *result = NULL;
+    t.shared = shared;
+    float *mem;
+    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
+        || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &steps, &t)
+        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
+        goto out;
+    }
+    nmh_sac_ws w;
+    nmh_sac_ws_split(&w, mem, &t);
+    Py_BEGIN_ALLOW_THREADS
+    nmh_sac_run(&t, &w);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+static const char sac_step_doc[] =
+    "sac_step(nets, alpha, replay, env, block, i, pos, size, uniform, learn, shared_minibatch, hyper,\n"
+    "         workspace) -> ended\n\n"
+    "One training step of P agents on the built-in pendulum, in place: nets, alpha, replay,\n"
+    "shared_minibatch and workspace as sac_update's, hyper with (action_scale, action_offset) after\n"
+    "sac_update's, env as td3_step's; block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
+    "next_noise (N, P, 2, B, 1), actor_noise (N, P, B, 1)), the draws of N steps, of which step i is\n"
+    "used. Actions are uniform[i] (uniform true) or the actors' samples with noise explore[i]; the\n"
+    "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
+    "learn the update runs on the ring's size rows. Returns how many envs reached max_steps (their\n"
+    "reset is the caller's).";
+
+static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *nets, *alpha, *replay, *env, *block, *hyper, *work, *explore_a, *uniform_a, *idx, *nn, *an;
+    Py_ssize_t i, pos, size;
+    int uniform, learn, shared;
+    if (!PyArg_ParseTuple(args, "OOOOOnnnpppOO:sac_step", &nets, &alpha, &replay, &env, &block, &i, &pos, &size,
+            &uniform, &learn, &shared, &hyper, &work)) {
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    nmh_sac t;
+    nmh_env e;
+    float scale, offset, *mem;
+    size_t steps;
+    PyObject *result = NULL;
+    t.shared = shared;
+    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 1, hyper, &t, &scale, &offset)) {
+        goto out;
+    }
+    if (t.o != NM_PENDULUM_OBS || t.na != NM_PENDULUM_ACT) {
+        PyErr_SetString(PyExc_ValueError, "sac_step steps the pendulum: 3 observations, 1 action");
+        goto out;
+    }
+    if (pos < 0 || (size_t)pos >= t.cap) {
+        PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
+        goto out;
+    }
+    if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOOO;block must be (explore, uniform, idx, next_noise, "
+            "actor_noise)", &explore_a, &uniform_a, &idx, &nn, &an)) {
+        goto out;
+    }
+    if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, i, &steps, &t)
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, steps, (size_t)i, &e)
+        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
+        goto out;
+    }
+    nmh_sac_ws w;
+    nmh_sac_ws_split(&w, mem, &t);
+    size_t ended;
+    Py_BEGIN_ALLOW_THREADS
+    // the actions and their tape in the workspace: the store reads them before the update writes it
+    float *action = mem, *tape = mem + t.P;
+    if (uniform) {
+        memcpy(action, e.uniform, t.P * sizeof(float));
+    } else {
+        nmh_sac_act_all(t.a.p, &t.actor, e.obs, e.explore, t.log_std_min, t.log_std_max, action, tape);
+    }
+    ended = nmh_pendulum_store(&e, (float *)t.replay, t.P, t.cap, t.width, (size_t)pos, action, scale, offset);
+    if (learn) {
+        nmh_sac_run(&t, &w);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromSize_t(ended);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+static const char sac_act_doc[] =
+    "sac_act(params, actor_layout, obs, noise, log_std_min, log_std_max, out, workspace)\n\n"
+    "out[k] = tanh(mean_k + exp(clip(log_std_k, log_std_min, log_std_max)) * noise[k]), [mean_k, log_std_k] =\n"
+    "pi_k(obs[k]), for the P actors of a family in the training layout: obs (P, obs_dim), noise and out\n"
+    "(P, act_dim), float32; workspace float32 of at least the actor's widths summed, plus one.";
+
+static PyObject *nmh_sac_act(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *params, *layout, *obs, *noise, *out, *work;
+    double lo, hi;
+    if (!PyArg_ParseTuple(args, "OOOOddOO:sac_act", &params, &layout, &obs, &noise, &lo, &hi, &out, &work)) {
+        return NULL;
+    }
+    nmh_net an;
+    if (!nmh_parse_net(layout, "actor_layout", 1, &an)) {
+        return NULL;
+    }
+    const size_t o = an.sizes[0], na = an.sizes[an.n_layers] / 2;
+    if (an.sizes[an.n_layers] % 2) {
+        PyErr_SetString(PyExc_ValueError, "actor_layout must give [mean, log_std] (2 act outputs)");
+        return NULL;
+    }
+    nmh_bufs bs = {.n = 0};
+    PyObject *result = NULL;
+    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o};
+    const float *x = nmh_get(&bs, obs, "obs", 'f', 0, 2, oshape);
+    if (!x) {
+        goto out;
+    }
+    const size_t P = (size_t)oshape[0];
+    if (P < 1 || P > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "obs must hold from 1 to 2^20 agents");
+        goto out;
+    }
+    nmh_set_members(&an, P);
+    Py_ssize_t pshape[1] = {(Py_ssize_t)an.len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
+    Py_ssize_t ashape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
+    const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
+    const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
+    float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
+    float *tape = a ? nmh_sac_parse_work(&bs, work, an.tape_per_sample + 1) : NULL;
+    if (!tape) {
+        goto out;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    nmh_sac_act_all(p, &an, x, eps, (float)lo, (float)hi, a, tape);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+out:
+    nmh_release(&bs);
+    return result;
+}
+
+#endif // NM_HOST_SAC_H

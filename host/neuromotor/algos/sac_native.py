@@ -1,0 +1,71 @@
+"""SAC's native backend: the update (and on the built-in pendulum the whole step) in one call.
+
+The arithmetic is sac.py's NumPy update, compiled (neuromotor._nm_host's sac_update:
+nm_host/nm_host_sac.h over nm_mlp_train.h and nm_sac_steps.h); tests/test_sac_native.py
+holds the two to agreement per update. `NativeSAC` makes the calls and keeps the
+networks in the training layout between updates (neuromotor.algos.native_family);
+log_alpha and its Adam moments are the host's own arrays, which the call updates in place.
+"""
+
+import numpy as np
+
+from neuromotor.algos.native_family import NativeAgents, _nm_host
+from neuromotor.algos.offpolicy import F32
+
+
+class NativeSAC(NativeAgents):
+    """The native calls of one SAC population, and the training-layout copy of its networks."""
+
+    def __init__(self, sac):
+        super().__init__(sac, losses=4)  # the last update's (critic, actor, alpha) loss and entropy per agent
+        self.sac = sac
+        self.alpha_grad = np.zeros(sac.P, F32)
+        self.alpha_state = np.zeros(6, F32)
+        self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size,
+                                                         sac.P), F32)
+        self.load()
+
+    def load(self) -> None:
+        """(Re)load the training layout from the host arrays after they were written (a new
+        algorithm, a checkpoint), and the arguments of the native calls."""
+        super().load()
+        sac, cfg = self.sac, self.sac.cfg
+        self.alpha_state[...] = sac.alpha_opt.kernel_state()
+        self.alpha = (sac.log_alpha, self.alpha_grad, sac.alpha_opt.m, sac.alpha_opt.v, self.alpha_state)
+        self.hyper = (cfg.gamma, cfg.tau, cfg.log_std_min, cfg.log_std_max, sac.target_entropy,
+                      float(sac.act_scale[0]), float(sac.act_offset[0]))
+
+    def act(self, obs, explore) -> np.ndarray:
+        """The sampled actions tanh(mean + std * explore) of every agent, as SAC.advance's NumPy ones."""
+        sac = self.sac
+        action = np.empty((sac.P, sac.act_dim), F32)
+        _nm_host.sac_act(self.families[0].params, self.nets[2], np.ascontiguousarray(obs, F32),
+                         explore, sac.cfg.log_std_min, sac.cfg.log_std_max, action, self.workspace)
+        return action
+
+    def update(self, raw_idx, next_noise, actor_noise) -> None:
+        """One update of every agent: the arithmetic of SAC's _critic_loss, the critics' step,
+        _actor_loss, the actor's and alpha's steps and the critics' targets."""
+        sac = self.sac
+        for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
+            opt.t += 1
+        _nm_host.sac_update(self.nets, self.alpha, sac.replay.data, sac.replay.size, raw_idx, next_noise, actor_noise,
+                            sac.cfg.shared_minibatch, self.hyper[:5], self.workspace)
+        self.host_stale = True
+
+    def step(self, block, i) -> bool:
+        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        SAC.advance() with the NumPy update. Returns whether it updated."""
+        sac, cfg, replay = self.sac, self.sac.cfg, self.sac.replay
+        learn = sac.steps >= cfg.learning_starts
+        uniform = not learn and cfg.warmup_actions == "uniform"
+        for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
+            opt.t += learn
+        ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, replay.pos, replay.size,
+                                  uniform, learn, cfg.shared_minibatch, self.hyper, self.workspace)
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
+        if ended:
+            sac.obs[...] = sac.episodes.finish(sac.episodes.ep_len >= sac.env.max_episode_steps)
+        self.host_stale = True
+        return learn

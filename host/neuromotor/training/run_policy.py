@@ -1,0 +1,59 @@
+"""A run's deployable policy, read from its checkpoint without building the algorithm.
+
+Only the arrays the actor is made of (and the seeds and step count) are read from
+checkpoint.npz, each checked against the shapes config.json implies before its data is
+read; the algorithm's `policy_from_state` turns them into the PolicySpec that training
+itself would export. No population, replay buffer or shard process is made.
+"""
+
+from pathlib import Path
+
+from neuromotor.algos import algo_class
+from neuromotor.envs import env_class
+from neuromotor.errors import UserError
+from neuromotor.policy.policy_file import read_policy
+from neuromotor.policy.spec import PolicySpec
+from neuromotor.training import checkpoint, runs
+from neuromotor.training.parallel import identity_arrays, shard_bounds, shard_prefix
+
+
+def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
+    """Agent `agent`'s actor of the run in `run_dir`, as a deployable policy."""
+    run = runs.read_config(run_dir)
+    seeds = run.seeds
+    if not 0 <= agent < len(seeds):
+        raise UserError(f"agent {agent} out of range: {run_dir} has {len(seeds)} agent(s)")
+    algo = algo_class(run.algo)
+    env = env_class(run.env, run.env_kwargs, "sync")(1)
+    try:
+        bounds = shard_bounds(len(seeds), run.run.shards or 1)
+        prefix, index = shard_prefix(bounds, agent)
+        shard = bounds.index(agent - index)
+        template = algo.policy_state(run.algo_config, env, bounds[shard + 1] - bounds[shard])
+        path = Path(run_dir) / runs.CHECKPOINT
+        arrays = checkpoint.load(path, {**{prefix + k: v for k, v in template.items()},
+                                        **identity_arrays(runs.identity(run))})
+        state = {k: arrays[prefix + k] for k in template}
+        held, said = [int(s) for s in state["seeds"]], seeds[bounds[shard]:bounds[shard + 1]]
+        if held != said:
+            raise UserError(f"checkpoint {path} holds agents with seeds {runs.short(held)}, but {runs.CONFIG} "
+                            f"says {runs.short(said)}")
+        spec = algo.policy_from_state(run.algo_config, env, state, index)
+    finally:
+        close = getattr(env, "close", None)
+        if close:
+            close()
+    spec.meta.update(env=run.env, run_dir=str(run_dir))
+    if run.env_kwargs:
+        spec.meta["env_kwargs"] = run.env_kwargs
+    return spec
+
+
+def load_spec(source, agent: int = 0) -> PolicySpec:
+    """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
+    path = Path(source)
+    if path.is_file():
+        return read_policy(path)
+    if not path.is_dir():
+        raise UserError(f"{source}: no such run directory or policy file")
+    return load_policy_spec(path, agent=agent)
