@@ -4,7 +4,8 @@
 #   make -C device/port -f qemu_xtensa.mk [BOARD=qemu-xtensa]
 #
 # The build directory is keyed on a hash of the configuration (port Makefile and
-# headers, the board's make file, qemu-common's config header), so a configuration
+# headers, the board's make file, qemu-common's config header, the compiler wrapper
+# and its <stdarg.h>), so a configuration
 # change gets a fresh build dir; $(NEUROMOTOR_CACHE)/firmware/<BOARD>.elf links to the
 # result. The last line printed is the path of the firmware ELF.
 
@@ -14,7 +15,8 @@ BOARD ?= qemu-xtensa
 BOARD_DIR := $(REPO)/boards/$(BOARD)
 XTENSA_PORT := $(PORT_DIR)/qemu-xtensa
 CONFIG_FILES := $(PORT_DIR)/qemu_xtensa.mk $(XTENSA_PORT)/Makefile $(wildcard $(XTENSA_PORT)/*.h \
-	$(XTENSA_PORT)/*.ld $(BOARD_DIR)/*.mk $(REPO)/boards/qemu-common/*.h)
+	$(XTENSA_PORT)/*.ld $(BOARD_DIR)/*.mk $(REPO)/boards/qemu-common/*.h) \
+	$(PORT_DIR)/xtensawin/xtensawin-gcc $(wildcard $(PORT_DIR)/xtensawin/include/*.h)
 KEY := $(shell { echo "$(MPY_SRC) $(BOARD)"; cat $(CONFIG_FILES); } | sha256sum | cut -c1-12)
 BUILD_DIR := $(NEUROMOTOR_CACHE)/build/$(BOARD)-$(KEY)
 ELF_LINK := $(NEUROMOTOR_CACHE)/firmware/$(BOARD).elf

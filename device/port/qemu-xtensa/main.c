@@ -7,6 +7,7 @@
 #include "py/runtime.h"
 #include "py/stackctrl.h"
 #include "py/gc.h"
+#include "py/persistentcode.h"
 #include "shared/runtime/pyexec.h"
 #include "xtensa_sim.h"
 
@@ -28,6 +29,7 @@ static void run(void) {
     for (;;) {
         mp_pystack_init(pystack, pystack + MP_ARRAY_SIZE(pystack));
         mp_init();
+        MP_STATE_PORT(nm_native_code) = MP_OBJ_NULL;
         for (;;) {
             if (pyexec_mode_kind == PYEXEC_MODE_RAW_REPL) {
                 if (pyexec_raw_repl() != 0) {
@@ -64,7 +66,21 @@ void gc_collect(void) {
     gc_collect_end();
 }
 
-void *nm_commit_exec(void *buf, size_t len) {
+// Machine code loaded from .mpy files stays where the loader put it, in the GC heap.
+// A natmod's functions point into the middle of its block, which the GC does not
+// trace, so such a block is kept in a root list (as MicroPython does for ports that
+// leave MP_PLAT_COMMIT_EXEC undefined). Defining that hook hands the relocation of
+// natmod code (reloc) to the port too.
+MP_REGISTER_ROOT_POINTER(mp_obj_t nm_native_code);
+
+void *nm_commit_exec(void *buf, size_t len, void *reloc) {
+    if (reloc != NULL) {
+        mp_native_relocate(reloc, buf, (uintptr_t)buf);
+        if (MP_STATE_PORT(nm_native_code) == MP_OBJ_NULL) {
+            MP_STATE_PORT(nm_native_code) = mp_obj_new_list(0, NULL);
+        }
+        mp_obj_list_append(MP_STATE_PORT(nm_native_code), MP_OBJ_FROM_PTR(buf));
+    }
     xtensa_sync_code(buf, len);
     return buf;
 }

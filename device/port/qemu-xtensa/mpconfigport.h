@@ -11,7 +11,7 @@
 #define MICROPY_EMIT_XTENSAWIN      (1)
 #define MICROPY_PERSISTENT_CODE_LOAD (1)
 #define MICROPY_PERSISTENT_CODE_LOAD_NATIVE (1)
-#define MP_PLAT_COMMIT_EXEC(buf, len, reloc) nm_commit_exec((buf), (len))
+#define MP_PLAT_COMMIT_EXEC(buf, len, reloc) nm_commit_exec((buf), (len), (reloc))
 
 // py/nlrxtensa.c is the call0 ABI; windows.S has setjmp/longjmp for the windowed one.
 #define MICROPY_NLR_SETJMP          (1)
@@ -52,5 +52,5 @@ typedef long mp_off_t;
 
 #ifndef __ASSEMBLER__
 #include <stddef.h>
-void *nm_commit_exec(void *buf, size_t len);
+void *nm_commit_exec(void *buf, size_t len, void *reloc);
 #endif
