@@ -21,13 +21,14 @@ MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
 
 pytestmark = [pytest.mark.qemu]
 
-# qemu-m4f and qemu-m7 are built when missing; qemu-rv32 runs when its firmware was
-# built (make firmware BOARD=qemu-rv32: needs the RISC-V toolchain, about 80 s).
-BOARDS = ["qemu-m4f", "qemu-m7", "qemu-rv32"]
-ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc"}
+# qemu-m4f, qemu-m7 and qemu-xtensa are built when missing; qemu-rv32 runs when its
+# firmware was built (make firmware BOARD=qemu-rv32: needs the RISC-V toolchain, about 80 s).
+BOARDS = ["qemu-m4f", "qemu-m7", "qemu-rv32", "qemu-xtensa"]
+ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc", "qemu-xtensa": "xtensawin"}
 # sys.implementation._mpy >> 10 is the native arch index (py/persistentcode.h)
-ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8, "rv32imc": 11}
-SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32"}
+ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8, "xtensawin": 10, "rv32imc": 11}
+SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32",
+          "qemu-xtensa": "qemu-system-xtensa"}
 
 
 @pytest.fixture(scope="module", params=BOARDS)
@@ -75,7 +76,8 @@ def test_ticks_advance_and_sleep(board, mpremote):
 
 
 def test_icount_time_counts_instructions(board, mpremote):
-    if board.name == "qemu-rv32":
+    if board.name in ("qemu-rv32", "qemu-xtensa"):
+        # the Xtensa core's CCOUNT against instructions: tests/boards/test_xtensawin_baremetal.py
         pytest.skip("Thumb inline assembler: Arm boards only")
     # two Thumb instructions per iteration: ticks_cpu * (1e9 / TICKS_CPU_HZ) = instructions
     code = ("import time, micropython, qemuboard\n"
@@ -155,7 +157,8 @@ def test_user_c_module_kernels(board, mpremote):
 
 # natmods each board must import: its own arch, and on the M7 (double-precision FPU)
 # also the single-precision armv7emsp build.
-NATMODS = {"qemu-m4f": ["armv7emsp"], "qemu-m7": ["armv7emdp", "armv7emsp"], "qemu-rv32": ["rv32imc"]}
+NATMODS = {"qemu-m4f": ["armv7emsp"], "qemu-m7": ["armv7emdp", "armv7emsp"], "qemu-rv32": ["rv32imc"],
+           "qemu-xtensa": ["xtensawin"]}
 
 
 @pytest.mark.parametrize("which", [0, 1])
