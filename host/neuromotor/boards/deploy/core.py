@@ -124,13 +124,6 @@ def lib_sources():
     return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
 
 
-# Architectures whose natmods are built but have not yet run under MicroPython here: `auto`
-# leaves them on the host (the board gets the backend it has), `--natmod always` copies them.
-UNVERIFIED_NATMODS = {
-    "xtensawin": "built with clang-22 and checked bare metal on QEMU's de233_fpu, not yet run under MicroPython",
-}
-
-
 def natmod_files(arch) -> list:
     return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
 
@@ -142,9 +135,8 @@ def builtin_name(natmod: Path) -> str:
 
 
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
-              policy_dest=POLICY_DEST, with_natmod=True, builtins=(), unverified=False) -> Plan:
-    """builtins: modules the firmware has built in; their natmods are not copied. unverified:
-    copy the natmods of an architecture in UNVERIFIED_NATMODS too (`--natmod always`)."""
+              policy_dest=POLICY_DEST, with_natmod=True, builtins=()) -> Plan:
+    """builtins: modules the firmware has built in; their natmods are not copied."""
     notes, items, remove = [], [], []
     arch = board["arch"]
     libdir = "/lib" if "/lib" in board.get("path", []) else ""
@@ -163,10 +155,6 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
     if with_natmod:
         nd = natmod_dir(arch)
         mods = natmod_files(arch)
-        if mods and arch in UNVERIFIED_NATMODS and not unverified:
-            notes.append(f"{arch} natmods not copied: {UNVERIFIED_NATMODS[arch]} (--natmod always copies them); "
-                         "the runtime uses the kernels built into the firmware, else ulab or the python backend")
-            mods = []
         skipped = [m for m in mods if builtin_name(m) in builtins]
         if skipped:
             notes.append("firmware has " + ", ".join(builtin_name(m) for m in skipped) + " built in: "
@@ -175,7 +163,7 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
             for m in mods:
                 if m not in skipped:
                     items.append(Item("natmod", str(m), f"{libdir}/{m.name}", m.read_bytes()))
-        elif arch not in UNVERIFIED_NATMODS or unverified or not natmod_files(arch):
+        else:
             why = ("this board has no native code emitter" if not arch else
                    f"no natmod built for {arch} in {nd}")
             if arch:
@@ -317,8 +305,7 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
     if natmod == "auto":
         builtins = d.builtin_modules(sorted({builtin_name(m) for m in natmod_files(board["arch"])}))
     board["builtin_modules"] = sorted(builtins)
-    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins,
-                     unverified=natmod == "always")
+    plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins)
     interrupted = board["root"] is not None and (
         LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
     for line in describe(plan, algo):
