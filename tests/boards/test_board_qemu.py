@@ -57,6 +57,47 @@ def test_fpu_hard_float(board, mpremote):
     assert abs(float(out) - math.sqrt(2.0) * math.exp(1.5)) < 1e-5
 
 
+NATIVE_CODE = """
+import micropython
+@micropython.native
+def squares(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+@micropython.viper
+def total(buf: ptr8, n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += buf[i]
+    return s
+@micropython.native
+def gen():
+    yield 1
+    try:
+        raise ValueError(7)
+    except ValueError as e:
+        yield e.args[0]
+print(squares(100), total(bytearray(range(10, 20)), 10), list(gen()))
+"""
+
+
+def test_native_and_viper_emitters(board, mpremote):
+    assert mpremote(board.port, "exec", NATIVE_CODE).split() == ["328350", "145", "[1,", "7]"]
+
+
+def test_formatted_output_and_tracebacks(board, mpremote):
+    # MicroPython's C formatting (mp_printf: %d, %q, %s) prints attribute names, tracebacks and
+    # exception messages; on the Xtensa board it goes through our <stdarg.h>
+    out = mpremote(board.port, "exec", "import sys\nprint('sys' in repr(sys), 'maxsize' in dir(sys))\n"
+                   "print('%d|%5.2f|%s|%x' % (-123, 2.5, 'ab', 0xbeef))\n"
+                   "def f(x):\n    return x[7]\nf([1])", check=False)
+    lines = out.splitlines()
+    assert lines[:2] == ["True True", "-123| 2.50|ab|beef"]
+    assert lines[2:] == ["Traceback (most recent call last):", '  File "<stdin>", line 6, in <module>',
+                         '  File "<stdin>", line 5, in f', "IndexError: list index out of range"]
+
+
 def test_ticks_advance_and_sleep(board, mpremote):
     code = ("import time\n"
             "a = time.ticks_us(); c = time.ticks_cpu(); m = time.ticks_ms()\n"
