@@ -15,6 +15,8 @@ include $(dir $(lastword $(MAKEFILE_LIST)))port_common.mk
 BOARD ?= qemu-xtensa
 BOARD_DIR := $(REPO)/boards/$(BOARD)
 XTENSA_PORT := $(PORT_DIR)/qemu-xtensa
+# pyelftools (check_varargs.py) is in the venv
+PYTHON := $(firstword $(wildcard $(REPO)/.venv/bin/python) python3)
 NATIVE_MK := $(wildcard $(NATIVE_DIR)/*/micropython.mk)
 CONFIG_FILES := $(NATIVE_MK) $(PORT_DIR)/qemu_xtensa.mk $(XTENSA_PORT)/Makefile $(wildcard $(XTENSA_PORT)/*.h \
 	$(XTENSA_PORT)/*.ld $(BOARD_DIR)/*.mk $(REPO)/boards/qemu-common/*.h) \
@@ -27,6 +29,7 @@ ELF_LINK := $(NEUROMOTOR_CACHE)/firmware/$(BOARD).elf
 all firmware:
 	@mkdir -p $(dir $(ELF_LINK)) $(NEUROMOTOR_CACHE)/build
 	$(MAKE) -C $(XTENSA_PORT) -j$(JOBS) MPY_SRC=$(MPY_SRC) BUILD=$(BUILD_DIR) BOARD_DIR=$(BOARD_DIR) $(MPY_CROSS_VAR) \
+		PYTHON=$(PYTHON) \
 		$(if $(NATIVE_MK),USER_C_MODULES=$(NATIVE_DIR))
 	@ln -sfn $(BUILD_DIR)/firmware.elf $(ELF_LINK)
 	@for d in $(NEUROMOTOR_CACHE)/build/$(BOARD)-*; do \

@@ -3,18 +3,27 @@ qemu-xtensa firmware and the xtensawin natmods are (device/port/xtensawin/xtensa
 with our <stdarg.h>), run bare metal on QEMU's de233_fpu core: every callee reads back
 exactly the ints, long longs, doubles and pointers its caller passed, in registers, on
 the stack and split between both, after 1 to 7 named arguments, through va_copy and a
-va_list handed on (device/baremetal/xtensawin/varargs/).
+va_list handed on (device/baremetal/xtensawin/varargs/). check_varargs.py, which the
+firmware build runs, passes that program and refuses it built with a frame pointer.
 """
 
 import shutil
 import struct
 import subprocess
+import sys
 
 import pytest
 
 from neuromotor.paths import DEVICE_DIR, cache_dir
 
 HERE = DEVICE_DIR / "baremetal" / "xtensawin"
+CHECK = DEVICE_DIR / "port" / "xtensawin" / "check_varargs.py"
+
+
+def build(out, *make_args):
+    subprocess.run(["make", "-s", "-C", str(HERE), "-f", "varargs.mk", f"OUT={out}", *make_args], check=True,
+                   capture_output=True)
+    return out / "nm_varargs.elf"
 
 
 def i(v):
@@ -47,21 +56,30 @@ def calls():
     for tool in ("clang-22", "llvm-mc-22", "xtensa-lx106-elf-ld", "qemu-system-xtensa"):
         if not shutil.which(tool):
             pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
-    out = cache_dir() / "baremetal" / "xtensawin-varargs"
-    subprocess.run(["make", "-s", "-C", str(HERE), "-f", "varargs.mk", f"OUT={out}"], check=True,
-                   capture_output=True)
+    elf = build(cache_dir() / "baremetal" / "xtensawin-varargs")
     res = subprocess.run(["qemu-system-xtensa", "-M", "sim", "-cpu", "de233_fpu", "-nographic", "-monitor", "none",
-                          "-semihosting", "-icount", "shift=0", "-kernel", str(out / "nm_varargs.elf")],
+                          "-semihosting", "-icount", "shift=0", "-kernel", str(elf)],
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert res.returncode == 0, res.stdout + res.stderr
     lines = dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line)
     assert "done" in res.stdout.split()
     marker = int(lines.pop("marker"), 16)
-    return {name: [marker if w == "P" else w for w in want] for name, want in EXPECTED.items()}, lines
+    return {name: [marker if w == "P" else w for w in want] for name, want in EXPECTED.items()}, lines, elf
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_callee_reads_what_the_caller_passed(calls, name):
-    expected, lines = calls
+    expected, lines, _ = calls
     got = [int(w, 16) for w in lines[name].split()]
     assert [hex(v) for v in got] == [hex(v) for v in expected[name]]
+
+
+def test_frame_pointer_check(calls):
+    _, _, elf = calls
+    ok = subprocess.run([sys.executable, str(CHECK), str(elf)], capture_output=True, text=True)
+    assert ok.returncode == 0 and "7 variadic functions keep a7" in ok.stdout, ok.stdout + ok.stderr
+    # a frame pointer (a7) set before the variadic registers are saved: the check names the functions
+    fp = build(cache_dir() / "baremetal" / "xtensawin-varargs-fp", "EXTRA_CFLAGS=-fno-omit-frame-pointer")
+    bad = subprocess.run([sys.executable, str(CHECK), str(fp)], capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert "variadic nm_va_ints overwrites a7" in bad.stderr and "or\ta7, a1, a1" in bad.stderr

@@ -3,6 +3,8 @@
 # <stdarg.h>). tests/boards/test_xtensawin_varargs.py builds and runs it.
 #   make -C device/baremetal/xtensawin -f varargs.mk OUT=<dir>       # -> <dir>/nm_varargs.elf
 #   make -C device/baremetal/xtensawin -f varargs.mk OUT=<dir> run   # one line per call
+# EXTRA_CFLAGS=-fno-omit-frame-pointer builds the program with the frame pointer that
+# device/port/xtensawin/check_varargs.py must refuse.
 
 HERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 XTENSAWIN := $(abspath $(HERE)/../../port/xtensawin)
@@ -11,8 +13,8 @@ OUT ?= $(error OUT=<build directory>)
 CC := NM_XTENSAWIN_EXTRA_FEATURES=timers1 $(XTENSAWIN)/xtensawin-gcc
 LD := xtensa-lx106-elf-ld
 MC := llvm-mc-22
-# -Os as the MicroPython port builds; -DNM_PROGRAM: port.c's start-up runs this program
-CFLAGS := -Os -std=gnu99 -Wall -Werror -ffreestanding -fdata-sections -I$(HERE) -I$(HERE)/varargs \
+# -Os and -g as the MicroPython port builds; -DNM_PROGRAM: port.c's start-up runs this program
+CFLAGS := -Os -g $(EXTRA_CFLAGS) -std=gnu99 -Wall -Werror -ffreestanding -fdata-sections -I$(HERE) -I$(HERE)/varargs \
 	-DNM_PROGRAM=nm_varargs_run
 MATTR := +windowed,+density,+loop,+nsa,+minmax,+sext,+clamps,+mul16,+mul32,+div32,+mac16,+bool,+fp,+exception,+coprocessor,+debug,+interrupt
 ELF := $(OUT)/nm_varargs.elf
