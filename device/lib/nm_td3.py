@@ -48,10 +48,12 @@ DEFAULTS = {
 ADAM = (0.9, 0.999, 1e-8)       # beta1, beta2, eps (PyTorch's defaults, as on the host)
 NO_CLIP = 1e30                  # exploration noise is not clipped before the action is
 
-# Sized to real boards: teensy41 (1 MB RAM), small (STM32F405 / ESP32 without PSRAM).
+# Sized to real boards: teensy41 (1 MB RAM), small (STM32F405), esp32 (ESP32 without PSRAM:
+# a 110 KiB heap of which MicroPython and the trainer's modules keep about 30 KiB).
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
+    "esp32": {"hidden": (16, 16), "replay": 800, "batch": 16, "budget": 80 * 1024},
 }
 OVERHEAD = 24 * 1024  # objects, views and code beside the float buffers (measured, rounded up)
 

@@ -29,7 +29,7 @@ ELF_LINK := $(NEUROMOTOR_CACHE)/firmware/$(BOARD).elf
 all firmware:
 	@mkdir -p $(dir $(ELF_LINK)) $(NEUROMOTOR_CACHE)/build
 	$(MAKE) -C $(XTENSA_PORT) -j$(JOBS) MPY_SRC=$(MPY_SRC) BUILD=$(BUILD_DIR) BOARD_DIR=$(BOARD_DIR) $(MPY_CROSS_VAR) \
-		PYTHON=$(PYTHON) \
+		PYTHON=$(PYTHON) QEMUBOARD_COMMON=$(REPO)/boards/qemu-common \
 		$(if $(NATIVE_MK),USER_C_MODULES=$(NATIVE_DIR))
 	@ln -sfn $(BUILD_DIR)/firmware.elf $(ELF_LINK)
 	@for d in $(NEUROMOTOR_CACHE)/build/$(BOARD)-*; do \

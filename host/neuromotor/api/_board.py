@@ -194,7 +194,7 @@ class EmulatedBoard(Board):
 def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles: bool = False,
                 build: bool = True, firmware: "str | os.PathLike | None" = None,
                 detach: bool = False) -> EmulatedBoard:
-    """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32) and wait for its REPL.
+    """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32, qemu-xtensa) and wait for its REPL.
 
     The board belongs to this Python process: it is stopped by `stop()`, by leaving a `with`
     block, or when the process (or notebook kernel) ends; with `detach` it runs on until
