@@ -53,7 +53,7 @@ NO_CLIP = 1e30                  # exploration noise is not clipped before the ac
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
-    "esp32": {"hidden": (16, 16), "replay": 800, "batch": 16, "budget": 80 * 1024},
+    "esp32": {"hidden": (16, 16), "replay": 600, "batch": 16, "budget": 76 * 1024},
 }
 OVERHEAD = 24 * 1024  # objects, views and code beside the float buffers (measured, rounded up)
 
