@@ -2,6 +2,8 @@
 // ESP32's windowed ABI and single-precision FPU. boards/qemu-common/qemuboard_config.h
 // (selected through MP_CONFIGFILE) includes this, then adds what the emulated boards
 // share (time, select, machine, filesystem mount, VM poll hook).
+#include <alloca.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define MICROPY_CONFIG_ROM_LEVEL    (MICROPY_CONFIG_ROM_LEVEL_EXTRA_FEATURES)
@@ -45,12 +47,7 @@ typedef int32_t mp_int_t;
 typedef uint32_t mp_uint_t;
 typedef long mp_off_t;
 
-#include <alloca.h>
-
 #define MP_NEED_LOG2 (1)
 #define MP_STATE_PORT MP_STATE_VM
 
-#ifndef __ASSEMBLER__
-#include <stddef.h>
 void *nm_commit_exec(void *buf, size_t len, void *reloc);
-#endif
