@@ -19,7 +19,7 @@ demo: venv system
 	$(NM) hil runs/demo --port $$port --episodes 3 && \
 	$(NM) bench --port $$port --out runs/demo/bench
 
-EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32
+EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32 qemu-xtensa
 
 test: venv system firmware natmods emulated browser
 	$(VENV)/bin/python -m pytest -q -rs

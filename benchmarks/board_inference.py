@@ -11,7 +11,10 @@ All times on emulated boards are instruction-count time: 1 guest instruction =
 next to the instruction counts, modelled cycles, cycles per multiply-add and µs
 predicted at the clock of each real board the emulated core stands for (qemu-m7:
 teensy41 600 MHz, stm32h743 480 MHz; qemu-m4f: stm32f405 168 MHz; qemu-rv32:
-esp32c3 160 MHz) - predictions, not measurements.
+esp32c3 160 MHz) - predictions, not measurements. qemu-xtensa (the ESP32's ABI on
+QEMU's de233_fpu core) has no cycle model: its µs are predicted at the ESP32's
+240 MHz at one instruction per cycle, from the instruction count alone. Every board's
+actions for a few observations are compared with NumPy's (max |board - NumPy|).
 
 The model against the paper's measured figures (the generic forward pass, and the
 fused kernel against half the optimised times, at the paper's clocks with the flash
@@ -21,7 +24,8 @@ and heap terms) is benchmarks/cycle_validation.py.
 
 int8 rows: the same network quantised to int8 (per-channel weights, calibrated on
 random observations; docs/policy-format.md, version 3), deployed and timed the same
-way, and the bare-metal program's int8 run (make NM_INT8=1) on the Arm cores.
+way, and the bare-metal program's int8 run (make NM_INT8=1) on the Arm cores and
+device/baremetal/xtensawin on qemu-xtensa's core.
 
 Writes benchmarks/results/board_inference.json and .png; with --json the last
 line is one JSON object: per board, per backend median_us, p99_us,
@@ -62,26 +66,68 @@ def make_int8_policy(spec, path):
     from neuromotor.policy import quantize, write_policy
     spec.action_low, spec.action_high = -np.full(SIZES[-1], 10, np.float32), np.full(SIZES[-1], 10, np.float32)
     calib = np.random.default_rng(1).normal(0, 1, (1000, SIZES[0])).astype(np.float32)
-    write_policy(quantize(spec, calib), path)
+    qp = quantize(spec, calib)
+    write_policy(qp, path)
+    return qp
 
 
-def bench_board(name, policy, n, predict_mhz, log, int8_policy=None):
+def check_obs():
+    return np.random.default_rng(2).normal(0, 1, (8, SIZES[0])).astype(np.float32)
+
+
+def vs_numpy(port, want, obs):
+    """max |board action - NumPy's| over `obs`, per backend that loads the deployed policy."""
+    from neuromotor.boards.link import LinkClient
+    out = {}
+    with LinkClient(port) as c:
+        for backend in ("native", "python"):
+            c.load("/policy.nmp", backend)
+            got = np.stack([c.act(o)[0] for o in obs])
+            out[backend] = float(np.abs(got - want).max())
+    return out
+
+
+def has_cycle_model(name):
+    from neuromotor.boards import load_board
+    return "core" in (load_board(name).data.get("timing") or {})
+
+
+def bench_board(name, policy, n, predict_mhz, log, refs, int8_policy=None):
+    """refs: {"float": NumPy's actions, "int8": the int8 reference's, "obs": the observations}."""
     from neuromotor.boards.bench import bench_port
     from neuromotor import boards
     from neuromotor.boards.deploy import deploy
     instance = f"{name}-bench-{os.getpid()}"
     try:
-        b = boards.start(name, instance=instance, build=True, die_with_parent=True, cycles=True)
+        b = boards.start(name, instance=instance, build=True, die_with_parent=True, cycles=has_cycle_model(name))
         log(f"{name}: running on {b.port} (QEMU pid {b.pid}); deploying")
         deploy(b.port, str(policy), log=lambda s: None)
         res = bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
+        res["vs_numpy"] = vs_numpy(b.port, refs["float"], refs["obs"])
         if int8_policy is not None:
             log(f"{name}: deploying the int8 policy")
             deploy(b.port, str(int8_policy), log=lambda s: None)
             res["int8"] = bench_port(b.port, n=n, predict_mhz=predict_mhz, log=log)
+            res["int8"]["vs_numpy"] = vs_numpy(b.port, refs["int8"], refs["obs"])
         return res
     finally:
         boards.stop(instance)
+
+
+def baremetal_xtensawin(spec, qp, obs, mhz):
+    """device/baremetal/xtensawin on de233_fpu: the same kernels, compiler and options as the
+    xtensawin natmods, with no MicroPython. Per kind ("float", "int8") the entry baremetal()
+    gives, without cycles (no cycle model for this core)."""
+    from neuromotor.boards import policy_baremetal as pb
+    r = pb.run_policy("xtensawin", spec, qp, obs, repeat=20)
+    out = {}
+    for kind, want in (("float", spec.forward(obs)), ("int8", qp.forward(obs))):
+        ins = r["instructions_per_inference"][kind]
+        out[kind] = {"instructions": ins, "instructions_per_mac": r["instructions_per_mac"][kind],
+                     "cycles": None, "cycles_per_mac": None,
+                     "predicted_us": {f"esp32 ({mhz:.0f} MHz, 1 instr/cycle)": ins / mhz},
+                     "generic": None, "max_abs_err": float(np.abs(r[kind] - want).max())}
+    return out
 
 
 def baremetal(name, log, int8=False):
@@ -103,17 +149,23 @@ def baremetal(name, log, int8=False):
 
 
 def backend_entry(res, bm):
-    entry = {"port": res["port"], "backends": {}, "unavailable": res["unavailable"], "baremetal": bm}
+    entry = {"port": res["port"], "backends": {}, "unavailable": res["unavailable"], "baremetal": bm,
+             "predict_mhz": res.get("predict_mhz"), "vs_numpy": res.get("vs_numpy")}
     for b, s in res["backends"].items():
         entry["backends"][b] = {k: s.get(k) for k in (
             "median_us", "p99_us", "min_us", "mean_us", "instructions", "instructions_per_mac",
             "instructions_median_per_call", "predicted_us", "predicted_khz", "alloc_per_call",
             "cycles", "cycles_per_mac", "cycles_per_instruction")}
         entry["backends"][b]["predicted_boards_us"] = {n: p["us"] for n, p in
-                                                       (s.get("predicted_boards") or {}).items()}
+                                                       (s.get("predicted_boards") or {}).items()} or {
+            f"at {res['predict_mhz']:.0f} MHz, 1 instr/cycle": s["predicted_us"]}
     if bm and "native" in entry["backends"]:
         entry["overhead_ratio"] = entry["backends"]["native"]["instructions"] / bm["instructions"]
     return entry
+
+
+def _cycles(d):
+    return f"{d['cycles']:10.0f} {d['cycles_per_mac']:8.2f}" if d.get("cycles") else f"{'-':>10s} {'-':>8s}"
 
 
 def table_rows(name, e, tag=""):
@@ -121,9 +173,9 @@ def table_rows(name, e, tag=""):
     bm = e["baremetal"]
     if bm:
         preds = "  ".join(f"{n} {us:.1f}" for n, us in bm["predicted_us"].items())
+        err = f"  |C - NumPy| {bm['max_abs_err']:.2g}" if bm.get("max_abs_err") is not None else ""
         lines.append(f"{name:10s} {'bare-metal C' + tag:17s} {bm['instructions']:10.0f} "
-                     f"{bm['instructions_per_mac']:9.2f} {bm['cycles']:10.0f} {bm['cycles_per_mac']:8.2f} "
-                     f"{1.0:6.2f}  {preds}")
+                     f"{bm['instructions_per_mac']:9.2f} {_cycles(bm)} {1.0:6.2f}  {preds}{err}")
         g = bm.get("generic")
         if g:
             preds = "  ".join(f"{n} {p['us']:.1f}" for n, p in g["predicted"].items())
@@ -132,10 +184,11 @@ def table_rows(name, e, tag=""):
                          f"{g['instructions'] / bm['instructions']:6.2f}  {preds}")
     for b, s in e["backends"].items():
         ratio = f"{s['instructions'] / bm['instructions']:6.2f}" if bm else f"{'-':>6s}"
-        cyc = f"{s['cycles']:10.0f} {s['cycles_per_mac']:8.2f}" if s.get("cycles") else f"{'-':>10s} {'-':>8s}"
         preds = "  ".join(f"{n} {us:.1f}" for n, us in s["predicted_boards_us"].items())
+        err = (e.get("vs_numpy") or {}).get(b)
+        err = f"  |board - NumPy| {err:.2g}" if err is not None else ""
         lines.append(f"{name:10s} {b + tag:17s} {s['instructions']:10.0f} {s['instructions_per_mac']:9.2f} "
-                     f"{cyc} {ratio}  {preds}")
+                     f"{_cycles(s)} {ratio}  {preds}{err}")
     for b, why in e["unavailable"].items():
         lines.append(f"{name:10s} {b + tag:17s} unavailable: {why}")
     return lines
@@ -167,38 +220,47 @@ def int8_targets(results):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", default=None, help="comma-separated emulated boards "
-                    "(default: qemu-m4f,qemu-m7, plus qemu-rv32 when qemu-system-riscv32 exists)")
+    ap.add_argument("--boards", default=None, help="comma-separated emulated boards (default: qemu-m4f,qemu-m7, "
+                    "plus qemu-rv32 and qemu-xtensa when their QEMU exists)")
     ap.add_argument("-n", type=int, default=1000, help="timed inferences per backend (python: n/20)")
-    ap.add_argument("--predict-mhz", type=float, default=600.0)
+    ap.add_argument("--predict-mhz", type=float, default=None,
+                    help="clock for predicted µs without a cycle model (default: the board's own)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     boards = args.boards.split(",") if args.boards else (
-        ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else []))
+        ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else [])
+        + (["qemu-xtensa"] if shutil.which("qemu-system-xtensa") else []))
     log = lambda s: print(s, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
     tmp = Path(tempfile.mkdtemp(prefix="nm-bench-"))
     policy = tmp / "policy_13_64_64_4.nmp"
     spec = make_policy(policy)
     int8_policy = tmp / "policy_13_64_64_4_int8.nmp"
-    make_int8_policy(spec, int8_policy)
+    qp = make_int8_policy(spec, int8_policy)
+    obs = check_obs()
+    refs = {"float": spec.forward(obs), "int8": qp.forward(obs), "obs": obs}
     results = {}
     t0 = time.monotonic()
     for name in boards:
         try:
-            res = bench_board(name, policy, args.n, args.predict_mhz, log, int8_policy)
+            res = bench_board(name, policy, args.n, args.predict_mhz, log, refs, int8_policy)
         except Exception as exc:
             log(f"{name}: skipped ({exc})")
             continue
-        bm = baremetal(name, log)
-        entry = backend_entry(res, bm)
+        if name == "qemu-xtensa":
+            bm = baremetal_xtensawin(spec, qp, obs, res["predict_mhz"])
+            bm_float, bm_int8 = bm["float"], bm["int8"]
+        else:
+            bm_float, bm_int8 = baremetal(name, log), baremetal(name, log, int8=True)
+        entry = backend_entry(res, bm_float)
         if "int8" in res:
-            entry["int8"] = backend_entry(res["int8"], baremetal(name, log, int8=True))
+            entry["int8"] = backend_entry(res["int8"], bm_int8)
         results[name] = entry
     shutil.rmtree(tmp, ignore_errors=True)
 
     lines = [f"13->64->64->4 ReLU policy ({macs(SIZES)} multiply-adds), emulated boards: instructions counted "
-             f"(QEMU -icount shift=0), cycles from the cycle model; 'pred' = predicted µs at each real board's clock",
+             f"(QEMU -icount shift=0), cycles from the cycle model; predicted µs at each real board's clock "
+             f"(predictions, not measurements)",
              f"{'board':10s} {'backend':17s} {'instr':>10s} {'instr/MAC':>9s} {'cycles':>10s} {'cyc/MAC':>8s} "
              f"{'vs C':>6s}  predicted µs"]
     for name, e in results.items():
@@ -215,40 +277,38 @@ def main(argv=None):
 
     out = Path(args.out)
     summary = {"network": "-".join(map(str, SIZES)), "macs": macs(SIZES), "predict_mhz": args.predict_mhz,
+               "check_observations": len(obs),
                "clock": "instruction-count time (QEMU -icount shift=0, 1 instruction = 1 ns guest); cycles from "
                         "the cycle model (docs/timing-model.md)",
                "boards": results, "int8_targets": int8_goals}
     write_json(out / "board_inference.json", summary)
-    plot(results, out / "board_inference.png", args.predict_mhz)
+    plot(results, out / "board_inference.png")
     if args.json:
         print(json.dumps(summary))
     return 0 if results else 1
 
 
-def plot(results, path, mhz):
-    labels, vals = [], []
+def plot(results, path):
+    labels, vals, mhz = [], [], []
     for name, e in results.items():
-        if e["baremetal"]:
-            labels.append(f"{name}\nbare-metal C")
-            vals.append(e["baremetal"]["instructions"])
-        for b, s in e["backends"].items():
-            labels.append(f"{name}\n{b}")
-            vals.append(s["instructions"])
         q = e.get("int8") or {}
-        if q.get("baremetal"):
-            labels.append(f"{name}\nbare-metal C int8")
-            vals.append(q["baremetal"]["instructions"])
-        for b, s in q.get("backends", {}).items():
-            labels.append(f"{name}\n{b} int8")
-            vals.append(s["instructions"])
+        rows = [("bare-metal C", (e["baremetal"] or {}).get("instructions"))]
+        rows += [(b, s["instructions"]) for b, s in e["backends"].items()]
+        rows += [("bare-metal C int8", (q.get("baremetal") or {}).get("instructions"))]
+        rows += [(f"{b} int8", s["instructions"]) for b, s in q.get("backends", {}).items()]
+        for what, v in rows:
+            if v is not None:
+                labels.append(f"{name}\n{what}")
+                vals.append(v)
+                mhz.append(e["predict_mhz"])
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(vals)), 4))
     bars = ax.bar(range(len(vals)), vals, color=["#777" if "bare" in x else "#3a7" if "native" in x else "#c55"
                                                   for x in labels])
-    ax.bar_label(bars, labels=[f"{v / mhz:.3g} µs" for v in vals], fontsize=7)
+    ax.bar_label(bars, labels=[f"{v / m:.3g} µs\n@{m:.0f} MHz" for v, m in zip(vals, mhz)], fontsize=6)
     ax.set_xticks(range(len(vals)), labels, fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("instructions per inference (log)")
-    ax.set_title(f"13->64->64->4 inference on emulated boards (labels: predicted at {mhz:.0f} MHz)")
+    ax.set_title("13->64->64->4 inference on emulated boards (labels: predicted µs, 1 instruction per cycle)")
     save_png(fig, path, dpi=120)
 
 

@@ -1,6 +1,8 @@
 // neuromotor emulated boards: the board support the stock ports/qemu leaves out.
 //
 // - FPU enable (Cortex-M4F/M7): CPACR, before any float code runs.
+// - On the Xtensa sim machine (device/port/qemu-xtensa) the "UART" is the simulator's
+//   semihosting console and the tick counter the core's CCOUNT.
 // - A 64-bit tick counter behind time.ticks_ms/us/cpu, sleep and time_ns
 //   (MPS2: CMSDK APB timer0 at 25 MHz; RISC-V virt: CLINT mtime at 10 MHz).
 // - A software receive ring between the UART and MicroPython, filled from the VM
@@ -234,6 +236,45 @@ static void hw_idle(uint32_t max_ticks) {
     #else
     (void)max_ticks;
     #endif
+}
+
+#elif defined(QEMU_SOC_XTENSA_SIM)
+
+// ---- Xtensa sim machine (de233_fpu), device/port/qemu-xtensa ------------------------
+
+#include "xtensa_sim.h"
+
+#define QEMUBOARD_TICKS_HZ XTENSA_SIM_CCOUNT_HZ
+#define QEMUBOARD_FS_BASE (0x01000000u) // 16 MiB into the 128 MiB of RAM, above the firmware
+#define QEMUBOARD_FS_SIZE (2u * 1024u * 1024u)
+#define QEMUBOARD_MCU_HZ (1000000000u)
+
+static uint32_t ticks_last;
+static uint64_t ticks_acc;
+
+uint64_t qemuboard_ticks(void) {
+    // CCOUNT (32 bits) extended to 64; wraps every 107 s of guest time.
+    uint32_t now = xtensa_ccount();
+    ticks_acc += (uint32_t)(now - ticks_last);
+    ticks_last = now;
+    return ticks_acc;
+}
+
+static inline int hw_rx_ready(void) {
+    return xtensa_sim_rx_ready();
+}
+
+static inline int hw_rx_read(void) {
+    return xtensa_sim_rx_read();
+}
+
+// The console input is the only wake-up source (no timer interrupt is set up): an
+// indefinite idle halts the core in QEMU until input; a bounded one returns at once
+// and the caller polls the tick counter.
+static void hw_idle(uint32_t max_ticks) {
+    if (max_ticks == 0 && QEMUBOARD_IDLE_WFI) {
+        xtensa_sim_rx_wait();
+    }
 }
 
 #else

@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 #include "py/mphal.h"
+#if defined(QEMU_SOC_XTENSA_SIM)
+#include "xtensa_sim.h"
+#endif
 
 static void mp_machine_idle(void) {
     mp_event_wait_ms(1);
@@ -53,6 +56,9 @@ NORETURN static void mp_machine_reset(void) {
     *(volatile uint32_t *)0x100000 = 0x7777;
     for (;;) {
     }
+    #elif defined(QEMU_SOC_XTENSA_SIM)
+    // No reset device: restart from the reset vector (RAM, and so the littlefs, kept).
+    xtensa_sim_reset();
     #else
     exit(0);
     #endif

@@ -21,13 +21,14 @@ MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
 
 pytestmark = [pytest.mark.qemu]
 
-# qemu-m4f and qemu-m7 are built when missing; qemu-rv32 runs when its firmware was
-# built (make firmware BOARD=qemu-rv32: needs the RISC-V toolchain, about 80 s).
-BOARDS = ["qemu-m4f", "qemu-m7", "qemu-rv32"]
-ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc"}
+# qemu-m4f, qemu-m7 and qemu-xtensa are built when missing; qemu-rv32 runs when its
+# firmware was built (make firmware BOARD=qemu-rv32: needs the RISC-V toolchain, about 80 s).
+BOARDS = ["qemu-m4f", "qemu-m7", "qemu-rv32", "qemu-xtensa"]
+ARCH = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc", "qemu-xtensa": "xtensawin"}
 # sys.implementation._mpy >> 10 is the native arch index (py/persistentcode.h)
-ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8, "rv32imc": 11}
-SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32"}
+ARCH_INDEX = {"armv7emsp": 7, "armv7emdp": 8, "xtensawin": 10, "rv32imc": 11}
+SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32",
+          "qemu-xtensa": "qemu-system-xtensa"}
 
 
 @pytest.fixture(scope="module", params=BOARDS)
@@ -56,6 +57,47 @@ def test_fpu_hard_float(board, mpremote):
     assert abs(float(out) - math.sqrt(2.0) * math.exp(1.5)) < 1e-5
 
 
+NATIVE_CODE = """
+import micropython
+@micropython.native
+def squares(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+@micropython.viper
+def total(buf: ptr8, n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += buf[i]
+    return s
+@micropython.native
+def gen():
+    yield 1
+    try:
+        raise ValueError(7)
+    except ValueError as e:
+        yield e.args[0]
+print(squares(100), total(bytearray(range(10, 20)), 10), list(gen()))
+"""
+
+
+def test_native_and_viper_emitters(board, mpremote):
+    assert mpremote(board.port, "exec", NATIVE_CODE).split() == ["328350", "145", "[1,", "7]"]
+
+
+def test_formatted_output_and_tracebacks(board, mpremote):
+    # MicroPython's C formatting (mp_printf: %d, %q, %s) prints attribute names, tracebacks and
+    # exception messages; on the Xtensa board it goes through our <stdarg.h>
+    out = mpremote(board.port, "exec", "import sys\nprint('sys' in repr(sys), 'maxsize' in dir(sys))\n"
+                   "print('%d|%5.2f|%s|%x' % (-123, 2.5, 'ab', 0xbeef))\n"
+                   "def f(x):\n    return x[7]\nf([1])", check=False)
+    lines = out.splitlines()
+    assert lines[:2] == ["True True", "-123| 2.50|ab|beef"]
+    assert lines[2:] == ["Traceback (most recent call last):", '  File "<stdin>", line 6, in <module>',
+                         '  File "<stdin>", line 5, in f', "IndexError: list index out of range"]
+
+
 def test_ticks_advance_and_sleep(board, mpremote):
     code = ("import time\n"
             "a = time.ticks_us(); c = time.ticks_cpu(); m = time.ticks_ms()\n"
@@ -75,7 +117,8 @@ def test_ticks_advance_and_sleep(board, mpremote):
 
 
 def test_icount_time_counts_instructions(board, mpremote):
-    if board.name == "qemu-rv32":
+    if board.name in ("qemu-rv32", "qemu-xtensa"):
+        # the Xtensa core's CCOUNT against instructions: tests/boards/test_xtensawin_baremetal.py
         pytest.skip("Thumb inline assembler: Arm boards only")
     # two Thumb instructions per iteration: ticks_cpu * (1e9 / TICKS_CPU_HZ) = instructions
     code = ("import time, micropython, qemuboard\n"
@@ -155,7 +198,8 @@ def test_user_c_module_kernels(board, mpremote):
 
 # natmods each board must import: its own arch, and on the M7 (double-precision FPU)
 # also the single-precision armv7emsp build.
-NATMODS = {"qemu-m4f": ["armv7emsp"], "qemu-m7": ["armv7emdp", "armv7emsp"], "qemu-rv32": ["rv32imc"]}
+NATMODS = {"qemu-m4f": ["armv7emsp"], "qemu-m7": ["armv7emdp", "armv7emsp"], "qemu-rv32": ["rv32imc"],
+           "qemu-xtensa": ["xtensawin"]}
 
 
 @pytest.mark.parametrize("which", [0, 1])

@@ -8,7 +8,9 @@ maximum, which nm_heap (device/port/nm_heap.c) and nm_link.HeapWatch read.
 
 The teensy41 training profile is checked on qemu-m7 rebuilt with a 900 KiB heap
 (boards/qemu-common/qemu-m7_heap900k) through train-on-device: the run must finish in
-that heap, and the peak the trainer reports must stay under the profile's budget.
+that heap, and the peak the trainer reports must stay under the profile's budget. The
+esp32 profile likewise on qemu-xtensa (the ESP32's ABI) with the ESP32's 110 KiB heap
+(boards/qemu-common/qemu-xtensa_heap110k).
 """
 
 import json
@@ -126,15 +128,19 @@ def test_heap_watch_threshold_bounds_garbage(qemu_m7, mpremote, tmp_path):
     assert 0 < r["bounded"] <= 3 * 4096, r
 
 
-def _build_900k():
-    board_dir = REPO / "boards" / "qemu-common" / "qemu-m7_heap900k"
-    cmd = ["make", "-C", str(REPO / "device" / "port"), "-f", "qemu.mk", "BOARD=qemu-m7_heap900k",
-           f"BOARD_DIR={board_dir}", "JOBS=2"]
+def _build(mk, variant):
+    board_dir = REPO / "boards" / "qemu-common" / variant
+    cmd = ["make", "-C", str(REPO / "device" / "port"), "-f", mk, f"BOARD={variant}", f"BOARD_DIR={board_dir}",
+           "JOBS=2"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, f"{' '.join(cmd)} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-    elf = cache_dir() / "firmware" / "qemu-m7_heap900k.elf"
+    elf = cache_dir() / "firmware" / f"{variant}.elf"
     assert elf.exists(), res.stdout[-2000:]
     return elf
+
+
+def _build_900k():
+    return _build("qemu.mk", "qemu-m7_heap900k")
 
 
 @pytest.mark.slow
@@ -218,3 +224,29 @@ def test_bench_reports_heap_peaks(qemu_m7, mpremote, tmp_path):
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     native = json.loads((tmp_path / "bench" / "bench.json").read_text())["results"][0]["backends"]["native"]
     assert native["heap_peak"] == 0 and 0 < native["load_heap_peak"] < 200_000, native
+
+
+@pytest.mark.slow
+def test_esp32_profile_trains_in_110k_heap_on_xtensa(mpremote, tmp_path):
+    """train-on-device with the esp32 profile on qemu-xtensa with the ESP32's 110 KiB heap:
+    the trainer's modules and the run fit, and the peak stays under the profile's budget."""
+    import shutil
+    if not shutil.which("qemu-system-xtensa"):
+        pytest.fail("qemu-system-xtensa is not installed (make system)")
+    from neuromotor.boards import emulated
+    from neuromotor.boards.ondevice import PROFILES, train_on_device
+
+    elf = _build("qemu_xtensa.mk", "qemu-xtensa_heap110k")
+    board = emulated.start("qemu-xtensa", instance=f"qemu-xtensa-heap110k-pytest-{os.getpid()}", firmware=elf,
+                           die_with_parent=True)
+    try:
+        out = mpremote(board.port, "exec", "import gc; gc.collect(); print('TOTAL', gc.mem_free() + gc.mem_alloc())")
+        total = int(out.split("TOTAL")[1].split()[0])
+        s = train_on_device(board.port, "esp32", 300, seed=0, run_dir=tmp_path / "run", every=100, eval_episodes=1,
+                            progress=False, log=lambda *_: None)
+    finally:
+        emulated.stop(board.instance)
+    od = s["on_device"]
+    assert 105_000 < total <= 110 * 1024, total
+    assert od["updates"] == 200 and od["heap_setup"] <= od["heap_peak"] <= PROFILES["esp32"]["budget"], od
+    assert od["heap_base"] + od["heap_peak"] <= total, od

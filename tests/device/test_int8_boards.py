@@ -1,6 +1,6 @@
-"""int8 kernels on the emulated boards: the Cortex-M4F and M7 (SXTB16+SMLAD path) and
-rv32imc (plain C), built into the firmware and as natmods, give the host NumPy
-reference's exact bits."""
+"""int8 kernels on the emulated boards: the Cortex-M4F and M7 (SXTB16+SMLAD path),
+rv32imc and the ESP32's Xtensa ABI (plain C), built into the firmware and as natmods,
+give the host NumPy reference's exact bits."""
 
 import shutil
 import subprocess
@@ -18,8 +18,9 @@ from test_int8 import int8_policy
 pytestmark = [pytest.mark.qemu]
 
 MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
-SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32"}
-NATMOD = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc"}
+SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32",
+          "qemu-xtensa": "qemu-system-xtensa"}
+NATMOD = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc", "qemu-xtensa": "xtensawin"}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ for r in {obs.tolist()!r}:
 """
 
 
-@pytest.mark.parametrize("board_name", ["qemu-m4f", "qemu-m7", "qemu-rv32"])
+@pytest.mark.parametrize("board_name", ["qemu-m4f", "qemu-m7", "qemu-rv32", "qemu-xtensa"])
 def test_int8_kernels_on_emulated_boards_are_bit_exact(pool, board_name):
     if not shutil.which(SYSTEM[board_name]):
         pytest.fail(f"{SYSTEM[board_name]} is not installed (make system)")

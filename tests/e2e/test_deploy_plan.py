@@ -38,19 +38,6 @@ def test_no_natmod_built_says_so_plainly(tmp_path, monkeypatch):
     assert all(it.data[:2] == b"M\x06" and (it.data[2] >> 2) in (0, MPY_ARCHS.index("xtensawin")) for it in libs)
 
 
-def test_natmods_not_yet_run_under_micropython_are_copied_only_when_asked(tmp_path, monkeypatch):
-    monkeypatch.setenv("NEUROMOTOR_CACHE", str(tmp_path))
-    built = tmp_path / "natmods" / "xtensawin"
-    built.mkdir(parents=True)
-    (built / "nm_kernels_natmod.mpy").write_bytes(b"M\x06\x28\x1f")
-    board = board_dict(MPY_ARCHS.index("xtensawin"))
-    auto = make_plan(board, "p.nmp", b"x" * 10, tmp_path)
-    assert "natmod" not in [it.kind for it in auto.items]
-    assert "xtensawin natmods not copied" in " ".join(auto.notes) and "--natmod always" in " ".join(auto.notes)
-    always = make_plan(board, "p.nmp", b"x" * 10, tmp_path, unverified=True)
-    assert [it.dest for it in always.items if it.kind == "natmod"] == ["/lib/nm_kernels_natmod.mpy"]
-
-
 def test_other_mpy_version_gets_sources(tmp_path):
     plan = make_plan(board_dict(0, version=5), "p.nmp", b"x", tmp_path, with_natmod=False)
     assert all(it.dest.endswith(".py") for it in plan.items if it.kind == "lib")

@@ -14,7 +14,7 @@ def test_profiles_match_and_fit(micropython_train):
                  "print(json.dumps({k: [list(v['hidden']), v['replay'], v['batch'], v['budget'], "
                  "nm_td3.plan(k)['bytes']] for k, v in nm_td3.PROFILES.items()}))")
     board = json.loads(out.strip().splitlines()[-1])
-    assert set(board) == set(PROFILES) == {"teensy41", "small"}
+    assert set(board) == set(PROFILES) == {"teensy41", "small", "esp32"}
     for name, (hidden, replay, batch, budget, plan_bytes) in board.items():
         p = PROFILES[name]
         assert (tuple(hidden), replay, batch, budget) == (tuple(p["hidden"]), p["replay"], p["batch"], p["budget"])

@@ -1,6 +1,8 @@
 """A short TD3 run on the emulated Cortex-M7 (qemu-m7) through `train-on-device`'s code:
 upload, train (progress over NMB/1), policy back, run directory; the heap high-water
-mark stays under the profile's budget; a board reset mid-training is a clear error.
+mark stays under the profile's budget; a board reset mid-training is a clear error. The
+training natmods (armv7emdp on qemu-m7, xtensawin on qemu-xtensa) train like the firmware's
+built-in kernels.
 
 QEMU comes from neuromotor.boards.testing.BoardPool (the boards' test fixture): it
 builds a missing firmware, runs -icount shift=0 on a pty, and always stops exactly
@@ -92,10 +94,26 @@ def test_reset_during_training_is_a_clear_error(m7, tmp_path):
 def test_natmod_on_the_board_equals_builtin(m7):
     """The armv7emdp training natmod, uploaded by train-on-device, trains exactly like the
     user C module built into the firmware (the path for stock firmware on real boards)."""
+    pool, _ = m7
+    _natmod_equals_builtin(pool.get("qemu-m7"), "armv7emdp")  # a reset test may have restarted it
+
+
+def test_xtensawin_natmod_on_the_board_equals_builtin():
+    """The same on qemu-xtensa (the ESP32's ABI): the xtensawin training natmod that
+    make natmods builds with clang-22 against the firmware's built-in nm_train."""
+    if not shutil.which("qemu-system-xtensa"):
+        pytest.fail("qemu-system-xtensa is not installed (make system)")
+    from neuromotor.boards.testing import BoardPool
+    pool = BoardPool(build=True)
+    try:
+        _natmod_equals_builtin(pool.get("qemu-xtensa"), "xtensawin")
+    finally:
+        pool.close()
+
+
+def _natmod_equals_builtin(board, arch):
     from neuromotor.boards.deploy.core import Deployer
     from neuromotor.boards.ondevice import upload_trainer
-    pool, _ = m7
-    board = pool.get("qemu-m7")  # a reset test may have restarted it
     upload_trainer(board.port, log=lambda *a: None)
     d = Deployer(board.port, timeout=30)
     try:
@@ -117,7 +135,7 @@ def test_natmod_on_the_board_equals_builtin(m7):
     text = out.decode()
     assert not err, err.decode()
     if "NO-NATMOD" in text:
-        pytest.skip(f"no armv7emdp training natmod on the board ({text.strip()}): run `make natmods`")
+        pytest.skip(f"no {arch} training natmod on the board ({text.strip()}): run `make natmods`")
     diff, n = text.split("DIFF", 1)[1].split()
     assert int(n) > 3000
     assert float(diff) <= 1e-5, text

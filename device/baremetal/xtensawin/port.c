@@ -5,7 +5,11 @@
  */
 #include "nm_port.h"
 
-void nm_policy_run(void);
+// The program's entry: the policy runner, or another bare-metal program (varargs.mk).
+#ifndef NM_PROGRAM
+#define NM_PROGRAM nm_policy_run
+#endif
+void NM_PROGRAM(void);
 void nm_start(void);
 
 enum { SIM_EXIT = 1, SIM_WRITE = 4 };
@@ -36,6 +40,6 @@ void nm_start(void) {
     for (uint32_t *p = &_sbss; p < &_ebss; p++) {
         *p = 0;
     }
-    nm_policy_run();
+    NM_PROGRAM();
     nm_port_exit(2);
 }

@@ -98,14 +98,46 @@ _WindowUnderflow12:
     l32e a11, a11, -20
     rfwu
 
-/* Any other exception (kernel, user, double): leave QEMU with status 3 (simcall exit). */
+/* Kernel and double exceptions: leave QEMU with status 3 (simcall exit). */
     .org _vectors + 0x300
 _KernelException:
     movi a2, 1
     movi a3, 3
     .byte 0x00, 0x51, 0x00          /* simcall (LLVM 22 has no mnemonic for it) */
+/* User exceptions: MOVSP's alloca exception (cause 5) is handled, any other ends the
+ * program. clang moves the stack pointer with MOVSP around calls with arguments on the
+ * stack; MOVSP raises the exception when the caller's registers are spilled (their
+ * base save area would be left behind). The caller's frame is reloaded through the
+ * window-underflow handler for its size (the window increment in the top bits of this
+ * frame's a0), with PS.OWB set to this frame's window so that RFWU comes back here,
+ * to the MOVSP, which then runs. */
     .org _vectors + 0x340
 _UserException:
+    wsr a0, excsave1
+    rsr a0, exccause
+    bnei a0, 5, .Lfatal
+    /* the window base of this frame, in a0: after the rotation it is a4, and a0..a3
+     * belong to the spilled caller */
+    rsr a0, windowbase
+    rotw -1
+    rsr a2, ps
+    /* PS.OWB (bits 8..11) becomes the window base of this frame */
+    extui a3, a2, 8, 4
+    xor a3, a3, a4
+    slli a3, a3, 8
+    xor a2, a2, a3
+    wsr a2, ps
+    rsync
+    /* a0 of this frame back, with its window increment in bits 30..31 */
+    rsr a4, excsave1
+    bbsi a4, 31, 1f
+    j _WindowUnderflow4             /* increment 1 (call4) */
+1:  rotw -1                         /* a0 of this frame is now a8 */
+    bbsi a8, 30, 2f
+    j _WindowUnderflow8             /* increment 2 (call8) */
+2:  rotw -1
+    j _WindowUnderflow12            /* increment 3 (call12) */
+.Lfatal:
     movi a2, 1
     movi a3, 3
     .byte 0x00, 0x51, 0x00          /* simcall (LLVM 22 has no mnemonic for it) */

@@ -164,9 +164,10 @@ class Board:
                                  steps=steps, env_kwargs=env_kwargs, log=print if verbose else _quiet))
 
     def bench(self, *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
-              predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
+              predict_mhz: "float | None" = None, verbose: bool = False) -> BenchResult:
         """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
-        backend runs n/20) and write bench.json and bench.png into `out`."""
+        backend runs n/20) and write bench.json and bench.png into `out`. predict_mhz: the clock
+        for predicted µs on an emulated board (None: the board's own, 600 MHz unless it names one)."""
         return bench([self.port], n=n, backends=backends, out=out, predict_mhz=predict_mhz, verbose=verbose)
 
 
@@ -199,7 +200,7 @@ class EmulatedBoard(Board):
 def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles: bool = False,
                 build: bool = True, firmware: "str | os.PathLike | None" = None,
                 detach: bool = False) -> EmulatedBoard:
-    """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32) and wait for its REPL.
+    """Start an emulated board (qemu-m7, qemu-m4f, qemu-rv32, qemu-xtensa) and wait for its REPL.
 
     The board belongs to this Python process: it is stopped by `stop()`, by leaving a `with`
     block, or when the process (or notebook kernel) ends; with `detach` it runs on until
@@ -218,12 +219,12 @@ def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles:
 
 
 def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
-          predict_mhz: float = 600.0, verbose: bool = False) -> BenchResult:
+          predict_mhz: "float | None" = None, verbose: bool = False) -> BenchResult:
     """Time the deployed policy on each board of `ports` (port paths, or "auto" for every board
     connected or running; see Board.bench) and write bench.json and bench.png into `out`."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
         raise UserError(f"n must be from 1 to 10000000, got {n!r}")
-    if not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
+    if predict_mhz is not None and not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
         raise UserError(f"predict_mhz must be a positive number, got {predict_mhz!r}")
     prepare_out_dir(out, create=False)
     ports = resolve_ports([ports] if isinstance(ports, str) else ports)

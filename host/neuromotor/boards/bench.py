@@ -26,7 +26,7 @@ from neuromotor.boards.link import LinkClient
 from neuromotor.boards.link.client import ProtocolError
 from neuromotor.boards.link.ports import board_for_port
 
-DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7
+DEFAULT_PREDICT_MHZ = 600.0   # Teensy 4.1 class Cortex-M7, unless the board names its own
 DEFAULT_POLICY = "/policy.nmp"
 
 
@@ -40,15 +40,25 @@ def is_emulated(port, info):
     return b.kind == "emulated" if b is not None else info.get("platform") == "qemu"
 
 
-def emulated_clock(port):
-    """(guest instructions per guest µs, ticks_cpu Hz) from the board descriptor; (1000, None) by default."""
+def _qemu_descriptor(port):
     b = board_for_port(port)
     try:
         from neuromotor.boards import load_board
-        q = load_board(b.name).qemu if b is not None else {}
+        return load_board(b.name).qemu if b is not None else {}
     except Exception:
-        q = {}
+        return {}
+
+
+def emulated_clock(port):
+    """(guest instructions per guest µs, ticks_cpu Hz) from the board descriptor; (1000, None) by default."""
+    q = _qemu_descriptor(port)
     return float(q.get("instructions_per_us", 1000)), q.get("ticks_cpu_hz")
+
+
+def board_predict_mhz(port):
+    """The clock an emulated board's instruction counts are predicted at: its descriptor's
+    [qemu] predict_mhz (qemu-xtensa: the ESP32's 240 MHz), else DEFAULT_PREDICT_MHZ."""
+    return float(_qemu_descriptor(port).get("predict_mhz", DEFAULT_PREDICT_MHZ))
 
 
 def cycle_counters(port):
@@ -145,8 +155,9 @@ def baremetal_result(port, r) -> dict:
             "unavailable": {}, "clock_hz": hz, "example_ok": r.get("example_ok")}
 
 
-def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PREDICT_MHZ,
+def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=None,
                timeout=10.0, log=print) -> dict:
+    """predict_mhz: the clock for predicted µs on an emulated board; None: the board's own."""
     try:
         client = LinkClient(port, timeout=timeout)
     except ProtocolError as exc:
@@ -172,6 +183,7 @@ def bench_port(port, n=1000, backends=None, policy=None, predict_mhz=DEFAULT_PRE
         ipu, cpu_hz = emulated_clock(port) if emulated else (1000.0, None)
         model = cycle_counters(port) if emulated else None
         if emulated:
+            predict_mhz = predict_mhz or board_predict_mhz(port)
             out["predict_mhz"] = predict_mhz
             out["instructions_per_us"] = ipu
             out["cycle_model"] = model is not None
@@ -368,7 +380,7 @@ def json_summary(results) -> dict:
     return {"backends": boards[0]["backends"] if boards else {}, "boards": boards}
 
 
-def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=DEFAULT_PREDICT_MHZ,
+def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=None,
               log=print):
     out = prepare_out_dir(out_dir)
     results = [bench_port(p, n=n, backends=backends, predict_mhz=predict_mhz, log=log) for p in ports]

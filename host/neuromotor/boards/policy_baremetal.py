@@ -1,7 +1,9 @@
 """A policy's float and int8 forward passes as bare-metal programs on emulated cores
 without an FPU, checked against the host's NumPy reference.
 
-Two architectures no emulator here runs MicroPython on for a board of ours:
+Three cores: two that no emulator here runs MicroPython on for a board of ours, and the
+ESP32's, whose bare-metal figures are the limit MicroPython's call is measured against on
+qemu-xtensa (benchmarks/board_inference.py):
 
 - ``armv6m``: a Cortex-M0 (no FPU, no DSP extension) on QEMU's ``microbit`` machine,
   instructions counted exactly by the cycle-model plugin's marks (neuromotor.boards.cycles);

@@ -16,7 +16,11 @@ from .descriptor import CORE_ARCHS, NATMOD_ARCHS, USB_ID_RE, BoardDescriptor, ar
 
 # MicroPython ports and how their boards are built.
 PORT_BUILD = {"esp32": "cmake", "rp2": "cmake", "stm32": "make", "mimxrt": "make", "samd": "make",
-              "esp8266": "make", "nrf": "make", "renesas-ra": "make", "qemu": "make", "unix": "make"}
+              "esp8266": "make", "nrf": "make", "renesas-ra": "make", "qemu": "make", "unix": "make",
+              "qemu-xtensa": "make"}
+# Ports of our own (device/port/<name>), built from MicroPython's sources but with no
+# counterpart in its ports/ folder: no stock board to name.
+OWN_PORTS = {"qemu-xtensa"}
 
 KINDS = ("serial", "emulated")
 STANDARD_BAUDRATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1000000, 2000000)
@@ -110,7 +114,7 @@ def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
     port = _req(mp, "port", str, p, "micropython")
     if port is not None and port not in PORT_BUILD:
         p.append(f"micropython.port {port!r} is unknown (known: {', '.join(PORT_BUILD)})")
-    stock = _req(mp, "stock_board", str, p, "micropython")
+    stock = None if port in OWN_PORTS else _req(mp, "stock_board", str, p, "micropython")
     arch = _req(mp, "natmod_arch", str, p, "micropython")
     if arch is not None:
         if arch not in NATMOD_ARCHS:

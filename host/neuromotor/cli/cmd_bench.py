@@ -13,8 +13,9 @@ def register(sub):
     p.add_argument("--backend", action="append", choices=["native", "ulab", "python"],
                    help="only these backends (default: every backend the board has)")
     p.add_argument("--out", default="runs/bench", help="directory for bench.json and bench.png (default runs/bench)")
-    p.add_argument("--predict-mhz", type=float, default=600.0,
-                   help="clock for predicted µs on emulated boards (default 600, Teensy 4.1)")
+    p.add_argument("--predict-mhz", type=float, default=None,
+                   help="clock for predicted µs on emulated boards (default: the board's own, "
+                        "240 for qemu-xtensa (ESP32); 600 (Teensy 4.1) for the others)")
     p.add_argument("--json", action="store_true", help="end with one JSON line: per backend median_us, "
                    "p99_us (and instructions_per_mac on emulated boards)")
     p.set_defaults(func=run)
@@ -24,7 +25,8 @@ def run(args):
     from neuromotor import api
 
     checks.int_range("-n", args.n, 1, 10**7)
-    checks.positive_float("--predict-mhz (a clock in MHz)", args.predict_mhz)
+    if args.predict_mhz is not None:
+        checks.positive_float("--predict-mhz (a clock in MHz)", args.predict_mhz)
     res = api.bench(args.port, n=args.n, backends=args.backend, out=args.out, predict_mhz=args.predict_mhz,
                     verbose=True)
     print(res.table)

@@ -14,7 +14,7 @@ def register(sub):
                        "pty. `board start` prints the pty; `board stop` ends exactly the QEMU it started.")
     bsub = p.add_subparsers(dest="action", metavar="<action>")
     s = bsub.add_parser("start", help="start an emulated board and print its port (a pty)")
-    s.add_argument("name", help="emulated board, e.g. qemu-m7, qemu-m4f, qemu-rv32")
+    s.add_argument("name", help="emulated board, e.g. qemu-m7, qemu-m4f, qemu-rv32, qemu-xtensa")
     s.add_argument("--instance", help="record it under this name (to run a second copy)")
     s.add_argument("--firmware", help="firmware ELF (default: the one `board build` makes)")
     s.add_argument("--build", action="store_true", help="build the firmware first if it is missing")

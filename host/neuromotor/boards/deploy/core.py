@@ -126,13 +126,6 @@ def lib_sources():
     return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
 
 
-# Architectures whose natmods are built but have not yet run under MicroPython here: `auto`
-# leaves them on the host (the board gets the backend it has), `--natmod always` copies them.
-UNVERIFIED_NATMODS = {
-    "xtensawin": "built with clang-22 and checked bare metal on QEMU's de233_fpu, not yet run under MicroPython",
-}
-
-
 def natmod_files(arch) -> list:
     return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
 
@@ -147,14 +140,9 @@ def builtin_name(natmod: Path) -> str:
     return stem[:-len("_natmod")] if stem.endswith("_natmod") else stem
 
 
-def natmods_to_copy(arch, names, builtins, unverified, notes) -> list:
-    """Which natmods of `arch` (file names) to copy: not those of an architecture in
-    UNVERIFIED_NATMODS (unless `unverified`), nor those whose module the firmware has
-    built in; `notes` gets a line for each kind left out."""
-    if names and arch in UNVERIFIED_NATMODS and not unverified:
-        notes.append(f"{arch} natmods not copied: {UNVERIFIED_NATMODS[arch]} (--natmod always copies them); "
-                     "the runtime uses the kernels built into the firmware, else ulab or the python backend")
-        return []
+def natmods_to_copy(names, builtins, notes) -> list:
+    """Which natmods (file names) to copy: not those whose module the firmware has built
+    in; `notes` gets a line for those left out."""
     skipped = [n for n in names if builtin_name(Path(n)) in builtins]
     if skipped:
         notes.append("firmware has " + ", ".join(builtin_name(Path(n)) for n in skipped) + " built in: "
@@ -163,9 +151,8 @@ def natmods_to_copy(arch, names, builtins, unverified, notes) -> list:
 
 
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
-              policy_dest=POLICY_DEST, with_natmod=True, builtins=(), unverified=False) -> Plan:
-    """builtins: modules the firmware has built in; their natmods are not copied. unverified:
-    copy the natmods of an architecture in UNVERIFIED_NATMODS too (`--natmod always`)."""
+              policy_dest=POLICY_DEST, with_natmod=True, builtins=()) -> Plan:
+    """builtins: modules the firmware has built in; their natmods are not copied."""
     notes, items, remove = [], [], []
     arch = board["arch"]
     libdir = "/lib" if "/lib" in board.get("path", []) else ""
@@ -184,7 +171,7 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
     if with_natmod:
         nd = natmod_dir(arch)
         mods = natmod_files(arch)
-        for name in natmods_to_copy(arch, [m.name for m in mods], builtins, unverified, notes):
+        for name in natmods_to_copy([m.name for m in mods], builtins, notes):
             items.append(Item("natmod", str(nd / name), f"{libdir}/{name}", (nd / name).read_bytes()))
         if not mods:
             why = ("this board has no native code emitter" if not arch else
@@ -198,7 +185,7 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
 
 
 def index_plan(board: dict, index: str, policy_source: str, policy_data: bytes, policy_dest=POLICY_DEST,
-               with_natmod=True, builtins=(), unverified=False) -> Plan:
+               with_natmod=True, builtins=()) -> Plan:
     """The plan of make_plan with the device library and the natmods from a mip index:
     package neuromotor-<arch> and the runtime it depends on, every file checked on the host
     (SHA-256, .mpy header) before this returns; BadIndex (one line) otherwise."""
@@ -210,7 +197,7 @@ def index_plan(board: dict, index: str, policy_source: str, policy_data: bytes, 
         items.append(Item("lib", f"{index} {RUNTIME}", f"{libdir}/{name}", data))
         remove.append(f"{libdir}/{Path(name).stem}.py")
     names = sorted(got.natmods) if with_natmod else []
-    for name in natmods_to_copy(board["arch"], names, builtins, unverified, notes):
+    for name in natmods_to_copy(names, builtins, notes):
         items.append(Item("natmod", f"{index} {got.package}", f"{libdir}/{name}", got.natmods[name]))
     items.append(Item("policy", policy_source, policy_dest, policy_data))
     return Plan(board, items, notes, remove)
@@ -349,11 +336,9 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
         builtins = d.builtin_modules(sorted(NATIVE_MODULES))
     board["builtin_modules"] = sorted(builtins)
     if index is None:
-        plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins,
-                         unverified=natmod == "always")
+        plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins)
     else:
-        plan = index_plan(board, index, source, data, policy_dest, natmod != "never", builtins,
-                          unverified=natmod == "always")
+        plan = index_plan(board, index, source, data, policy_dest, natmod != "never", builtins)
     interrupted = board["root"] is not None and (
         LOCK[1:] in board["root"] or any(n.endswith(TMP_SUFFIX) for n in board["root"]))
     for line in describe(plan, algo):

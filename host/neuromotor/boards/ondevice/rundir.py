@@ -26,6 +26,7 @@ from neuromotor.nn import MLP
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
+    "esp32": {"hidden": (16, 16), "replay": 800, "batch": 16, "budget": 76 * 1024, "overhead": 12 * 1024},
 }
 POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
 

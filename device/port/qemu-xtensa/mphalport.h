@@ -1,0 +1,2 @@
+#include <stddef.h>
+#include "shared/runtime/interrupt_char.h"

@@ -1,0 +1,1 @@
+// qstrs of the Xtensa sim port (none beyond what the sources name)
