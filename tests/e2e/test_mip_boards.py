@@ -26,9 +26,8 @@ from .helpers import board_exec, board_listdir, board_sha256, last_json, nm, sta
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 
-# Emulated boards that install from the index, one natmod arch each. The emulated Xtensa board
-# (qemu-xtensa, xtensawin) is added to this list once mpremote's file writes work on it.
-MIP_BOARDS = ["qemu-m4f", "qemu-rv32"]
+# Emulated boards that install from the index, one natmod arch each.
+MIP_BOARDS = ["qemu-m4f", "qemu-rv32", "qemu-xtensa"]
 # A natmod the board must refuse: armv7m (soft-float ABI) is the one MicroPython itself would
 # load on an armv7emsp board; for the others any other arch.
 WRONG_ARCH = {"armv7emsp": "armv7m"}
