@@ -242,6 +242,27 @@ static inline void nm_q8_quantize_input(int16_t *q, const float *x, const float 
 }
 
 /* ---------------------------------------------------------------------------
+ * The last layer's accumulators to the action: dequantised, activated, then
+ * scaled and offset (scale[sl], offset[sl] follow each other in the net).
+ */
+static inline void nm_q8_actions(float *out, const int32_t *acc, const float *deq, const float *scale, size_t sl,
+    int act) {
+    const float *offset = scale + sl;
+    for (size_t i = 0; i < sl; i++) {
+        float y;
+        if (act == NM_ACT_TANH) {
+            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
+        } else {
+            y = (float)acc[i] * deq[i];
+            if (act == NM_ACT_RELU) {
+                y = y > 0.0f ? y : 0.0f;
+            }
+        }
+        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
+    }
+}
+
+/* ---------------------------------------------------------------------------
  * Whole int8 policy forward: out[sL] from x[s0] (finite), qnet as at the top
  * (4-byte aligned, nm_q8_net_bytes long), scratch of nm_q8_scratch_bytes
  * (4-byte aligned). out, x, qnet and scratch are disjoint; the caller checked
@@ -274,20 +295,7 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
             p = (const uint8_t *)(deq + rows);
         }
     }
-    const float *scale = (const float *)(const nm_f32a *)p, *offset = scale + sl;
-    const int act = acts[n_layers - 1];
-    for (size_t i = 0; i < sl; i++) {
-        float y;
-        if (act == NM_ACT_TANH) {
-            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
-        } else {
-            y = (float)acc[i] * deq[i];
-            if (act == NM_ACT_RELU) {
-                y = y > 0.0f ? y : 0.0f;
-            }
-        }
-        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
-    }
+    nm_q8_actions(out, acc, deq, (const float *)(const nm_f32a *)p, sl, acts[n_layers - 1]);
 }
 
 /* ---------------------------------------------------------------------------

@@ -109,21 +109,7 @@ static inline void nm_q8_mlp_wide(float *out, const float *x, const void *qnet, 
             p = (const uint8_t *)(deq + rows);
         }
     }
-    // the action as nm_q8_mlp makes it
-    const float *scale = (const float *)(const nm_f32a *)p, *offset = scale + sl;
-    const int act = acts[n_layers - 1];
-    for (size_t i = 0; i < sl; i++) {
-        float y;
-        if (act == NM_ACT_TANH) {
-            y = nm_q8_q15_f32(nm_q8_tanh_q15(nm_q8_deq_q16(acc[i], deq[i])));
-        } else {
-            y = (float)acc[i] * deq[i];
-            if (act == NM_ACT_RELU) {
-                y = y > 0.0f ? y : 0.0f;
-            }
-        }
-        out[i] = nm_q8_fadd(nm_q8_fmul(y, scale[i]), offset[i]); // unfused: the host reference's bits
-    }
+    nm_q8_actions(out, acc, deq, (const float *)(const nm_f32a *)p, sl, acts[n_layers - 1]); // as nm_q8_mlp
 }
 #else
 #define NM_Q8_MAC16 0
