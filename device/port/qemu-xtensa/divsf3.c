@@ -5,25 +5,14 @@
  * bit; subnormals, infinities and NaNs as IEEE 754 has them.
  */
 #include <stdint.h>
-#include <string.h>
+
+#include "float_bits.h"
 
 float __divsf3(float a, float b);
 
 #define SIGN (0x80000000u)
 #define QNAN (0x7fc00000u)
 #define INF (0x7f800000u)
-
-static uint32_t bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
 
 // Significand with the hidden bit (bit 23) and unbiased-plus-127 exponent of a finite,
 // non-zero value; subnormals are normalised (exponent below 1).

@@ -1,24 +1,13 @@
 // Single-precision functions that MicroPython's lib/libm expects from the C library
 // (picolibc's are built for the call0 ABI and are not linked).
 #include <stdint.h>
-#include <string.h>
+
+#include "float_bits.h"
 
 float fabsf(float x);
 float copysignf(float x, float y);
 float nanf(const char *tag);
 int __finitef(float x);
-
-static uint32_t bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
 
 float fabsf(float x) {
     return float_of(bits_of(x) & 0x7fffffffu);
