@@ -224,6 +224,18 @@ def test_board_resets_during_upload(arm_board, policies):
     np.testing.assert_allclose(acts, spec_a.forward(obs), rtol=1e-5, atol=1e-5)
 
 
+def test_a_garbled_upload_is_sent_again(arm_board, policies):
+    (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
+    ensure_deployed(arm_board.port, path_a)
+    res = nm("deploy", path_b, "--port", arm_board.port, env={"NEUROMOTOR_DEPLOY_PAUSE": "garble-upload"},
+             check=True)
+    assert "/policy.nmp.nmtmp arrived corrupted" in res.stdout and "uploading it again" in res.stdout
+    assert board_sha256(arm_board.port, "/policy.nmp") == sha(path_b)
+    obs = np.random.default_rng(4).normal(0, 1, (4, 3)).astype(np.float32)
+    _, acts = board_actions(arm_board.port, obs)
+    np.testing.assert_allclose(acts, spec_b.forward(obs), rtol=1e-5, atol=1e-5)
+
+
 def test_hardware_reset_mid_upload(arm_board, policies):
     (spec_a, path_a), (spec_b, path_b) = policies["A"], policies["B"]
     ensure_deployed(arm_board.port, path_a)

@@ -66,8 +66,13 @@ class Plan:
 
 def _pause(stage, log, deployer=None):
     """Fault injection for the e2e tests: NEUROMOTOR_DEPLOY_PAUSE=<stage> sleeps there (so the
-    test can SIGKILL us); =reset-<stage> soft-resets the board there and carries on."""
+    test can SIGKILL us); =reset-<stage> soft-resets the board there and carries on;
+    =garble-upload zeroes the first byte written so far, as a bad serial line would."""
     want = os.environ.get(PAUSE_ENV)
+    if deployer is not None and want == "garble-" + stage:
+        log(f"deploy: garbling the upload ({PAUSE_ENV})")
+        deployer.exec("_p = _f.tell()\n_f.seek(0)\n_w(b'\\x00')\n_f.seek(_p)", "garble")
+        return
     if deployer is not None and want == "reset-" + stage:
         log(f"deploy: resetting the board at {stage} ({PAUSE_ENV})")
         deployer.t.exec_raw_no_follow("import machine\nmachine.soft_reset()")
@@ -378,6 +383,10 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
         log(f"  uploading {tmp} ({it.size} B)")
         d.write(tmp, it.data, pause_stage="upload" if it.kind == "policy" else None)
         got = d.hashes([tmp], algo)[tmp]
+        if got != want[it.dest]:  # a serial line may garble a transfer now and then: once more
+            log(f"  {tmp} arrived corrupted ({algo} {got}); uploading it again")
+            d.write(tmp, it.data)
+            got = d.hashes([tmp], algo)[tmp]
         if got != want[it.dest]:
             raise DeployError(f"{d.port}: {it.dest} arrived corrupted ({algo} on board {got}, "
                               f"host {want[it.dest]}); nothing was activated, deploy again")
