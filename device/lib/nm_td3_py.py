@@ -3,6 +3,7 @@
 # array('f')), hundreds of times slower: nm_td3 imports this module only when neither
 # nm_train nor nm_train_natmod exists, so boards that have one never load it.
 from math import log as _log, tanh as _tanh
+from struct import pack as _pack, unpack as _unpack
 
 from nm_td3 import RELU, TANH, net_size, scratch_size, tape_size
 
@@ -196,29 +197,69 @@ class Kernels:
             k = int(self._float(s) * n)
             out[i] = k if k < n else n - 1
 
+    # A replay of halves is an array('H') (its items are ints); nm_half.h's rounding.
     def push(self, rep, pos, s, a, r, nd, s2):
         o, na = len(s), len(a)
         row = pos * (2 * o + na + 2)
+        put = _half_of if isinstance(rep[0], int) else float
         for i in range(o):
-            rep[row + i] = s[i]
-            rep[row + o + na + 2 + i] = s2[i]
+            rep[row + i] = put(s[i])
+            rep[row + o + na + 2 + i] = put(s2[i])
         for i in range(na):
-            rep[row + o + i] = a[i]
-        rep[row + o + na] = r
-        rep[row + o + na + 1] = nd
+            rep[row + o + i] = put(a[i])
+        rep[row + o + na] = put(r)
+        rep[row + o + na + 1] = put(nd)
 
     def gather(self, rep, idx, n_stored, sa, r, nd, s2):
         B = len(idx)
         o = len(s2) // B
         na = len(sa) // B - o
         rl = 2 * o + na + 2
+        get = _float_of_half if isinstance(rep[0], int) else float
         for k in range(B):
             if idx[k] >= n_stored:
                 raise ValueError("idx entry: expected < %d (rows stored), got %d" % (n_stored, idx[k]))
             row = idx[k] * rl
             for i in range(o + na):
-                sa[i * B + k] = rep[row + i]
-            r[k] = rep[row + o + na]
-            nd[k] = rep[row + o + na + 1]
+                sa[i * B + k] = get(rep[row + i])
+            r[k] = get(rep[row + o + na])
+            nd[k] = get(rep[row + o + na + 1])
             for i in range(o):
-                s2[i * B + k] = rep[row + o + na + 2 + i]
+                s2[i * B + k] = get(rep[row + o + na + 2 + i])
+
+
+def _shift_round_even(m, shift):
+    kept, rest, half = m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1)
+    return kept + (rest > half or (rest == half and kept & 1))
+
+
+def _half_of(v):
+    """binary16 bits of float v, as nm_half.h rounds it (ties to even, saturating at 65504)."""
+    u = _unpack("<I", _pack("<f", v))[0]
+    a, sign = u & 0x7FFFFFFF, (u >> 16) & 0x8000
+    if a >= 0x7F800000:
+        return sign | 0x7C00 | (0x200 if a > 0x7F800000 else 0)
+    if a >= 0x477FF000:
+        return sign | 0x7BFF
+    if a >= 0x38800000:
+        return sign | _shift_round_even(a - 0x38000000, 13)
+    if a < 0x33000000:
+        return sign
+    return sign | _shift_round_even((a & 0x7FFFFF) | 0x800000, 126 - (a >> 23))
+
+
+def _float_of_half(h):
+    sign, e, m = (h & 0x8000) << 16, (h >> 10) & 0x1F, h & 0x3FF
+    if e == 0x1F:
+        u = sign | 0x7F800000 | (m << 13)
+    elif e == 0 and m == 0:
+        u = sign
+    else:
+        if e == 0:
+            e = 1
+            while not m & 0x400:
+                m <<= 1
+                e -= 1
+            m &= 0x3FF
+        u = sign | ((e + 112) << 23) | (m << 13)
+    return _unpack("<f", _pack("<I", u))[0]

@@ -514,37 +514,42 @@ static void case_elementwise(void) {
     }
 }
 
+// Replays of floats and of halves: what push stores is what gather gives back
+// (for halves: the value rounded to binary16, which nm_half.h round-trips exactly).
 static void case_replay(void) {
     case_name = "nm_replay_push/nm_replay_gather";
+    const int half = (int)pick(0, 1);
     const size_t cap = pick(1, 23), o = pick(1, 5), na = pick(1, 3), B = pick(1, 11);
     const size_t row = 2 * o + na + 2;
-    float *replay = floats(cap * row);
+    void *replay = exact(cap * row * (half ? sizeof(uint16_t) : sizeof(float)));
     for (size_t t = 0; t < cap + 2; t++) {
         float *s = floats(o), *a = floats(na), *s2 = floats(o);
         const size_t pos = t % cap;
         const float r = unit(), nd = (float)pick(0, 1);
-        nm_replay_push(replay, pos, s, a, r, nd, s2, o, na);
+        nm_replay_push(replay, half, pos, s, a, r, nd, s2, o, na);
         for (size_t i = 0; i < o; i++) {
-            same("push s", pos * row + i, replay[pos * row + i], s[i]);
-            same("push s2", pos * row + o + na + 2 + i, replay[pos * row + o + na + 2 + i], s2[i]);
+            same("push s", pos * row + i, nm_replay_get(replay, half, pos * row + i),
+                half ? nm_float_of_half(nm_half_of(s[i])) : s[i]);
+            same("push s2", pos * row + o + na + 2 + i, nm_replay_get(replay, half, pos * row + o + na + 2 + i),
+                half ? nm_float_of_half(nm_half_of(s2[i])) : s2[i]);
         }
-        same("push r", pos, replay[pos * row + o + na], r);
+        same("push r", pos, nm_replay_get(replay, half, pos * row + o + na), half ? nm_float_of_half(nm_half_of(r)) : r);
     }
     uint32_t *idx = exact(B * sizeof(uint32_t));
     for (size_t k = 0; k < B; k++) {
         idx[k] = (uint32_t)pick(0, cap - 1);
     }
     float *sa = floats((o + na) * B), *r = floats(B), *nd = floats(B), *s2 = floats(o * B);
-    nm_replay_gather(replay, idx, B, o, na, sa, r, nd, s2);
+    nm_replay_gather(replay, half, idx, B, o, na, sa, r, nd, s2);
     for (size_t k = 0; k < B; k++) {
-        const float *src = replay + (size_t)idx[k] * row;
+        const size_t src = (size_t)idx[k] * row;
         for (size_t i = 0; i < o + na; i++) {
-            same("gather sa", i * B + k, sa[i * B + k], src[i]);
+            same("gather sa", i * B + k, sa[i * B + k], nm_replay_get(replay, half, src + i));
         }
-        same("gather r", k, r[k], src[o + na]);
-        same("gather not_done", k, nd[k], src[o + na + 1]);
+        same("gather r", k, r[k], nm_replay_get(replay, half, src + o + na));
+        same("gather not_done", k, nd[k], nm_replay_get(replay, half, src + o + na + 1));
         for (size_t i = 0; i < o; i++) {
-            same("gather s2", i * B + k, s2[i * B + k], src[o + na + 2 + i]);
+            same("gather s2", i * B + k, s2[i * B + k], nm_replay_get(replay, half, src + o + na + 2 + i));
         }
     }
 }

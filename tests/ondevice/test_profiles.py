@@ -11,15 +11,13 @@ from .conftest import run_mp
 
 def test_profiles_match_and_fit(micropython_train):
     out = run_mp(micropython_train, "import nm_td3, json\n"
-                 "print(json.dumps({k: [list(v['hidden']), v['replay'], v['batch'], v['budget'], "
-                 "nm_td3.plan(k)['bytes']] for k, v in nm_td3.PROFILES.items()}))")
+                 "print(json.dumps({k: [v, nm_td3.plan(k)['bytes']] for k, v in nm_td3.PROFILES.items()}))")
     board = json.loads(out.strip().splitlines()[-1])
     assert set(board) == set(PROFILES) == {"teensy41", "small", "esp32"}
-    for name, (hidden, replay, batch, budget, plan_bytes) in board.items():
-        p = PROFILES[name]
-        assert (tuple(hidden), replay, batch, budget) == (tuple(p["hidden"]), p["replay"], p["batch"], p["budget"])
-        assert plan_bytes <= budget, f"{name}: plan {plan_bytes} B exceeds its budget {budget} B"
-    assert board["teensy41"][0] == [64, 64] and board["teensy41"][1:3] == [10000, 100]
+    for name, (profile, plan_bytes) in board.items():
+        assert profile == json.loads(json.dumps(PROFILES[name])), name
+        assert plan_bytes <= profile["budget"], f"{name}: plan {plan_bytes} B exceeds its budget {profile['budget']} B"
+    assert board["teensy41"][0]["hidden"] == [64, 64] and board["esp32"][0]["half_replay"] is True
 
 
 def test_too_large_refused_with_numbers(micropython_train):

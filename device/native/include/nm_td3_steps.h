@@ -6,6 +6,7 @@
 #ifndef NM_TD3_STEPS_H
 #define NM_TD3_STEPS_H
 
+#include "nm_half.h"
 #include "nm_kernels.h"
 
 // Actions live in [-1, 1].
@@ -44,36 +45,49 @@ static inline float nm_td3_critic_grad(float *dq, const float *q, const float *y
 }
 
 /* ---------------------------------------------------------------------------
- * Replay buffer: rows of [s (o), a (na), r, not_done, s' (o)] in one float array.
+ * Replay buffer: rows of [s (o), a (na), r, not_done, s' (o)] in one array of
+ * floats, or of binary16 halves (`half`: twice the rows in the same RAM).
  */
-static inline void nm_replay_push(float *replay, size_t pos, const float *s, const float *a,
+static inline void nm_replay_set(void *replay, int half, size_t i, float v) {
+    if (half) {
+        ((uint16_t *)replay)[i] = nm_half_of(v);
+    } else {
+        ((float *)replay)[i] = v;
+    }
+}
+
+static inline float nm_replay_get(const void *replay, int half, size_t i) {
+    return half ? nm_float_of_half(((const uint16_t *)replay)[i]) : ((const float *)replay)[i];
+}
+
+static inline void nm_replay_push(void *replay, int half, size_t pos, const float *s, const float *a,
     float r, float not_done, const float *s2, size_t o, size_t na) {
-    float *row = replay + pos * (2 * o + na + 2);
+    const size_t row = pos * (2 * o + na + 2);
     for (size_t i = 0; i < o; i++) {
-        row[i] = s[i];
-        row[o + na + 2 + i] = s2[i];
+        nm_replay_set(replay, half, row + i, s[i]);
+        nm_replay_set(replay, half, row + o + na + 2 + i, s2[i]);
     }
     for (size_t i = 0; i < na; i++) {
-        row[o + i] = a[i];
+        nm_replay_set(replay, half, row + o + i, a[i]);
     }
-    row[o + na] = r;
-    row[o + na + 1] = not_done;
+    nm_replay_set(replay, half, row + o + na, r);
+    nm_replay_set(replay, half, row + o + na + 1, not_done);
 }
 
 // Gather the rows idx[0..B) into feature-major batches: sa ((o + na) x B),
 // r (B), not_done (B), s2 (o x B).
-static inline void nm_replay_gather(const float *replay, const uint32_t *idx, size_t B, size_t o,
+static inline void nm_replay_gather(const void *replay, int half, const uint32_t *idx, size_t B, size_t o,
     size_t na, float *sa, float *r, float *not_done, float *s2) {
     const size_t row_len = 2 * o + na + 2;
     for (size_t k = 0; k < B; k++) {
-        const float *row = replay + (size_t)idx[k] * row_len;
+        const size_t row = (size_t)idx[k] * row_len;
         for (size_t i = 0; i < o + na; i++) {
-            sa[i * B + k] = row[i];
+            sa[i * B + k] = nm_replay_get(replay, half, row + i);
         }
-        r[k] = row[o + na];
-        not_done[k] = row[o + na + 1];
+        r[k] = nm_replay_get(replay, half, row + o + na);
+        not_done[k] = nm_replay_get(replay, half, row + o + na + 1);
         for (size_t i = 0; i < o; i++) {
-            s2[i * B + k] = row[o + na + 2 + i];
+            s2[i * B + k] = nm_replay_get(replay, half, row + o + na + 2 + i);
         }
     }
 }

@@ -40,7 +40,26 @@ static void nmt_check_disjoint_n(const char *a_name, nm_arr_t a, size_t n, const
     }
 }
 
-// Replay rows of `row` floats: the capacity (replay must hold a non-zero whole number).
+// The replay: an array('f'), or an array('H') of binary16 halves (*half = 1).
+static nm_arr_t nmt_replay(mp_obj_t obj, int writable, int *half) {
+    mp_buffer_info_t info;
+    mp_get_buffer_raise(obj, &info, writable ? MP_BUFFER_RW : MP_BUFFER_READ);
+    if (info.typecode == 'H') {
+        *half = 1;
+        nm_arr_t a = { info.buf, info.len / sizeof(uint16_t) };
+        return a;
+    }
+    *half = 0;
+    return nm_get_array(obj, "replay", 'f', sizeof(float), writable ? MP_BUFFER_RW : MP_BUFFER_READ);
+}
+
+// The replay's memory in floats (rounded up), for the overlap checks.
+static nm_arr_t nmt_replay_span(nm_arr_t rep, int half) {
+    nm_arr_t span = { rep.buf, half ? (rep.len + 1) / 2 : rep.len };
+    return span;
+}
+
+// Replay rows of `row` values: the capacity (replay must hold a non-zero whole number).
 static size_t nmt_replay_capacity(nm_arr_t rep, size_t row) {
     return nm_multiple_of("replay (capacity x row)", row, rep.len);
 }
@@ -355,13 +374,15 @@ static mp_obj_t nmt_py_randint(mp_obj_t st, mp_obj_t out_obj, mp_obj_t n_obj) {
 static MP_DEFINE_CONST_FUN_OBJ_3(nmt_py_randint_obj, nmt_py_randint);
 
 /* ---------------------------------------------------------------------------
- * Replay buffer: rows [s (o), a (na), r, not_done, s' (o)] in an array('f').
+ * Replay buffer: rows [s (o), a (na), r, not_done, s' (o)] in an array('f'),
+ * or in an array('H') of binary16 halves (twice the rows in the same RAM).
  */
 
 // push(replay, pos, s, a, r, not_done, s2): write row pos.
 static mp_obj_t nmt_py_push(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t rep = nm_floats(args[0], "replay", NM_WRITE);
+    int half;
+    nm_arr_t rep = nmt_replay(args[0], 1, &half);
     nm_arr_t s = nm_floats(args[2], "s", NM_READ);
     nm_arr_t a = nm_floats(args[3], "a", NM_READ);
     float r = nm_get_float(args[4]), nd = nm_get_float(args[5]);
@@ -374,8 +395,8 @@ static mp_obj_t nmt_py_push(size_t n_args, const mp_obj_t *args) {
     size_t pos = nm_get_dim(args[1], "pos", 0, nmt_replay_capacity(rep, row) - 1);
     static const char *const in_names[3] = { "s", "a", "s2" };
     const nm_arr_t *ins[3] = { &s, &a, &s2 };
-    nmt_check_disjoint_n("replay", rep, 3, in_names, ins);
-    nm_replay_push(rep.buf, pos, s.buf, a.buf, r, nd, s2.buf, s.len, a.len);
+    nmt_check_disjoint_n("replay", nmt_replay_span(rep, half), 3, in_names, ins);
+    nm_replay_push(rep.buf, half, pos, s.buf, a.buf, r, nd, s2.buf, s.len, a.len);
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_push_obj, 7, 7, nmt_py_push);
@@ -384,7 +405,8 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_push_obj, 7, 7, nmt_py_push);
 // sa ((o + na) x batch) and s2 (o x batch); every idx must be < n_stored.
 static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
     (void)n_args;
-    nm_arr_t rep = nm_floats(args[0], "replay", NM_READ);
+    int half;
+    nm_arr_t rep = nmt_replay(args[0], 0, &half);
     nm_arr_t idx = nmt_u32(args[1], "idx", 0);
     nm_arr_t sa = nm_floats(args[3], "sa", NM_WRITE);
     nm_arr_t r = nm_floats(args[4], "r", NM_WRITE);
@@ -408,15 +430,16 @@ static mp_obj_t nmt_py_gather(size_t n_args, const mp_obj_t *args) {
             nm_raise_expected("idx entry", "< ", n_stored, " (rows stored)", ix[k]);
         }
     }
+    const nm_arr_t span = nmt_replay_span(rep, half);
     static const char *const out_names[4] = { "sa", "r", "not_done", "s2" };
     nm_arr_t outs[4] = { sa, r, nd, s2 };
     for (int i = 0; i < 4; i++) {
-        nm_check_disjoint(out_names[i], outs[i], "replay", rep);
+        nm_check_disjoint(out_names[i], outs[i], "replay", span);
         for (int j = i + 1; j < 4; j++) {
             nm_check_disjoint(out_names[i], outs[i], out_names[j], outs[j]);
         }
     }
-    nm_replay_gather(rep.buf, ix, B, o, na, sa.buf, r.buf, nd.buf, s2.buf);
+    nm_replay_gather(rep.buf, half, ix, B, o, na, sa.buf, r.buf, nd.buf, s2.buf);
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_gather_obj, 7, 7, nmt_py_gather);

@@ -26,8 +26,10 @@ from neuromotor.nn import MLP
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
-    "esp32": {"hidden": (16, 16), "replay": 800, "batch": 16, "budget": 76 * 1024, "overhead": 12 * 1024},
+    "esp32": {"hidden": (16, 16), "replay": 1600, "half_replay": True, "batch": 24, "budget": 76 * 1024,
+              "overhead": 12 * 1024, "actor_lr": 3e-3, "critic_lr": 1e-2, "exploration_noise": 0.2},
 }
+PROFILE_SETTINGS = ("actor_lr", "critic_lr", "exploration_noise")  # TD3 settings a profile may set
 POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
 
 
@@ -40,7 +42,7 @@ def write_started(run_dir: Path, profile: str, seed: int, steps: int) -> None:
 def algo_config(profile: str) -> Config:
     p = PROFILES[profile]
     return Config(actor_hidden=tuple(p["hidden"]), critic_hidden=tuple(p["hidden"]),
-                  batch_size=p["batch"], buffer_size=p["replay"])
+                  batch_size=p["batch"], buffer_size=p["replay"], **{k: p[k] for k in PROFILE_SETTINGS if k in p})
 
 
 def _set_actor(td3, spec) -> None:
