@@ -425,6 +425,8 @@ class Trainer:
 
     def train(self, steps, report=None, every=500):
         """Run until self.steps == steps; report(info) every `every` steps and at the end."""
+        if self.replay is None:
+            raise ValueError("this trainer has finished learning (finish_learning): make a new one")
         t0 = _ticks_ms() if _ticks_ms else 0
         last_t, last_s = t0, self.steps
         while self.steps < steps:
@@ -474,6 +476,18 @@ class Trainer:
                 self.policy_action(self.eval_obs, self.eval_action)
                 total += env.step(self.eval_action[0] * env.action_scale + env.action_offset)
         return total / episodes
+
+    def finish_learning(self):
+        """Free what only the updates use (replay, critics, minibatches, backward's tapes), so
+        evaluating and saving the policy, which import the policy writer, fit in a small heap
+        (the esp32 profile's). The trainer cannot train after this."""
+        self.replay = self.critics = self.minibatch_idx = self.critic_idx = self.actor_idx = None
+        self.obs_act = self.reward = self.not_done = self.target_q = self.target_noise = None
+        self.target_noise_both = self.next_obs_act = self.next_obs = self.next_act = None
+        self.dloss_dq = self.next_q1 = self.actor_input = self.actor_obs = None
+        self.dq_dinput = self.dq_daction = self.tape_actor = self.tape_critic = self.q = None
+        if gc:
+            gc.collect()
 
     def save_policy(self, path=POLICY_PATH):
         """Write the actor as a policy file (docs/policy-format.md) with the runtime's writer (nm_rt_write),

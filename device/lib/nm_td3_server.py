@@ -18,7 +18,6 @@ import sys
 
 import nm_link
 import nm_td3
-from neuromotor_rt import crc32
 from nm_link import PROTO, send
 
 try:
@@ -73,6 +72,8 @@ class Server(nm_link.Server):
         t0 = _ticks_ms() if _ticks_ms else 0
         t.train(steps, report=lambda i: send("-", "progress", json.dumps(i)), every=every)
         wall_ms = _diff(_ticks_ms(), t0) if _ticks_ms else 0
+        t.finish_learning()
+        from neuromotor_rt import crc32  # the runtime is imported once the learning state is freed
         ret = t.evaluate(episodes) if episodes > 0 else None
         path = t.save_policy()[0]
         with open(path, "rb") as f:

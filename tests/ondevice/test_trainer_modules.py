@@ -16,10 +16,16 @@ import json, nm_td3
 from array import array
 t = nm_td3.Trainer('small', seed=2)
 t.train(150)
+t.finish_learning()  # as the serial server does before it evaluates and saves
 path, size = t.save_policy({path!r})
 obs = {obs!r}
 acts = [list(t.policy_action(array('f', o), array('f', [0.0])))[0] for o in obs]
-print(json.dumps({{'path': path, 'size': size, 'acts': acts}}))
+try:
+    t.train(160)
+    again = 'trained'
+except ValueError as e:
+    again = str(e)
+print(json.dumps({{'path': path, 'size': size, 'acts': acts, 'again': again}}))
 """
 
 
@@ -31,6 +37,7 @@ def test_saved_policy_is_the_trained_actor(micropython_train, tmp_path):
     board = json.loads(out.strip().splitlines()[-1])
     data = path.read_bytes()
     assert board["path"] == str(path) and board["size"] == len(data)
+    assert board["again"] == "this trainer has finished learning (finish_learning): make a new one"
     spec = decode(data, "board policy")  # checks magic, version, CRC and every value
     assert spec.sizes == [3, 32, 32, 1]
     assert spec.action_low.tolist() == [-2.0] and spec.action_high.tolist() == [2.0]
