@@ -10,7 +10,7 @@ def register(sub):
                        "that eval, export and hil accept.")
     p.add_argument("--port", default="auto", help="serial port, or auto (a detected board or a running emulated one)")
     p.add_argument("--profile", default="teensy41", help="teensy41 (64x64, replay 10000, batch 100), small "
-                   "(32x32, replay 800, batch 32) or esp32 (16x16, replay 800, batch 16: an ESP32 without PSRAM)")
+                   "(32x32, replay 800, batch 32) or esp32 (20x20, replay 1600 in half precision, batch 24: an ESP32 without PSRAM)")
     p.add_argument("--steps", type=int, default=10000, help="environment steps (default 10000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--every", type=int, help="progress line every N steps")

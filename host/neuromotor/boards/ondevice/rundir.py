@@ -26,7 +26,7 @@ from neuromotor.nn import MLP
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
-    "esp32": {"hidden": (16, 16), "replay": 1600, "half_replay": True, "batch": 24, "budget": 76 * 1024,
+    "esp32": {"hidden": (20, 20), "replay": 1600, "half_replay": True, "batch": 24, "budget": 88 * 1024,
               "overhead": 12 * 1024, "actor_lr": 3e-3, "critic_lr": 1e-2, "exploration_noise": 0.2},
 }
 PROFILE_SETTINGS = ("actor_lr", "critic_lr", "exploration_noise")  # TD3 settings a profile may set
