@@ -73,4 +73,4 @@ $(foreach m,$(MODULES),$(OUT)/armv6m/$(m)_natmod.mpy): $(NM_FDIV_LIB)
 # ESP32/ESP32-S3 natmods: Debian's clang-22 behind a gcc-style driver (xtensawin-gcc), linked
 # by mpy_ld through a wrapper that reads LLVM's objects (see both files).
 extra_xtensawin := MPY_LD="$(PYTHON) $(PORT_DIR)/xtensawin/mpy_ld_xtensawin.py $(MPY_SRC)/tools"
-$(foreach m,$(MODULES),$(OUT)/xtensawin/$(m)_natmod.mpy): $(wildcard $(PORT_DIR)/xtensawin/* $(PORT_DIR)/xtensawin/include/*)
+$(foreach m,$(MODULES),$(OUT)/xtensawin/$(m)_natmod.mpy): $(wildcard $(PORT_DIR)/xtensawin/* $(PORT_DIR)/xtensawin/include/* $(NATIVE_DIR)/xtensawin/*)

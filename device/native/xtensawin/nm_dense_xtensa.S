@@ -20,21 +20,7 @@
  * Plain assembly for llvm-mc-22 (no preprocessor needed).
  */
 
-/* loopnez with the loop body's first instruction on a 4-byte boundary, which the LOOP
- * option requires of it (no fetch boundary inside it; llvm-mc does not align loops as GNU
- * as does). Every instruction here is 3 bytes and start is the function's 4-aligned
- * entry, so the padding (nop.n, nop: 2 and 3 bytes) follows from the offset. */
-    .macro LOOPNEZ_ALIGNED start, reg, label
-    .if ((. - \start) & 3) == 0
-    nop.n
-    nop
-    .elseif ((. - \start) & 3) == 2
-    nop
-    .elseif ((. - \start) & 3) == 3
-    nop.n
-    .endif
-    loopnez \reg, \label
-    .endm
+    .include "nm_loop_xtensa.inc"
 
 /* acc{0..3} += w[off + 0..12] * x, one block's 4 weights of one input (f12-f15). */
     .macro BLOCK_INPUT p, off, x, a0, a1, a2, a3

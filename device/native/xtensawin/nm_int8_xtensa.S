@@ -25,21 +25,7 @@
  * Plain assembly for llvm-mc-22.
  */
 
-/* loopnez with the loop body's first instruction on a 4-byte boundary, which the LOOP
- * option requires of it (no fetch boundary inside it; llvm-mc does not align loops as GNU
- * as does). start is the function's 4-aligned entry, so the padding (nop.n, nop: 2 and 3
- * bytes) follows from the offset. */
-    .macro LOOPNEZ_ALIGNED start, reg, label
-    .if ((. - \start) & 3) == 0
-    nop.n
-    nop
-    .elseif ((. - \start) & 3) == 2
-    nop
-    .elseif ((. - \start) & 3) == 3
-    nop.n
-    .endif
-    loopnez \reg, \label
-    .endm
+    .include "nm_loop_xtensa.inc"
 
 /* Registers: a3 y, a4 input - 4, a5 weights - 4 (runs through every row), a6 bias,
  * a7 mult, a8 loop count (groups - 1), a9 blocks left, a10 floor, a11 round1, a15 the
