@@ -15,7 +15,9 @@ Each agent trains alone with neuromotor's defaults for the algorithm on the quad
 Learning to Fly configuration), one thread; the time is the training's wall and CPU time, evaluations included (every 10,000
 steps, as `train` does). `--rltools BIN` runs a binary the user built from RLtools' L2F zoo
 (not part of this project) and reports its wall time and the last lines it prints; RLtools
-measures its own returns, not this benchmark's success, and the table says so.
+measures its own returns, not this benchmark's success, and the table says so. Each agent's
+int8 export (`export --quantize int8`, its default contract) is flown the same way by the
+host's int8 reference (the board's integers): the "int8 success" column.
 Prints a table, writes benchmarks/results/quadrotor.json.
 """
 
@@ -35,6 +37,8 @@ from benchutil import write_json
 
 import neuromotor
 from neuromotor.envs.quadrotor import P, V, QuadrotorVec
+from neuromotor.errors import UserError
+from neuromotor.policy.policy_file import read_policy
 
 SUCCESS_DISTANCE = 0.1  # m, at the episode's end
 SUCCESS_SPEED = 0.2  # m/s, at the episode's end
@@ -84,7 +88,19 @@ def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path
                            progress=False)
     wall, cpu = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     return {"algo": algo, "seed": seed, "steps": run.config["run"]["steps"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes)}
+            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes),
+            **int8_success(run, episodes, root / f"{algo}-s{seed}-int8.nmp")}
+
+
+def int8_success(run, episodes: int, path: Path) -> dict:
+    """The same success measure for the run's int8 export (its default accuracy contract), flown
+    by the host's int8 reference (the integers the boards compute), or why export refused it."""
+    try:
+        run.export(path, quantize="int8")
+    except UserError as exc:
+        return {"int8_refused": str(exc).splitlines()[0]}
+    flown = success(read_policy(path).forward, episodes)
+    return {f"int8_{k}": v for k, v in flown.items()}
 
 
 def rltools(binary: str) -> dict:
@@ -132,16 +148,20 @@ def main(argv=None) -> int:
           f"< {SUCCESS_SPEED} m/s ({args.episodes} episodes per agent; an agent passes at >= {PASS_RATE:.0%} "
           "with none leaving the box)")
     print(f"{'algo':5s} {'seed':>4s} {'steps':>7s} {'wall s':>7s} {'CPU s':>7s} {'return':>8s} {'success':>8s} "
-          f"{'survived':>9s} {'final m':>8s} {'m/s':>6s} {'passed':>7s}")
+          f"{'survived':>9s} {'final m':>8s} {'m/s':>6s} {'passed':>7s} {'int8 success':>13s}")
     for r in rows:
         final = "-" if r["final_distance_m"] is None else f"{r['final_distance_m']:.3f}"
         speed = "-" if r["final_speed_m_s"] is None else f"{r['final_speed_m_s']:.3f}"
         print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
               f"{r['eval_return_mean']:8.1f} {r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s} {speed:>6s} "
-              f"{'yes' if r['passed'] else 'no':>7s}")
+              f"{'yes' if r['passed'] else 'no':>7s} "
+              f"{'refused' if 'int8_refused' in r else format(r['int8_success_rate'], '.0%'):>13s}")
     for algo in args.algos.split(","):
         mine = [r for r in rows if r["algo"] == algo]
         print(f"{algo}: {sum(r['passed'] for r in mine)} of {len(mine)} seeds pass")
+        for r in mine:
+            if "int8_refused" in r:
+                print(f"  seed {r['seed']} int8 export refused: {r['int8_refused']}")
     if peer:
         print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
               f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "
