@@ -120,12 +120,12 @@ def test_leaving_the_box_ends_the_episode():
     assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
 
 
-@pytest.mark.parametrize("randomize, history", [(0.0, 32), (0.3, 2), (0.0, 0)])
-def test_the_native_step_is_the_numpy_step(randomize, history):
+@pytest.mark.parametrize("randomize, history, reward", [(0.0, 32, "initial"), (0.3, 2, "distance"), (0.0, 0, "target")])
+def test_the_native_step_is_the_numpy_step(randomize, history, reward):
     # 64 drones from the task's initial states under random commands (some beyond [-1, 1]),
     # 500 steps: the same states, observations, rewards and ends to rounding
     n = 64
-    native, numpy_ = QuadrotorVec(n, history, randomize), QuadrotorVec(n, history, randomize)
+    native, numpy_ = QuadrotorVec(n, history, randomize, reward), QuadrotorVec(n, history, randomize, reward)
     for env in (native, numpy_):
         env.reset([np.random.default_rng(k) for k in range(n)])
     rng = np.random.default_rng(7)
@@ -269,10 +269,47 @@ def test_the_target_reward_pays_for_the_target_not_the_box():
     assert rewards["target"] == pytest.approx(2 - 40 * 0.09 / 2, abs=1e-5)
 
 
+@pytest.mark.usefixtures("both_steps")
+def test_the_distance_reward_keeps_pulling_near_the_target():
+    # hovering still 0.3 m and 0.03 m off: the squared term alone pays the second almost as
+    # much as the target; the distance term takes 2 |p| / 2 more from each
+    rewards = {}
+    for reward in ("initial", "distance"):
+        for x in (0.3, 0.03):
+            env = env_class("quadrotor", {"reward": reward})(1)
+            state = _at_rest().get_state()
+            state[0, 0] = x
+            env.set_state(state)
+            rewards[reward, x] = float(env.step(np.full((1, 4), qr.HOVER_ACTION))[1][0])
+    for x in (0.3, 0.03):
+        assert rewards["distance", x] == pytest.approx(rewards["initial", x] - 2 * x / 2, abs=1e-5)
+    assert 2 - rewards["initial", 0.03] < 0.003 and 2 - rewards["distance", 0.03] > 0.03
+
+
+def test_an_evaluation_never_acts_on_a_crashed_drone_whose_state_diverged():
+    # drone 1 spins so fast that its first step is no longer finite, which ends its episode;
+    # the evaluation steps it on but the policy sees only finite numbers
+    from neuromotor.training.evaluation import episode_returns
+
+    env = _at_rest(2)
+    state = env.get_state()
+    state[1, qr.W] = 1e200
+    env.set_state(state)
+    obs = np.zeros((2, env.obs_dim), np.float32)
+
+    def hover(obs, t):
+        assert np.isfinite(obs).all()
+        return np.full((2, 4), qr.HOVER_ACTION)
+
+    returns = episode_returns(env, obs, hover, 20)
+    assert not np.isfinite(env.state[1]).all()
+    assert returns[0] == pytest.approx(20 * 2.0, abs=1e-4)
+
+
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),
                                           ({"randomize": 0.9}, "randomize must be"),
                                           ({"action_history": -1}, "action_history must be"),
-                                          ({"reward": "final"}, "reward must be one of initial, target")])
+                                          ({"reward": "final"}, "reward must be one of initial, target, distance")])
 def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
     import json
 

@@ -19,11 +19,11 @@
 #define NM_QUAD_ACT 4
 #define NM_QUAD_OBS_BASE 18 // p[3], R[9] row-major, v[3], w[3]; then the action history
 
-// The model's numbers in this order, all doubles: neuromotor.envs.quadrotor.MODEL.
+// The model's numbers in this order, all doubles: neuromotor.envs.quadrotor.model().
 typedef struct {
     double gravity, inertia[3], rotor_x[4], rotor_y[4], torque_per_thrust, yaw_sign[4];
     double motor_time_constant, rpm_max, dt;
-    double position_weight, orientation_weight, velocity_weight, action_weight;
+    double position_weight, orientation_weight, velocity_weight, action_weight, distance_weight;
     double reward_scale, reward_constant, hover_action, position_limit;
 } nm_quad_model;
 
@@ -148,8 +148,8 @@ static bool nm_quad_step(const nm_quad_model *m, double *s, double mass, double 
     for (int i = 0; i < 4; i++) {
         a2 += (act[i] - m->hover_action) * (act[i] - m->hover_action);
     }
-    const double cost = ((m->position_weight * p2 + m->orientation_weight * (1 - s[3] * s[3]))
-                            + m->velocity_weight * v2) + m->action_weight * a2;
+    const double cost = (((m->position_weight * p2 + m->orientation_weight * (1 - s[3] * s[3]))
+                             + m->velocity_weight * v2) + m->action_weight * a2) + m->distance_weight * sqrt(p2);
     *reward = (float)(m->reward_constant - m->reward_scale * cost);
     bool out = false;
     for (int i = 0; i < 3; i++) {

@@ -65,7 +65,9 @@ def episode_returns(env, obs, act, steps: int) -> np.ndarray:
     returns = np.zeros(len(obs))
     alive = np.ones(len(obs), bool)
     for t in range(steps):
-        obs, reward, terminated = env.step(act(obs, t))
+        # an ended episode's env steps on, and its state may diverge (a crashed drone spins up to
+        # NaN): the policy sees zeros there, so its actions stay finite
+        obs, reward, terminated = env.step(act(np.where(alive.reshape(-1, *[1] * (obs.ndim - 1)), obs, 0), t))
         returns += np.where(alive, reward, 0)
         alive &= ~terminated
         own_limit = getattr(env, "truncated", None)
