@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/quadrotor.py                              # TD3 and SAC, their defaults, seeds 0-2
     .venv/bin/python benchmarks/quadrotor.py --algos sac --steps 40000 --seeds 1
+    .venv/bin/python benchmarks/quadrotor.py --algos sac --env-kwargs '{"action_history": 4, "reward": "distance"}'
     .venv/bin/python benchmarks/quadrotor.py --rltools path/to/l2f_binary  # RLtools' own L2F build in the same run
 
 Success (the same for every row): from the task's own initial states (one in ten at rest on
@@ -22,6 +23,7 @@ Prints a table, writes benchmarks/results/quadrotor.json.
 """
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -45,10 +47,10 @@ SUCCESS_SPEED = 0.2  # m/s, at the episode's end
 PASS_RATE = 0.95
 
 
-def success(policy, episodes: int, seed0: int = 10_000) -> dict:
+def success(policy, episodes: int, env_kwargs: dict, seed0: int = 10_000) -> dict:
     """Success rate of `policy` (obs batch -> actions), how many episodes stayed in the box, and
-    the median final distance and speed of those that did."""
-    env = QuadrotorVec(episodes)
+    the median final distance and speed of those that did, on the env the policy was trained on."""
+    env = QuadrotorVec(episodes, **env_kwargs)
     obs = env.reset([np.random.default_rng(seed0 + k) for k in range(episodes)])
     alive = np.ones(episodes, bool)
     final = np.zeros_like(env.state)
@@ -82,24 +84,24 @@ def env_speed(repeats: int = 2000) -> list:
     return rows
 
 
-def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path) -> dict:
+def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path, env_kwargs: dict) -> dict:
     cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime, time.perf_counter()
     run = neuromotor.train("quadrotor", algo=algo, steps=steps, seeds=seed, run_dir=root / f"{algo}-s{seed}",
-                           progress=False)
+                           env_kwargs=env_kwargs or None, progress=False)
     wall, cpu = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     return {"algo": algo, "seed": seed, "steps": run.config["run"]["steps"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes),
-            **int8_success(run, episodes, root / f"{algo}-s{seed}-int8.nmp")}
+            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes, env_kwargs),
+            **int8_success(run, episodes, root / f"{algo}-s{seed}-int8.nmp", env_kwargs)}
 
 
-def int8_success(run, episodes: int, path: Path) -> dict:
+def int8_success(run, episodes: int, path: Path, env_kwargs: dict) -> dict:
     """The same success measure for the run's int8 export (its default accuracy contract), flown
     by the host's int8 reference (the integers the boards compute), or why export refused it."""
     try:
         run.export(path, quantize="int8")
     except UserError as exc:
         return {"int8_refused": str(exc).splitlines()[0]}
-    flown = success(read_policy(path).forward, episodes)
+    flown = success(read_policy(path).forward, episodes, env_kwargs)
     return {f"int8_{k}": v for k, v in flown.items()}
 
 
@@ -126,6 +128,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, help="env steps per agent (default: the algorithm's quadrotor default)")
     p.add_argument("--seeds", type=int, default=3, help="agents per algorithm, seeds 0..N-1 (default 3)")
     p.add_argument("--episodes", type=int, default=100, help="success episodes per agent (default 100)")
+    p.add_argument("--env-kwargs", default="{}", type=json.loads,
+                   help='the env\'s settings as JSON, e.g. \'{"action_history": 4, "reward": "distance"}\'')
     p.add_argument("--rltools", help="an RLtools L2F binary to run and time in the same run")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "quadrotor.json"))
     args = p.parse_args(argv)
@@ -138,7 +142,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):  # seeds alternate between the algorithms: machine load hits both
             for algo in args.algos.split(","):
-                rows.append(train_one(algo, args.steps, seed, args.episodes, Path(tmp)))
+                rows.append(train_one(algo, args.steps, seed, args.episodes, Path(tmp), args.env_kwargs))
                 r = rows[-1]
                 print(f"{r['algo']:4s} seed {r['seed']}: {r['steps']} steps in {r['wall_s']:.1f} s wall "
                       f"({r['cpu_s']:.1f} s CPU), eval return {r['eval_return_mean']:.1f}, success "
@@ -166,7 +170,7 @@ def main(argv=None) -> int:
         print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
               f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "
               f"{peer['success']}")
-    path = write_json(args.out, {"episodes": args.episodes, "rows": rows, "rltools": peer, "env_speed": speed,
+    path = write_json(args.out, {"episodes": args.episodes, "env_kwargs": args.env_kwargs, "rows": rows, "rltools": peer, "env_speed": speed,
                                  "success_distance_m": SUCCESS_DISTANCE, "success_speed_m_s": SUCCESS_SPEED,
                                  "pass_rate": PASS_RATE})
     print(f"wrote {path}")
