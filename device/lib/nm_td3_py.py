@@ -5,7 +5,7 @@
 from math import log as _log, tanh as _tanh
 from struct import pack as _pack, unpack as _unpack
 
-from nm_td3 import RELU, TANH, net_size, scratch_size, tape_size
+from nm_td3_plan import RELU, TANH, net_size, scratch_size, tape_size
 
 
 class Kernels:

@@ -22,7 +22,7 @@ from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
 from neuromotor.nn import MLP
 
-# Mirrors device/lib/nm_td3.py PROFILES (checked by tests/ondevice).
+# Mirrors device/lib/nm_td3_plan.py PROFILES (checked by tests/ondevice).
 PROFILES = {
     "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
     "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
