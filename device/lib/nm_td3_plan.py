@@ -1,6 +1,7 @@
 # nm_td3_plan: the on-device trainer's profiles and its memory plan: every buffer's size,
-# from the network sizes, batch and replay of a profile. Used by the trainer (nm_td3) and its
-# Python kernels (nm_td3_py); the host mirrors PROFILES (neuromotor.boards.ondevice.rundir).
+# from the network sizes, batch and replay of a profile. Used by the trainer (nm_td3), its
+# Python kernels (nm_td3_py) and the host, which reads PROFILES from this file
+# (neuromotor.boards.ondevice.rundir).
 from array import array
 
 IDENTITY, RELU, TANH = 0, 1, 2  # activation codes of nm_train and of the policy file

@@ -1,6 +1,7 @@
-"""The host's copy of the profiles (neuromotor.boards.ondevice.PROFILES, used for run directories)
-matches the board's (nm_td3.PROFILES), every profile's memory plan fits its budget, and
-the trainer refuses a profile larger than the free heap before allocating anything."""
+"""The host's view of the profiles (neuromotor.boards.ondevice.PROFILES, read from the board's
+nm_td3_plan.py, used for run directories) is what MicroPython reads (nm_td3.PROFILES), every
+profile's memory plan fits its budget, and the trainer refuses a profile larger than the free
+heap before allocating anything."""
 
 import json
 

@@ -11,6 +11,7 @@ The checkpoint holds a host TD3 of the same configuration with the board's actor
 run cannot be resumed on the host: `runs.refuse_resume` says so.
 """
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -21,15 +22,20 @@ from neuromotor.algos.td3 import Config
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
 from neuromotor.nn import MLP
+from neuromotor.paths import DEVICE_DIR
 
-# Mirrors device/lib/nm_td3_plan.py PROFILES (checked by tests/ondevice).
-PROFILES = {
-    "teensy41": {"hidden": (64, 64), "replay": 10000, "batch": 100, "budget": 900 * 1024},
-    "small": {"hidden": (32, 32), "replay": 800, "batch": 32, "budget": 150 * 1024},
-    "esp32": {"hidden": (20, 20), "replay": 1600, "half_replay": True, "batch": 24, "budget": 88 * 1024,
-              "overhead": 12 * 1024, "actor_lr": 3e-3, "critic_lr": 1e-2, "exploration_noise": 0.2},
-}
-PROFILE_SETTINGS = ("actor_lr", "critic_lr", "exploration_noise")  # TD3 settings a profile may set
+
+def _board_plan():
+    """The board's own profiles module (device/lib/nm_td3_plan.py, plain Python that CPython runs
+    too), so the profiles are written once for both sides."""
+    spec = importlib.util.spec_from_file_location("nm_td3_plan", DEVICE_DIR / "lib" / "nm_td3_plan.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PLAN = _board_plan()
+PROFILES, PROFILE_SETTINGS = _PLAN.PROFILES, _PLAN.PROFILE_SETTINGS
 POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
 
 
