@@ -2,7 +2,7 @@
 //
 // - FPU enable (Cortex-M4F/M7): CPACR, before any float code runs.
 // - On the Xtensa sim machine (device/port/qemu-xtensa) the "UART" is the simulator's
-//   semihosting console and the tick counter the core's CCOUNT.
+//   semihosting stdin/stdout and the tick counter the core's CCOUNT.
 // - A 64-bit tick counter behind time.ticks_ms/us/cpu, sleep and time_ns
 //   (MPS2: CMSDK APB timer0 at 25 MHz; RISC-V virt: CLINT mtime at 10 MHz).
 // - A software receive ring between the UART and MicroPython, filled from the VM
@@ -269,8 +269,9 @@ static inline int hw_rx_read(void) {
 }
 
 // The console input is the only wake-up source (no timer interrupt is set up): an
-// indefinite idle halts the core in QEMU until input; a bounded one returns at once
-// and the caller polls the tick counter.
+// indefinite idle waits in QEMU for input (in slices of 10 ms of host time, the
+// caller polling again); a bounded one returns at once and the caller polls the tick
+// counter.
 static void hw_idle(uint32_t max_ticks) {
     if (max_ticks == 0 && QEMUBOARD_IDLE_WFI) {
         xtensa_sim_rx_wait();

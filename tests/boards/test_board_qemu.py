@@ -1,7 +1,7 @@
 """Emulated boards, driven with the real mpremote over QEMU's pty.
 
 Boots, time, the RAM littlefs across soft and hard resets, select (mpremote mount),
-Ctrl-C, the FPU, our kernels as a user C module and as natmods.
+Ctrl-C, console input integrity, the FPU, our kernels as a user C module and as natmods.
 """
 
 import math
@@ -170,6 +170,42 @@ def test_ctrl_c_stops_a_running_program(board, mpremote):
     p.wait()
     # ... and the next mpremote interrupts it with Ctrl-C (KeyboardInterrupt from the UART)
     assert mpremote(board.port, "exec", "print('alive')").strip() == "alive"
+
+
+ECHO_CRC = """
+import sys, binascii
+read = sys.stdin.buffer.read
+print('ready')
+for _ in range({blocks}):
+    print(binascii.crc32(read(256)))
+"""
+
+
+def test_console_input_arrives_intact(board):
+    """100 KiB of random bytes through the console, each 256-byte block's CRC echoed by the board."""
+    import binascii
+    import random
+
+    from mpremote.transport_serial import SerialTransport
+
+    blocks = 400
+    rng = random.Random(7)
+    data = [bytes(rng.choice(range(4, 256)) for _ in range(256)) for _ in range(blocks)]  # no Ctrl-A..Ctrl-C
+    t = SerialTransport(board.port, baudrate=115200)
+    try:
+        t.enter_raw_repl(soft_reset=False)
+        t.exec_raw_no_follow(ECHO_CRC.format(blocks=blocks))
+        assert t.read_until(1, b"ready\r\n", timeout=20).endswith(b"ready\r\n")
+        bad = []
+        for i, block in enumerate(data):
+            t.serial.write(block)
+            line = t.read_until(1, b"\r\n", timeout=20)
+            if int(line.strip()) != binascii.crc32(block):
+                bad.append(i)
+        assert bad == [], f"{len(bad)} of {blocks} blocks arrived changed, the first at block {bad[0]}"
+        t.read_until(1, b"\x04>", timeout=20)  # the program's end
+    finally:
+        t.close()
 
 
 # A tiny layer, computed by our kernels and by plain Python on the board.

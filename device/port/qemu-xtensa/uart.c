@@ -1,4 +1,4 @@
-// Console over the sim machine's semihosting chardev (see uart.h).
+// Console over the sim machine's semihosting stdin/stdout (see uart.h).
 #include "uart.h"
 #include "xtensa_sim.h"
 

@@ -1,6 +1,6 @@
 // The console of the Xtensa sim machine, under the UART interface that
 // boards/qemu-common/qemuboard.c builds on (there: an MPS2 or 16550 UART; here the
-// simulator's semihosting console).
+// simulator's semihosting stdin and stdout).
 #ifndef NM_QEMU_XTENSA_UART_H
 #define NM_QEMU_XTENSA_UART_H
 #include <stddef.h>

@@ -1,5 +1,5 @@
 // The QEMU Xtensa sim machine as this port sees it: the simulator's simcall
-// semihosting (console on a chardev, exit) and the core's CCOUNT.
+// semihosting (console on QEMU's own stdin/stdout, exit) and the core's CCOUNT.
 #ifndef NM_XTENSA_SIM_H
 #define NM_XTENSA_SIM_H
 #include <stddef.h>
@@ -34,7 +34,8 @@ static inline uint32_t xtensa_ccount(void) {
     return v;
 }
 
-// Console input: with -semihosting-config chardev=ID, fd 0 reads that chardev.
+// Console input: fd 0 is QEMU's stdin (the host pty neuromotor gives it). Not a
+// chardev (-serial): QEMU 7.2's sim console loses and repeats input bytes there.
 static inline int xtensa_sim_rx_ready(void) {
     static const uint32_t no_wait[2] = {0, 0};
     return xtensa_simcall(XTENSA_SIM_SELECT_ONE, 0, XTENSA_SIM_SELECT_READ, (int)(uintptr_t)no_wait) > 0;
@@ -45,10 +46,12 @@ static inline int xtensa_sim_rx_read(void) {
     return xtensa_simcall(XTENSA_SIM_READ, 0, (int)(uintptr_t)&c, 1) == 1 ? c : -1;
 }
 
-// Halts the core inside QEMU until console input arrives (no timeout: QEMU 7.2
-// only blocks for an indefinite wait).
+// Blocks the core inside QEMU (a host select on its stdin) until console input
+// arrives or 10 ms of host time pass: an unbounded wait would hold QEMU's vCPU
+// thread in the select, and QEMU could then neither reset nor quit.
 static inline void xtensa_sim_rx_wait(void) {
-    xtensa_simcall(XTENSA_SIM_SELECT_ONE, 0, XTENSA_SIM_SELECT_READ, 0);
+    static const uint32_t ten_ms[2] = {0, 10000};
+    xtensa_simcall(XTENSA_SIM_SELECT_ONE, 0, XTENSA_SIM_SELECT_READ, (int)(uintptr_t)ten_ms);
 }
 
 static inline void xtensa_sim_write(const char *s, size_t n) {

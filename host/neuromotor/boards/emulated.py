@@ -2,8 +2,9 @@
 
 `start("qemu-m7")` runs the board's QEMU command line (with `-icount shift=0` and
 the UART on `-serial pty`) plus `-kernel <firmware>` and a QMP socket, reads the
-pty from QEMU's "char device redirected to /dev/pts/N" line, waits for the REPL,
-and records {pid, port, cmdline, ...} in $NEUROMOTOR_CACHE/boards/<instance>.json.
+pty from QEMU's "char device redirected to /dev/pts/N" line (or, for a board whose
+console is QEMU's own stdin/stdout, serial.transport "stdio", opens the pty itself),
+waits for the REPL, and records {pid, port, cmdline, ...} in $NEUROMOTOR_CACHE/boards/<instance>.json.
 `stop(instance)` sends SIGTERM to exactly that PID, after checking that the PID
 still runs the recorded command line (a reused PID is never signalled), and
 removes the state file. State files whose process is gone are reported as stale.
@@ -24,6 +25,7 @@ import signal
 import socket
 import subprocess
 import time
+import tty
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -189,6 +191,33 @@ def _wait_repl(port: str, timeout: float) -> bool:
     return False
 
 
+@dataclass
+class _StdioConsole:
+    """A pty for a board whose console is QEMU's own stdin/stdout (serial.transport "stdio").
+
+    QEMU gets the master as fds 0 and 1 and keeps the raw slave open (so the master never
+    sees a hang-up between clients); clients open the slave's path, like a -serial pty.
+    """
+
+    qemu_fd: int
+    slave_fd: int
+    port: str
+
+    @property
+    def keep_fds(self) -> tuple:
+        return (self.slave_fd,)
+
+    def close(self) -> None:
+        os.close(self.qemu_fd)
+        os.close(self.slave_fd)
+
+
+def _stdio_console() -> _StdioConsole:
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    return _StdioConsole(qemu_fd=master, slave_fd=slave, port=os.ttyname(slave))
+
+
 def start(name: str, instance: str | None = None, firmware: str | Path | None = None,
           build: bool = False, die_with_parent: bool = False, wait_ready: bool = True,
           timeout: float = 20.0, cycles: bool = False) -> QemuInstance:
@@ -226,17 +255,23 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
         extra_args, counters = cyc.qemu_args(name, state_dir() / f"{instance}.cycles")
         extra = {"cycles": {"counters": str(counters), "core": cyc.timing_of(name)["core"]}}
     cmd = qemu_command(board, fw.resolve(), qmp, extra_args)
+    console = _stdio_console() if board.serial.get("transport") == "stdio" else None
     try:
         with open(log, "wb") as logf:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True,
+            proc = subprocess.Popen(cmd, stdin=console.qemu_fd if console else subprocess.DEVNULL,
+                                    stdout=console.qemu_fd if console else logf,
+                                    stderr=logf if console else subprocess.STDOUT,
+                                    pass_fds=console.keep_fds if console else (), start_new_session=True,
                                     preexec_fn=_die_with_parent if die_with_parent else None)
     except FileNotFoundError:
         raise UserError(f"{cmd[0]} is not installed (run `make system`)") from None
+    finally:
+        if console:
+            console.close()
     _children[proc.pid] = proc
-    port = None
+    port = console.port if console else None
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while port is None and time.monotonic() < deadline:
         m = PTY_RE.search(log.read_text(errors="replace"))
         if m:
             port = m.group(1)

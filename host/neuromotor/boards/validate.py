@@ -203,8 +203,17 @@ def _validate_emulated(board: BoardDescriptor, core, arch) -> list:
 
     if after("-icount") is None or "shift=0" not in after("-icount").split(","):
         p.append("qemu.args must run with -icount shift=0 (deterministic instruction-count time)")
-    if after("-serial") != "pty":
+    transport = board.serial.get("transport", "pty")
+    if transport == "pty" and after("-serial") != "pty":
         p.append("qemu.args must put the UART on -serial pty")
+    elif transport == "stdio" and (after("-serial") != "none" or "-semihosting" not in args or "-nographic" in args):
+        p.append("serial.transport \"stdio\" (the console on QEMU's stdin/stdout) needs -semihosting, "
+                 "-serial none and no -nographic")
+    elif transport not in ("pty", "stdio"):
+        p.append(f"serial.transport {transport!r} is neither \"pty\" (-serial pty) nor \"stdio\"")
+    if after("-machine") == "sim" and transport != "stdio":
+        p.append("the Xtensa sim machine needs serial.transport \"stdio\": its chardev console "
+                 "(-serial) loses and repeats input bytes")
     if after("-machine") is None:
         p.append("qemu.args must name a -machine")
     if "-kernel" in args:
