@@ -38,12 +38,10 @@ import numpy as np
 from benchutil import write_json
 
 import neuromotor
-from neuromotor.envs.quadrotor import P, V, QuadrotorVec
+from neuromotor.envs.quadrotor import P, SUCCESS_DISTANCE, SUCCESS_SPEED, V, QuadrotorVec
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import read_policy
 
-SUCCESS_DISTANCE = 0.1  # m, at the episode's end
-SUCCESS_SPEED = 0.2  # m/s, at the episode's end
 PASS_RATE = 0.95
 
 

@@ -193,6 +193,14 @@ def test_trains_exports_and_renders(tmp_path, cli):
     code, _, err = cli("train", "quadrotor", "--algo", "td3", "--steps", 600, "--run-dir", run, "--set",
                        "batch_size=32", "--set", "eval_episodes=2", "--set", "eval_every=300", "--quiet")
     assert code == 0, err
+    import json
+
+    # every evaluation judges the hover: each agent's share of successful episodes
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [0, 300, 600]
+    assert all(m["eval_success"] in (0.0, 0.5, 1.0) for m in metrics)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["eval_success"] == summary["agents"][0]["eval_success"] == metrics[-1]["eval_success"]
     assert cli("export", run, "-o", tmp_path / "q.nmp")[0] == 0
     from neuromotor.policy.policy_file import read_policy
 
@@ -304,6 +312,27 @@ def test_an_evaluation_never_acts_on_a_crashed_drone_whose_state_diverged():
     returns = episode_returns(env, obs, hover, 20)
     assert not np.isfinite(env.state[1]).all()
     assert returns[0] == pytest.approx(20 * 2.0, abs=1e-4)
+
+
+def test_success_is_ending_near_and_slow_without_leaving_the_box():
+    from neuromotor.training.evaluation import episode_outcomes
+
+    env = _at_rest(4)
+    state = env.get_state()
+    state[1, qr.P] = [0.0, 0.08, 0.0]      # near enough
+    state[2, qr.P] = [0.0, 0.0, 0.12]      # too far from the target
+    state[3, qr.P] = [0.59, 0.0, 0.0]      # about to leave the box ...
+    state[3, qr.V] = [1.0, 0.0, 0.0]       # ... and does
+    env.set_state(state)
+    assert env.success().tolist() == [True, True, False, False]
+    state[1, qr.V] = [0.0, 0.0, 0.25]      # near but too fast
+    env.set_state(state)
+    assert not env.success()[1]
+    obs = np.zeros((4, env.obs_dim), np.float32)
+    returns, success = episode_outcomes(env, obs, lambda o, t: np.full((4, 4), qr.HOVER_ACTION), 3)
+    # a drone at rest on the target under the hover command ends there: the only success
+    assert success.tolist() == [True, False, False, False]
+    assert returns[3] < returns[0]  # drone 3's episode ended when it left
 
 
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),

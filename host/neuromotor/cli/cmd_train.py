@@ -69,11 +69,14 @@ def run(args) -> int:
 
 
 def print_table(summary: dict) -> None:
-    print(f"\n{'seed':>6} {'eval return':>12} {'std':>8}")
+    judged = "eval_success" in summary  # the env judges success (the quadrotor's hover)
+    print(f"\n{'seed':>6} {'eval return':>12} {'std':>8}" + (f" {'success':>8}" if judged else ""))
     for a in summary["agents"]:
-        print(f"{a['seed']:>6} {a['eval_return_mean']:>12.1f} {a['eval_return_std']:>8.1f}")
+        print(f"{a['seed']:>6} {a['eval_return_mean']:>12.1f} {a['eval_return_std']:>8.1f}"
+              + (f" {a['eval_success']:>8.0%}" if judged else ""))
     if len(summary["agents"]) > 1:
-        print(f"{'mean':>6} {summary['eval_return_mean']:>12.1f} {summary['eval_return_std']:>8.1f}")
+        print(f"{'mean':>6} {summary['eval_return_mean']:>12.1f} {summary['eval_return_std']:>8.1f}"
+              + (f" {summary['eval_success']:>8.0%}" if judged else ""))
     print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
           f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
           f"run dir {summary['run_dir']}")

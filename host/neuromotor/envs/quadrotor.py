@@ -32,6 +32,8 @@ ends at, 40 |p|^2 + 5 (1 - q_w^2) + |v|^2 + |a - a_hover|^2, which pay for hover
 target rather than anywhere in the box; `reward="distance"` adds 2 |p| to the first stage's
 cost, a pull toward the target that does not fade near it. An episode ends when the drone
 leaves the 1.2 m cube around the target.
+An episode that ends in the box within 0.1 m of the target and below 0.2 m/s is a success
+(`success()`, which training's evaluations report).
 Initial states: one in ten at rest on the target, upright; the others anywhere within 0.2 m
 of it and tilted by up to 90 degrees. All of them move at up to 1 m/s and turn at up to
 1 rad/s on each axis, rotors at half speed.
@@ -82,6 +84,9 @@ REWARDS = {"initial": Reward(5.0, 5.0, 0.01, 0.01), "target": Reward(40.0, 5.0, 
            "distance": Reward(5.0, 5.0, 0.01, 0.01, distance=2.0)}
 REWARD_SCALE, REWARD_CONSTANT = 0.5, 2.0
 POSITION_LIMIT = 0.6  # m, on each axis
+# A hover succeeds when the episode's last state is this close to the target and this slow
+# (and the drone never left the box).
+SUCCESS_DISTANCE, SUCCESS_SPEED = 0.1, 0.2  # m, m/s
 # initial states
 GUIDANCE = 0.1
 INIT_POSITION, INIT_ANGLE, INIT_VELOCITY, INIT_ANGULAR_VELOCITY = 0.2, np.pi / 2, 1.0, 1.0
@@ -246,6 +251,11 @@ class QuadrotorVec:
         reward = (REWARD_CONSTANT - REWARD_SCALE * cost).astype(np.float32)
         terminated = (np.abs(s[:, P]) > POSITION_LIMIT).any(1) | ~np.isfinite(s).all(1)
         return self._observe(), reward, terminated
+
+    def success(self) -> np.ndarray:
+        """Per drone: would an episode ending now count as a hovering success (near and slow)?"""
+        s = self.state
+        return (np.linalg.norm(s[:, P], axis=1) < SUCCESS_DISTANCE) & (np.linalg.norm(s[:, V], axis=1) < SUCCESS_SPEED)
 
     def get_state(self) -> np.ndarray:
         return np.concatenate([self.state, self.history.reshape(self.num_envs, -1), self.params], 1)

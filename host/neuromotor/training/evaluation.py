@@ -21,6 +21,7 @@ class Evaluator:
         self.chunk = max(1, min(episodes, EVAL_MAX_ENVS // len(self.seeds)))  # episodes per agent at once
         self._factory = env_factory
         self._envs = {}
+        self.success = None  # (P, episodes) bool of the last run, for envs with a success criterion
 
     def _env(self, per_agent: int):
         if per_agent not in self._envs:
@@ -29,20 +30,26 @@ class Evaluator:
 
     def run(self, algo, step: int, record_env: int = None):
         """Returns (P, episodes) float64 returns; with record_env (agent * episodes + episode),
-        also the state trajectory of that episode."""
+        also the state trajectory of that episode. Sets self.success."""
         P, E = len(self.seeds), self.episodes
         rngs = [np.random.default_rng([seed, step, EVAL_STREAM]) for seed in self.seeds]
         returns = np.zeros((P, E))
+        success = np.zeros((P, E), bool)
         states = None
         for start in range(0, E, self.chunk):
             n = min(self.chunk, E - start)
             record = None
             if record_env is not None and start <= record_env % E < start + n:
                 record = record_env // E * n + record_env % E - start
-            chunk_returns, chunk_states = self._run_chunk(algo, rngs, n, record)
+            chunk_returns, chunk_success, chunk_states = self._run_chunk(algo, rngs, n, record)
             returns[:, start:start + n] = chunk_returns
+            if chunk_success is None:
+                success = None
+            else:
+                success[:, start:start + n] = chunk_success
             if record is not None:
                 states = chunk_states
+        self.success = success
         return (returns, states) if record_env is not None else returns
 
     def _run_chunk(self, algo, rngs, n: int, record_env):
@@ -55,15 +62,25 @@ class Evaluator:
                 states.append(env.get_state()[record_env])
             return algo.act(obs.reshape(P, n, -1)).reshape(P * n, -1)
 
-        returns = episode_returns(env, obs, act, env.max_episode_steps)
-        return returns.reshape(P, n), (np.array(states) if record_env is not None else None)
+        returns, success = episode_outcomes(env, obs, act, env.max_episode_steps)
+        return (returns.reshape(P, n), None if success is None else success.reshape(P, n),
+                np.array(states) if record_env is not None else None)
 
 
 def episode_returns(env, obs, act, steps: int) -> np.ndarray:
     """Each env's summed reward from `obs` on, acting `act(obs, t)`, until it terminates, the
     env's own time limit truncates it (a gymnasium env's `truncated`), or `steps` pass."""
+    return episode_outcomes(env, obs, act, steps)[0]
+
+
+def episode_outcomes(env, obs, act, steps: int):
+    """(returns, success) of episode_returns' episodes. success: per env, for an env with a
+    success criterion (`env.success()`, e.g. the quadrotor's hover), whether its episode ended
+    without terminating in a state that meets it; None for other envs."""
     returns = np.zeros(len(obs))
     alive = np.ones(len(obs), bool)
+    judge = getattr(env, "success", None)
+    success = np.zeros(len(obs), bool) if callable(judge) else None
     for t in range(steps):
         # an ended episode's env steps on, and its state may diverge (a crashed drone spins up to
         # NaN): the policy sees zeros there, so its actions stay finite
@@ -71,8 +88,10 @@ def episode_returns(env, obs, act, steps: int) -> np.ndarray:
         returns += np.where(alive, reward, 0)
         alive &= ~terminated
         own_limit = getattr(env, "truncated", None)
-        if own_limit is not None:
-            alive &= ~own_limit
+        ends = (alive & own_limit if own_limit is not None else np.zeros_like(alive)) | (alive if t == steps - 1 else False)
+        if success is not None and ends.any():
+            success[ends] = np.asarray(judge(), bool)[ends]
+        alive &= ~ends
         if not alive.any():
             break
-    return returns
+    return returns, success

@@ -42,6 +42,7 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
         records = [{
             "step": algo.steps, "agent": k, "seed": seed,
             "eval_return_mean": float(returns[k].mean()), "eval_return_std": float(returns[k].std()),
+            **_success(evaluator.success, k),
             "train_return": float(np.mean(recent[k])) if recent[k] else None,
             "wall_s": round(time.perf_counter() - t0, 3),
         } for k, seed in enumerate(seeds)]
@@ -70,12 +71,20 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
         "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
         "eval_return_mean": float(returns.mean(axis=1).mean()),
         "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
+        **({} if evaluator.success is None else {"eval_success": float(evaluator.success.mean())}),
         "run_dir": str(run_dir),
         "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
-                    "eval_return_std": float(returns[k].std())} for k, s in enumerate(seeds)],
+                    "eval_return_std": float(returns[k].std()), **_success(evaluator.success, k)}
+                   for k, s in enumerate(seeds)],
     }
     runs.write_summary(run_dir, summary)
     return summary
+
+
+def _success(success, agent: int) -> dict:
+    """{"eval_success": the agent's share of successful evaluation episodes} for envs that judge
+    success (the quadrotor's hover), else {}."""
+    return {} if success is None else {"eval_success": float(success[agent].mean())}
 
 
 def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc, board):
