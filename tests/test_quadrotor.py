@@ -6,6 +6,7 @@ import gymnasium
 import numpy as np
 import pytest
 
+import neuromotor
 from neuromotor.envs import env_class
 from neuromotor.envs import quadrotor as qr
 from neuromotor.envs.quadrotor import QuadrotorVec
@@ -201,6 +202,14 @@ def test_trains_exports_and_renders(tmp_path, cli):
     assert all(m["eval_success"] in (0.0, 0.5, 1.0) for m in metrics)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["eval_success"] == summary["agents"][0]["eval_success"] == metrics[-1]["eval_success"]
+    # best.npz: the evaluation with the highest success, then return (the first of equals); only
+    # the policy's arrays, not the replay buffer
+    best = max(metrics, key=lambda m: (m["eval_success"], m["eval_return_mean"], -m["step"]))
+    assert summary["best"]["step"] == best["step"] and summary["best"]["checkpoint"] == "best.npz"
+    assert (run / "best.npz").stat().st_size < (run / "checkpoint.npz").stat().st_size / 10
+    code, out, err = cli("export", run / "best.npz", "-o", tmp_path / "best.nmp")
+    assert code == 0, err
+    assert neuromotor.load_policy(run / "best.npz").meta["step"] == best["step"]
     assert cli("export", run, "-o", tmp_path / "q.nmp")[0] == 0
     from neuromotor.policy.policy_file import read_policy
 
@@ -210,6 +219,20 @@ def test_trains_exports_and_renders(tmp_path, cli):
     assert code == 0 and "q.png" in out
     assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
     assert (tmp_path / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # position and attitude over time
+
+
+def test_the_best_evaluation_is_success_first_then_return_then_the_earliest():
+    from neuromotor.training.loop import _best_evaluation
+
+    def rec(step, agent, success, ret):
+        return {"step": step, "agent": agent, "eval_success": success, "eval_return_mean": ret}
+
+    metrics = [rec(0, 0, 0.0, 50.0), rec(0, 1, 0.0, 70.0),          # mean (0, 60)
+               rec(10, 0, 0.5, 10.0), rec(10, 1, 0.0, 10.0),        # mean (0.25, 10): the best
+               rec(20, 0, 0.25, 90.0), rec(20, 1, 0.25, -70.0),     # mean (0.25, 10): equal, later
+               rec(30, 0, 0.0, 99.0), rec(30, 1, 0.0, 99.0)]
+    assert _best_evaluation(metrics) == ((0.25, 10.0), 10)
+    assert _best_evaluation([{"step": 0, "agent": 0, "eval_return_mean": 1.0}]) is None  # no success judged
 
 
 def test_bench_says_which_control_loops_a_policy_fits():

@@ -22,6 +22,7 @@ _HOME = {
     # training and runs
     "train": "neuromotor.api._train", "set_threads": "neuromotor.api._train",
     "resume": "neuromotor.api._run", "load_run": "neuromotor.api._run", "list_runs": "neuromotor.api._run",
+    "load_policy": "neuromotor.api._run",
     "Run": "neuromotor.api._run", "evaluate": "neuromotor.api._run", "Evaluation": "neuromotor.api._run",
     "export": "neuromotor.api._export",
     "sweep": "neuromotor.api._sweep", "resume_sweep": "neuromotor.api._sweep", "SweepResult": "neuromotor.api._sweep",
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
     from neuromotor.api._env import env_factory, parse_kwargs
     from neuromotor.api._export import export
     from neuromotor.api._ondevice import train_on_device
-    from neuromotor.api._run import Evaluation, Run, evaluate, list_runs, load_run, resume
+    from neuromotor.api._run import Evaluation, Run, evaluate, list_runs, load_policy, load_run, resume
     from neuromotor.api._sweep import SweepResult, resume_sweep, sweep
     from neuromotor.api._train import set_threads, train
     from neuromotor.errors import UserError

@@ -67,6 +67,13 @@ class Evaluation:
         }
 
 
+def load_policy(source: "str | os.PathLike", agent: int = 0) -> PolicySpec:
+    """The deployable policy of `source`: a run directory (agent `agent`'s actor, as trained to
+    the end), one of a run's states (``RUN/checkpoint.npz``; ``RUN/best.npz``, the evaluation
+    with the highest success, on an env that judges success) or a policy file (validated)."""
+    return run_policy.load_spec(os.fspath(source), _count("agent", agent, 0))
+
+
 def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
                  render=None, agent: int = 0) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""

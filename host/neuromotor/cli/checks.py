@@ -44,12 +44,13 @@ def nonempty_path(text: str) -> Path:
 
 
 def source(option: str, path: str) -> Path:
-    """A run directory (with its config.json) or a policy file that reads as one."""
+    """A run directory (with its config.json), one of a run's states (RUN/best.npz) or a policy
+    file that reads as one."""
     p = Path(path)
     if not path or not (p.is_file() or (p / "config.json").is_file()):
         raise UserError(f"{option} {path!r}: no such run directory or policy file")
     if p.is_file():
-        api.read_policy(p)  # a UserError (not a policy file, corrupted) before any board is involved
+        api.load_policy(p)  # a UserError (not a policy, corrupted) before any board is involved
     return p
 
 

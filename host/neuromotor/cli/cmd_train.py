@@ -77,6 +77,11 @@ def print_table(summary: dict) -> None:
     if len(summary["agents"]) > 1:
         print(f"{'mean':>6} {summary['eval_return_mean']:>12.1f} {summary['eval_return_std']:>8.1f}"
               + (f" {summary['eval_success']:>8.0%}" if judged else ""))
+    if "best" in summary:
+        best = summary["best"]
+        print(f"best evaluation: step {best['step']}, success {best['eval_success']:.0%}, return "
+              f"{best['eval_return_mean']:.1f}; its policy: <run dir>/{best['checkpoint']} "
+              f"(`neuromotor export <run dir>/{best['checkpoint']}`)")
     print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
           f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
           f"run dir {summary['run_dir']}")

@@ -3,7 +3,8 @@
 It only calls the algorithm interface (see neuromotor.algos), so TD3 and PPO
 share it. Evaluations happen when the step count crosses a multiple of
 eval_every and at the end; checkpoints when it crosses checkpoint_every and at
-the end.
+the end. On an env that judges success, an evaluation that beats every earlier one (the
+agents' mean success, then their mean return) also saves its state as the run's best.npz.
 
 Before each of those stops the algorithm's state (parameters, optimiser
 moments, buffers) is checked for NaN and inf: a diverged run stops with a
@@ -20,6 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
+from neuromotor.algos import algo_class
 from neuromotor.training import checkpoint, config, plotting, runs
 from neuromotor.training.tensorboard import RunBoard
 from neuromotor.errors import UserError
@@ -36,6 +38,17 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
     cpu0 = algo.process_time()
     board = RunBoard(run_dir, seeds, algo.steps)
 
+    def save_best(state):
+        # only what a policy is read from (the actor, seeds, steps, identity): no replay buffer
+        if not policy_keys:
+            env = spec.env_factory()(1)
+            policy_keys.update(algo_class(spec.algo).policy_state(spec.algo_config, env, 1))
+            getattr(env, "close", lambda: None)()
+        checkpoint.save(run_dir / runs.BEST, {k: v for k, v in state.items() if k.startswith(checkpoint.IDENTITY_PREFIX)
+                                              or k.rpartition(".")[2] in policy_keys})
+
+    policy_keys = set()
+
     def evaluate():
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
         board.evaluation(returns, algo.steps, algo, spec.algo_config)
@@ -47,16 +60,18 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
             "wall_s": round(time.perf_counter() - t0, 3),
         } for k, seed in enumerate(seeds)]
         runs.append_metrics(run_dir, records)
-        return returns
+        return returns, evaluator.success
 
     try:
         if algo.steps == 0:
-            evaluate()
+            _, success = evaluate()
+            if success is not None:
+                save_best(algo.state_dict())
         # One BLAS thread: these matrices are too small to split, and OpenBLAS's spinning
         # threads made a single agent up to 15x slower on a busy 2-core machine (shards
         # are how a population uses the cores).
         with threadpool_limits(1, "blas"):
-            returns = _loop(algo, run_cfg, evaluate, recent, run_dir, progress,
+            returns = _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress,
                             f"{spec.algo} {spec.env} x{len(seeds)}", board)
     finally:
         board.close()
@@ -65,6 +80,7 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
 
     metrics = runs.read_metrics(run_dir)
+    found = _best_evaluation(metrics) if (run_dir / runs.BEST).exists() else None
     plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{spec.algo} on {spec.env}")
     # eval_return_std: over episodes for one agent, over the agents' means for a population.
     summary = {
@@ -72,6 +88,8 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
         "eval_return_mean": float(returns.mean(axis=1).mean()),
         "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
         **({} if evaluator.success is None else {"eval_success": float(evaluator.success.mean())}),
+        **({} if found is None else {"best": {"step": found[1], "eval_success": found[0][0],
+                                              "eval_return_mean": found[0][1], "checkpoint": runs.BEST}}),
         "run_dir": str(run_dir),
         "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
                     "eval_return_std": float(returns[k].std()), **_success(evaluator.success, k)}
@@ -87,11 +105,27 @@ def _success(success, agent: int) -> dict:
     return {} if success is None else {"eval_success": float(success[agent].mean())}
 
 
-def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc, board):
+def _best_evaluation(metrics: list):
+    """((mean success, mean return), step) of the best evaluation in `metrics`, the first of equals;
+    None where no evaluation judged success."""
+    by_step = {}
+    for r in metrics:
+        if "eval_success" in r:
+            by_step.setdefault(r["step"], []).append((r["eval_success"], r["eval_return_mean"]))
+    scored = [(tuple(float(x) for x in np.mean(v, axis=0)), -step) for step, v in by_step.items()]
+    if not scored:
+        return None
+    score, neg_step = max(scored)
+    return score, -neg_step
+
+
+def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, board):
     """Advance to run_cfg.steps, evaluating and checkpointing on the way; the last returns."""
     bar = tqdm(total=run_cfg.steps, initial=algo.steps, unit="step", disable=not progress,
                dynamic_ncols=True, desc=desc)
     returns = None
+    found = _best_evaluation(runs.read_metrics(run_dir)) if (run_dir / runs.BEST).exists() else None
+    best = found[0] if found else None
     shown = algo.steps
     every = run_cfg.checkpoint_every
     saved_at = algo.steps if (run_dir / runs.CHECKPOINT).exists() else None
@@ -118,7 +152,11 @@ def _loop(algo, run_cfg, evaluate, recent, run_dir, progress, desc, board):
                 state = algo.state_dict()
                 _refuse_non_finite(state, algo.steps, run_dir, saved_at)
             if due_eval:
-                returns = evaluate()
+                returns, success = evaluate()
+                score = None if success is None else (float(success.mean()), float(returns.mean()))
+                if score is not None and (best is None or score > best):
+                    save_best(state)
+                    best = score
             if due_save:
                 checkpoint.save(run_dir / runs.CHECKPOINT, state)
                 saved_at = algo.steps

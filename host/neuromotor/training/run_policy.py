@@ -6,6 +6,7 @@ read; the algorithm's `policy_from_state` turns them into the PolicySpec that tr
 itself would export. No population, replay buffer or shard process is made.
 """
 
+import os
 from pathlib import Path
 
 from neuromotor.algos import algo_class
@@ -17,8 +18,9 @@ from neuromotor.training import checkpoint, runs
 from neuromotor.training.parallel import identity_arrays, shard_bounds, shard_prefix
 
 
-def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
-    """Agent `agent`'s actor of the run in `run_dir`, as a deployable policy."""
+def load_policy_spec(run_dir, agent: int = 0, state_file: str = runs.CHECKPOINT) -> PolicySpec:
+    """Agent `agent`'s actor of the run in `run_dir` (from its checkpoint, or from `state_file`:
+    runs.BEST), as a deployable policy."""
     run = runs.read_config(run_dir)
     seeds = run.seeds
     if not 0 <= agent < len(seeds):
@@ -30,7 +32,10 @@ def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
         prefix, index = shard_prefix(bounds, agent)
         shard = bounds.index(agent - index)
         template = algo.policy_state(run.algo_config, env, bounds[shard + 1] - bounds[shard])
-        path = Path(run_dir) / runs.CHECKPOINT
+        path = Path(run_dir) / state_file
+        if state_file == runs.BEST and not os.path.lexists(path):
+            raise UserError(f"{path}: no such file (a run keeps {runs.BEST} only on an env that judges "
+                            f"success, such as the quadrotor)")
         arrays = checkpoint.load(path, {**{prefix + k: v for k, v in template.items()},
                                         **identity_arrays(runs.identity(run))})
         state = {k: arrays[prefix + k] for k in template}
@@ -50,8 +55,11 @@ def load_policy_spec(run_dir, agent: int = 0) -> PolicySpec:
 
 
 def load_spec(source, agent: int = 0) -> PolicySpec:
-    """The policy of a run directory (agent `agent`'s actor) or of a policy file (validated)."""
+    """The policy of a run directory (agent `agent`'s actor), of one of a run's states
+    (RUN/checkpoint.npz, RUN/best.npz) or of a policy file (validated)."""
     path = Path(source)
+    if path.name in (runs.CHECKPOINT, runs.BEST) and (path.parent / runs.CONFIG).is_file():
+        return load_policy_spec(path.parent, agent=agent, state_file=path.name)
     if path.is_file():
         return read_policy(path)
     if not path.is_dir():

@@ -37,7 +37,10 @@ from neuromotor.safe_write import append_text, atomic_write, open_own
 
 CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
-OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY)
+# On an env that judges success: the checkpoint of the evaluation with the highest success
+# (the agents' mean; then the highest return), since a run's last state need not be its best.
+BEST = "best.npz"
+OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY, BEST)
 LOCK = ".lock"  # held by the process training into the run (see locked)
 # Written into a run by train-on-device: the policy exactly as the board wrote it, and the
 # record that marks the run as trained on the board. Stale once the run is replaced.
