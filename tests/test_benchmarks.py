@@ -90,8 +90,8 @@ def test_benchutil(bench, tmp_path):
 def test_quadrotor_success_needs_the_whole_episode_and_a_still_end_on_the_target(bench):
     quad = bench("quadrotor")
     falling = quad.success(lambda obs: -np.ones((len(obs), 4)), episodes=8, env_kwargs={})
-    assert falling == {"success_rate": 0.0, "survived": 0.0, "passed": False, "final_distance_m": None,
-                       "final_speed_m_s": None}
+    assert falling == {"success_rate": 0.0, "survived": 0.0, "left_box": list(range(8)), "passed": False,
+                       "final_distance_m": None, "final_speed_m_s": None}
     from neuromotor.envs.quadrotor import HOVER_ACTION
 
     hovering = quad.success(lambda obs: np.full((len(obs), 4), HOVER_ACTION), episodes=40,
@@ -100,6 +100,7 @@ def test_quadrotor_success_needs_the_whole_episode_and_a_still_end_on_the_target
     # unless it started level on the target and still
     assert hovering["survived"] < 0.5 and hovering["success_rate"] <= hovering["survived"]
     assert hovering["passed"] is False
+    assert len(hovering["left_box"]) == round(40 * (1 - hovering["survived"]))
     widths = set()  # the policy flies the env it was trained on: its observation size
     quad.success(lambda obs: widths.add(obs.shape[1]) or -np.ones((len(obs), 4)), episodes=2,
                  env_kwargs={"action_history": 4})

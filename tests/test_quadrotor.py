@@ -121,7 +121,8 @@ def test_leaving_the_box_ends_the_episode():
     assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
 
 
-@pytest.mark.parametrize("randomize, history, reward", [(0.0, 32, "initial"), (0.3, 2, "distance"), (0.0, 0, "target")])
+@pytest.mark.parametrize("randomize, history, reward", [(0.0, 32, "initial"), (0.3, 2, "distance"), (0.0, 0, "target"),
+                                                      (0.1, 4, "hover")])
 def test_the_native_step_is_the_numpy_step(randomize, history, reward):
     # 64 drones from the task's initial states under random commands (some beyond [-1, 1]),
     # 500 steps: the same states, observations, rewards and ends to rounding
@@ -214,11 +215,25 @@ def test_trains_exports_and_renders(tmp_path, cli):
     from neuromotor.policy.policy_file import read_policy
 
     spec = read_policy(tmp_path / "q.nmp")
-    assert (spec.obs_dim, spec.act_dim) == (146, 4)
+    assert (spec.obs_dim, spec.act_dim) == (18 + 4 * 4, 4)  # the default action history: 4
     code, out, _ = cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")
     assert code == 0 and "q.png" in out
     assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
     assert (tmp_path / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # position and attitude over time
+
+
+def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli):
+    run = tmp_path / "q"
+    code, _, err = cli("train", "quadrotor", "--steps", 300, "--run-dir", run, "--set", "eval_every=300",
+                       "--set", "eval_episodes=2", "--quiet")
+    assert code == 0, err
+    import json
+
+    config = json.loads((run / "config.json").read_text())
+    assert config["algo"] == "sac"
+    assert {k: config["algo_config"][k] for k in ("episode_steps", "lr_decay_start", "lr_decay_end")} == \
+        {"episode_steps": 200, "lr_decay_start": 75_000, "lr_decay_end": 150_000}
+    assert neuromotor.load_policy(run).obs_dim == 18 + 4 * 4
 
 
 def test_the_best_evaluation_is_success_first_then_return_then_the_earliest():
@@ -317,6 +332,21 @@ def test_the_distance_reward_keeps_pulling_near_the_target():
     assert 2 - rewards["initial", 0.03] < 0.003 and 2 - rewards["distance", 0.03] > 0.03
 
 
+@pytest.mark.usefixtures("both_steps")
+def test_the_hover_reward_never_pays_less_than_a_crash():
+    # 0.3 m off costs 40 * 0.09 + 2 * 0.3 = 4.2, half of it over the constant 2: floored at 0 (a
+    # crash ends the rewards at 0 too, so leaving the box never pays); 0.03 m off: 2 - 0.048
+    got = {}
+    for x in (0.3, 0.03):
+        env = env_class("quadrotor", {"reward": "hover"})(1)
+        state = _at_rest().get_state()
+        state[0, 0] = x
+        env.set_state(state)
+        got[x] = float(env.step(np.full((1, 4), qr.HOVER_ACTION))[1][0])
+    assert got[0.3] == 0.0
+    assert got[0.03] == pytest.approx(2 - (40 * 0.03 ** 2 + 2 * 0.03) / 2, abs=1e-4)
+
+
 def test_an_evaluation_never_acts_on_a_crashed_drone_whose_state_diverged():
     # drone 1 spins so fast that its first step is no longer finite, which ends its episode;
     # the evaluation steps it on but the policy sees only finite numbers
@@ -361,7 +391,7 @@ def test_success_is_ending_near_and_slow_without_leaving_the_box():
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),
                                           ({"randomize": 0.9}, "randomize must be"),
                                           ({"action_history": -1}, "action_history must be"),
-                                          ({"reward": "final"}, "reward must be one of initial, target, distance")])
+                                          ({"reward": "final"}, "reward must be one of initial, target, distance, hover")])
 def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
     import json
 

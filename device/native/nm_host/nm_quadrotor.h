@@ -24,6 +24,7 @@ typedef struct {
     double gravity, inertia[3], rotor_x[4], rotor_y[4], torque_per_thrust, yaw_sign[4];
     double motor_time_constant, rpm_max, dt;
     double position_weight, orientation_weight, velocity_weight, action_weight, distance_weight;
+    double non_negative; // 1: a reward below 0 counts as 0
     double reward_scale, reward_constant, hover_action, position_limit;
 } nm_quad_model;
 
@@ -150,7 +151,8 @@ static bool nm_quad_step(const nm_quad_model *m, double *s, double mass, double 
     }
     const double cost = (((m->position_weight * p2 + m->orientation_weight * (1 - s[3] * s[3]))
                              + m->velocity_weight * v2) + m->action_weight * a2) + m->distance_weight * sqrt(p2);
-    *reward = (float)(m->reward_constant - m->reward_scale * cost);
+    const double value = m->reward_constant - m->reward_scale * cost;
+    *reward = (float)(m->non_negative != 0 && value < 0 ? 0 : value);
     bool out = false;
     for (int i = 0; i < 3; i++) {
         out |= fabs(s[i]) > m->position_limit;

@@ -103,7 +103,12 @@ class NativeAgents:
         if self.whole_step:
             agents.obs = np.array(agents.obs, F32)  # the array the native step writes
             ep = agents.episodes
-            self.envs = (agents.env.state, agents.obs, ep.ep_return, ep.ep_len, agents.env.max_episode_steps)
+            self.envs = (agents.env.state, agents.obs, ep.ep_return, ep.ep_len, agents.episode_steps)
+
+    def set_learning_rates(self, actor_lr: float, critic_lr: float) -> None:
+        """The rates the next updates use (Adam's float32 state holds them)."""
+        for fam, lr in zip(self.families, (actor_lr, critic_lr)):
+            fam.adam_state[0] = lr
 
     def sync_host(self) -> None:
         """The training layout's numbers back into the nn.mlp-layout arrays, if updates changed them."""

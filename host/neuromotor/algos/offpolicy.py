@@ -138,12 +138,15 @@ class OffPolicyAgents:
         self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
         self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
         self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        # Training may cut episodes shorter than the env's own limit (evaluation's): more starts
+        # per step; a cut is a time-out, bootstrapped, never a terminal state.
+        self.episode_steps = cfg.episode_steps or env.max_episode_steps
 
     def _start(self) -> None:
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
-        self.episodes = AutoReset(self.env, self.rngs)
+        self.episodes = AutoReset(self.env, self.rngs, max_steps=self.episode_steps)
         self.obs = self.episodes.reset()
 
     def _init_members(self, actor: Net, critic: Net) -> None:

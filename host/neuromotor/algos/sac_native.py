@@ -66,6 +66,6 @@ class NativeSAC(NativeAgents):
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         if ended:
-            sac.obs[...] = sac.episodes.finish(sac.episodes.ep_len >= sac.env.max_episode_steps)
+            sac.obs[...] = sac.episodes.finish(sac.episodes.ep_len >= sac.episode_steps)
         self.host_stale = True
         return learn

@@ -58,6 +58,6 @@ class NativeTD3(NativeAgents):
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         if ended:
-            td3.obs[...] = td3.episodes.finish(td3.episodes.ep_len >= td3.env.max_episode_steps)
+            td3.obs[...] = td3.episodes.finish(td3.episodes.ep_len >= td3.episode_steps)
         self.host_stale = True
         return learn

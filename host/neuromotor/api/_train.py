@@ -31,7 +31,7 @@ def _seeds(seeds):
     raise UserError(f"seeds must be an integer, a list of integers or a range such as '0-15', got {seeds!r}")
 
 
-def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None" = None,
+def train(env: "str | type | Callable", algo: "str | None" = None, *, steps: "int | None" = None,
           seeds: "int | Iterable[int] | str" = 0, config: "Mapping | str | os.PathLike | None" = None,
           settings: "Iterable[str] | None" = None, preset: "str | None" = None,
           env_kwargs: "Mapping | str | None" = None, vector: "str | None" = None,
@@ -44,7 +44,8 @@ def train(env: "str | type | Callable", algo: str = "td3", *, steps: "int | None
         env: a built-in environment (``"pendulum"``, ``"ant"``, ...), a registered gymnasium id
             (``"Pendulum-v1"``), ``"module:attr"``, or a gymnasium.Env subclass / factory
             function importable from a module.
-        algo: ``"td3"``, ``"sac"`` or ``"ppo"``.
+        algo: ``"td3"``, ``"sac"`` or ``"ppo"`` (default: ``"sac"`` on the quadrotor, ``"td3"``
+            elsewhere).
         steps: environment steps per agent (default: the algorithm's, 10000 for the pendulum).
         seeds: one seed (an agent), a list of seeds or a range text such as ``"0-15"`` (a
             population trained in stacked arrays).

@@ -20,7 +20,7 @@ def register(sub):
                    "single ones also as --set env_kwargs.NAME=VALUE")
     p.add_argument("--vector", metavar="{sync,async}", help="how a gymnasium env's copies are stepped: sync "
                    "(default, in this process) or async (one worker process per env, for slow Python envs)")
-    p.add_argument("--algo", default="td3", help="algorithm (default td3)")
+    p.add_argument("--algo", help="algorithm: td3, sac or ppo (default: sac on the quadrotor, td3 elsewhere)")
     p.add_argument("--steps", "--env-steps", type=int, help="environment steps per agent (default 10000)")
     p.add_argument("--envs", type=int, help="parallel envs per agent (PPO's num_envs)")
     p.add_argument("--threads", help="MuJoCo stepping threads: auto (default, all cores) or 1..cores")

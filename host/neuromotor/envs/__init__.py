@@ -55,6 +55,14 @@ ENVS = {
     "hopper": "neuromotor.envs.mujoco_vec:HopperVec",
 }
 
+# The algorithm `train` uses on an env when none is named: TD3 (the paper's) unless listed here.
+DEFAULT_ALGOS = {"quadrotor": "sac"}  # SAC hovers it (benchmarks/quadrotor.py); TD3 with L2F's settings did not
+
+
+def default_algo(name) -> str:
+    return DEFAULT_ALGOS.get(name, "td3") if isinstance(name, str) else "td3"
+
+
 # gymnasium's MuJoCo tasks, any version (HalfCheetah-v5, ...): algorithms give them
 # their MuJoCo defaults, as they do the built-in MuJoCo envs.
 GYM_MUJOCO = {"Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",

@@ -1,14 +1,15 @@
 """Auto-reset over a registry env: where episodes end, restart and are counted.
 
 A registry env (see neuromotor.envs) steps and never resets. Training wants
-the opposite: every env always running, episodes cut at `max_episode_steps`,
-and their returns reported. `AutoReset(env, rngs, envs_per_agent)` does that,
+the opposite: every env always running, episodes cut at `max_steps` (default:
+the env's `max_episode_steps`), and their returns reported.
+`AutoReset(env, rngs, envs_per_agent, max_steps)` does that,
 with gymnasium's SAME_STEP auto-reset semantics:
 
     obs, reward, terminated, truncated, final_obs = autoreset.step(actions)
 
   terminated[i]  env i's episode ended in a terminal state at this step
-  truncated[i]   it reached max_episode_steps without terminating (a time-out,
+  truncated[i]   it reached max_steps without terminating (a time-out,
                  not a failure: bootstrap from final_obs[i])
   final_obs      the observation each env reached at this step (for ended
                  episodes their last observation; what a replay buffer stores)
@@ -32,10 +33,11 @@ from neuromotor.rng import rng_state_array
 
 
 class AutoReset:
-    def __init__(self, env, rngs, envs_per_agent: int = 1):
+    def __init__(self, env, rngs, envs_per_agent: int = 1, max_steps: int = None):
         if len(rngs) != env.num_envs or env.num_envs % envs_per_agent:
             raise ValueError(f"{env.num_envs} envs need one Generator each and whole agents of {envs_per_agent}")
         self.env, self.rngs, self.envs_per_agent = env, rngs, envs_per_agent
+        self.max_steps = max_steps or env.max_episode_steps
         self.ep_return = np.zeros(env.num_envs)
         self.ep_len = np.zeros(env.num_envs, np.int64)
         self._finished = [[] for _ in range(env.num_envs // envs_per_agent)]
@@ -50,7 +52,7 @@ class AutoReset:
         final_obs, reward, terminated = self.env.step(actions)
         self.ep_return += reward
         self.ep_len += 1
-        truncated = self.ep_len >= self.env.max_episode_steps
+        truncated = self.ep_len >= self.max_steps
         own_limit = getattr(self.env, "truncated", None)  # a gymnasium env's own time limit
         if own_limit is not None:
             truncated |= own_limit

@@ -86,6 +86,7 @@ RULES = {
     "tau": _float(0, 1, lo_open=True),
     "policy_delay": _int(1, MAX_COUNT),
     "update_every": _int(1, MAX_COUNT),
+    "episode_steps": _int(0, MAX_STEPS),
     "backend": _choice("native", "numpy"),
     # SAC (with TD3's replay, warm-up and target fields)
     "alpha_lr": _LR,
@@ -93,6 +94,9 @@ RULES = {
     "log_std_min": _float(-50, 10),
     "log_std_max": _float(-50, 10),
     "shared_minibatch": _BOOL,
+    "lr_decay_start": _int(0, MAX_STEPS),
+    "lr_decay_end": _int(0, MAX_STEPS),
+    "lr_decay_factor": _float(0, 1, lo_open=True),
     # PPO
     "num_envs": _int(1, MAX_COUNT),
     "num_steps": _int(1, MAX_COUNT),

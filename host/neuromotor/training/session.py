@@ -6,7 +6,7 @@ import sys
 
 from neuromotor.training import config, runs
 from neuromotor.algos import algo_class
-from neuromotor.envs import env_class
+from neuromotor.envs import default_algo, env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor import reading
 from neuromotor.errors import UserError
@@ -55,6 +55,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     if not env:
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_kwargs_text, vector_option = env_kwargs, vector
+    algo = algo or default_algo(env)
     file_settings = config.load_toml(config_file) if config_file is not None else {}
     set_settings = dict(settings) if isinstance(settings, dict) else config.parse_set(settings)
     env_kwargs, vector = _env_settings(file_settings, {}, config_file)
