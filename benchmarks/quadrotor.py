@@ -18,8 +18,10 @@ default: its quadrotor preset; TD3: its Learning to Fly configuration), one thre
 steps, as `train` does). `--rltools BIN` runs a binary the user built from RLtools' L2F zoo
 (not part of this project) and reports its wall time and the last lines it prints; RLtools
 measures its own returns, not this benchmark's success, and the table says so. Each agent's
-int8 export (`export --quantize int8`, its default contract) is flown the same way by the
-host's int8 reference (the board's integers): the "int8 success" column. The run's best.npz
+int8 export (`export --quantize int8`) is flown the same way by the host's int8 reference (the
+board's integers): the "int8 success" column; a * marks an export its default accuracy contract
+refused (the largest action error over held-out rollout observations, tumbling drones among
+them), flown without the contract. The run's best.npz
 (its evaluation with the highest success, chosen on training's own evaluation episodes) is
 flown on the same starts: the "best.npz success" column.
 Prints a table, writes benchmarks/results/quadrotor.json.
@@ -101,14 +103,18 @@ def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path
 
 
 def int8_success(run, episodes: int, path: Path, env_kwargs: dict) -> dict:
-    """The same success measure for the run's int8 export (its default accuracy contract), flown
-    by the host's int8 reference (the integers the boards compute), or why export refused it."""
+    """The same success measure for the run's int8 export, flown by the host's int8 reference (the
+    integers the boards compute). Where its default accuracy contract (the largest action error
+    over held-out rollout observations) refuses it, the export without the contract is flown,
+    and the refusal is reported beside it."""
+    out = {}
     try:
         run.export(path, quantize="int8")
     except UserError as exc:
-        return {"int8_refused": str(exc).splitlines()[0]}
+        out["int8_refused"] = str(exc).splitlines()[0]
+        run.export(path, quantize="int8", max_error=1.0)
     flown = success(read_policy(path).forward, episodes, env_kwargs)
-    return {f"int8_{k}": v for k, v in flown.items()}
+    return {**out, **{f"int8_{k}": v for k, v in flown.items()}}
 
 
 def rltools(binary: str) -> dict:
@@ -167,7 +173,7 @@ def main(argv=None) -> int:
         print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
               f"{r['eval_return_mean']:8.1f} {r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s} {speed:>6s} "
               f"{'yes' if r['passed'] else 'no':>7s} "
-              f"{'refused' if 'int8_refused' in r else format(r['int8_success_rate'], '.0%'):>13s} "
+              f"{format(r['int8_success_rate'], '.0%') + ('*' if 'int8_refused' in r else ''):>13s} "
               f"{format(r['best_success_rate'], '.0%') + ' (' + str(r['best_step']) + ')':>24s}")
     for algo in args.algos.split(","):
         mine = [r for r in rows if r["algo"] == algo]
@@ -176,7 +182,8 @@ def main(argv=None) -> int:
             if r["left_box"]:
                 print(f"  seed {r['seed']}: starts that left the box {r['left_box']}")
             if "int8_refused" in r:
-                print(f"  seed {r['seed']} int8 export refused: {r['int8_refused']}")
+                print(f"  seed {r['seed']} int8*: the default contract refused it ({r['int8_refused']}); "
+                      "flown: the export without it")
     if peer:
         print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
               f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "

@@ -232,7 +232,7 @@ def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli
     config = json.loads((run / "config.json").read_text())
     assert config["algo"] == "sac"
     assert {k: config["algo_config"][k] for k in ("episode_steps", "lr_decay_start", "lr_decay_end")} == \
-        {"episode_steps": 200, "lr_decay_start": 75_000, "lr_decay_end": 150_000}
+        {"episode_steps": 200, "lr_decay_start": 150_000, "lr_decay_end": 300_000}
     assert neuromotor.load_policy(run).obs_dim == 18 + 4 * 4
 
 
