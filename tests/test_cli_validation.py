@@ -7,6 +7,7 @@ import pytest
 
 from neuromotor.training import config, runs
 from neuromotor.algos.ppo import Config as PPOConfig
+from neuromotor.algos.sac import Config as SACConfig
 from neuromotor.algos.td3 import Config as TD3Config
 from neuromotor.errors import UserError
 
@@ -20,7 +21,7 @@ def _one_line_error(code, err, *words):
         assert w in err, err
 
 
-@pytest.mark.parametrize("cls", [config.RunConfig, TD3Config, PPOConfig])
+@pytest.mark.parametrize("cls", [config.RunConfig, TD3Config, PPOConfig, SACConfig])
 def test_every_field_has_a_rule_and_the_defaults_pass(cls):
     for f in dataclasses.fields(cls):
         assert f.name in config.RULES, f"{cls.__name__}.{f.name} has no validation rule"
@@ -39,7 +40,7 @@ BAD_TD3 = ["batch_size=0", "buffer_size=0", "policy_delay=0", "actor_hidden=[0]"
            "activation=sigmoid", "actor_lr=-1e-3", "critic_lr=0", "noise_clip=-1", "gamma=2", "tau=5", "tau=0",
            "actor_lr=nan", "critic_lr=inf", "exploration_noise=-0.1", "policy_noise=nan", "learning_starts=-1",
            "warmup_actions=maybe", "eval_every=0", "checkpoint_every=-1", "shards=-1", "eval_every=1e30",
-           "gamma=-inf", "actor_hidden=[64, 100000000]"]
+           "gamma=-inf", "actor_hidden=[64, 100000000]", "episode_steps=-1"]
 BAD_PPO = ["init_std=0", "init_std=-1", "num_envs=0", "num_steps=0", "epochs=0", "minibatch_size=0",
            "minibatch_size=3", "gae_lambda=1.5", "clip_coef=0", "target_kl=nan", "lr_factor=1",
            "lr_min=0", "lr_max=1e-9", "ent_coef=-1", "actor_lr=nan"]
@@ -57,6 +58,21 @@ def test_bad_ppo_setting_refused_before_the_run_dir(cli, runs_root, setting):
     name = setting.partition("=")[0]
     _one_line_error(*cli("train", "pendulum", "--algo", "ppo", "--steps", 20, "--set", setting, "--quiet")[::2],
                     name)
+    assert not any(runs_root.iterdir())
+
+
+@pytest.mark.parametrize("settings, name", [(["lr_decay_factor=0"], "lr_decay_factor"),
+                                            (["lr_decay_factor=1.5"], "lr_decay_factor"),
+                                            (["lr_decay_end=-1"], "lr_decay_end"),
+                                            (["lr_decay_start=20", "lr_decay_end=10"], "lr_decay_start")])
+def test_bad_sac_setting_refused_before_the_run_dir(cli, runs_root, settings, name):
+    sets = [x for s in settings for x in ("--set", s)]
+    _one_line_error(*cli("train", "pendulum", "--algo", "sac", "--steps", 20, *sets, "--quiet")[::2], name)
+    assert not any(runs_root.iterdir())
+
+
+def test_an_empty_algorithm_name_is_refused_not_defaulted(cli, runs_root):
+    _one_line_error(*cli("train", "quadrotor", "--algo", "", "--steps", 20, "--quiet")[::2], "algorithm")
     assert not any(runs_root.iterdir())
 
 

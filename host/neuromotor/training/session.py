@@ -55,7 +55,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     if not env:
         raise UserError("train needs an environment (e.g. `neuromotor train pendulum`) or --resume RUN_DIR")
     env_kwargs_text, vector_option = env_kwargs, vector
-    algo = algo or default_algo(env)
+    algo = default_algo(env) if algo is None else algo
     file_settings = config.load_toml(config_file) if config_file is not None else {}
     set_settings = dict(settings) if isinstance(settings, dict) else config.parse_set(settings)
     env_kwargs, vector = _env_settings(file_settings, {}, config_file)
