@@ -64,7 +64,10 @@ def test_bad_ppo_setting_refused_before_the_run_dir(cli, runs_root, setting):
 @pytest.mark.parametrize("settings, name", [(["lr_decay_factor=0"], "lr_decay_factor"),
                                             (["lr_decay_factor=1.5"], "lr_decay_factor"),
                                             (["lr_decay_end=-1"], "lr_decay_end"),
-                                            (["lr_decay_start=20", "lr_decay_end=10"], "lr_decay_start")])
+                                            (["lr_decay_start=20", "lr_decay_end=10"], "lr_decay_start"),
+                                            (["start_draws=0"], "start_draws"),
+                                            # the pendulum does not rank its initial states
+                                            (["start_draws=2"], "start_draws 2 needs an env that ranks")])
 def test_bad_sac_setting_refused_before_the_run_dir(cli, runs_root, settings, name):
     sets = [x for s in settings for x in ("--set", s)]
     _one_line_error(*cli("train", "pendulum", "--algo", "sac", "--steps", 20, *sets, "--quiet")[::2], name)

@@ -291,7 +291,7 @@ def test_envs_of_one_agent_draw_in_turn_in_sync_and_async_vector_envs():
 def test_registered_envs_end_at_their_time_limit_when_stepped_past_it():
     """The adapter counts the time limit itself (gymnasium's TimeLimit is left out): stepped
     past it, as `hil --steps` may, an env reports truncated there and evaluation stops."""
-    from neuromotor.training.evaluation import episode_returns
+    from neuromotor.envs.episodes import episode_returns
 
     env = env_class("Pendulum-v1", {"max_episode_steps": 5})(2)
     obs = env.reset([np.random.default_rng(0), np.random.default_rng(1)])

@@ -96,7 +96,7 @@ def test_more_thrust_on_the_left_rolls_it_and_it_drifts_right():
 def test_observation_frames():
     env = QuadrotorVec(16)
     obs = env.reset([np.random.default_rng(s) for s in range(16)])
-    assert obs.shape == (16, 18 + 4 * qr.ACTION_HISTORY) and obs.dtype == np.float32
+    assert obs.shape == (16, 22 + 4 * qr.ACTION_HISTORY) and obs.dtype == np.float32
     R = obs[:, 3:12].reshape(-1, 3, 3).astype(np.float64)
     assert np.allclose(R @ R.transpose(0, 2, 1), np.eye(3), atol=1e-6) and np.allclose(np.linalg.det(R), 1, atol=1e-6)
     # body z of each drone, from its rotation, against the quaternion's own rotation of (0, 0, 1)
@@ -105,7 +105,20 @@ def test_observation_frames():
     assert np.allclose(R[:, :, 2], up, atol=1e-6)
     tilt = np.degrees(np.arccos(np.clip(R[:, 2, 2], -1, 1)))
     assert tilt.max() <= 90.0 + 1e-6 and np.abs(obs[:, :3]).max() <= 0.2
-    assert np.abs(obs[:, 12:18]).max() <= 1.0 and (obs[:, 18:] == 0).all()
+    assert np.abs(obs[:, 12:18]).max() <= 1.0 and (obs[:, 18:] == 0).all()  # rotors and history: half speed
+
+
+@pytest.mark.usefixtures("both_steps")
+def test_the_observed_rotor_speeds_lag_the_command_by_the_motor_time_constant():
+    env = _at_rest(rpm=qr.RPM_MAX / 2)
+    for _ in range(round(qr.MOTOR_TIME_CONSTANT / qr.DT)):
+        obs, _, terminated = env.step(np.ones((1, 4)))
+    # from half speed (0) toward full (1): a first-order lag covers 1 - 1/e of the way in one time constant
+    assert np.allclose(obs[0, 18:22], 1 - np.exp(-1), atol=1e-3) and not terminated[0]
+    assert np.allclose(obs[0, 22:], 1.0)  # the history: the commands themselves
+    paper = env_class("quadrotor", {"rotor_speeds": False})(1)
+    assert paper.obs_dim == 18 + 4 * qr.ACTION_HISTORY
+    assert (paper.reset([np.random.default_rng(0)])[0, 18:] == 0).all()
 
 
 @pytest.mark.usefixtures("both_steps")
@@ -121,13 +134,14 @@ def test_leaving_the_box_ends_the_episode():
     assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
 
 
-@pytest.mark.parametrize("randomize, history, reward", [(0.0, 32, "initial"), (0.3, 2, "distance"), (0.0, 0, "target"),
-                                                      (0.1, 4, "hover")])
-def test_the_native_step_is_the_numpy_step(randomize, history, reward):
+@pytest.mark.parametrize("randomize, history, reward, rotors", [(0.0, 32, "initial", True), (0.3, 2, "distance", False),
+                                                              (0.0, 0, "target", True), (0.1, 4, "hover", True),
+                                                              (0.0, 4, "hover", False)])
+def test_the_native_step_is_the_numpy_step(randomize, history, reward, rotors):
     # 64 drones from the task's initial states under random commands (some beyond [-1, 1]),
     # 500 steps: the same states, observations, rewards and ends to rounding
     n = 64
-    native, numpy_ = QuadrotorVec(n, history, randomize, reward), QuadrotorVec(n, history, randomize, reward)
+    native, numpy_ = (QuadrotorVec(n, history, randomize, reward, rotors) for _ in range(2))
     for env in (native, numpy_):
         env.reset([np.random.default_rng(k) for k in range(n)])
     rng = np.random.default_rng(7)
@@ -153,13 +167,13 @@ def test_the_native_step_checks_its_arrays():
     env = QuadrotorVec(3, 2)
     env.reset([np.random.default_rng(k) for k in range(3)])
     good = dict(model=env.model, state=env.state, params=env.params, actions=np.zeros((3, 4)),
-                history=env.history, obs=np.empty((3, 26), np.float32), reward=np.empty(3, np.float32),
+                history=env.history, obs=np.empty((3, 30), np.float32), reward=np.empty(3, np.float32),
                 terminated=np.empty(3, bool))
     before = env.state.copy()
     bad = [("model", env.model[:-1], "model: axis 0"), ("state", env.state.astype(np.float32), "state must be float64"),
            ("state", np.zeros((3, 34))[:, ::2], "C-contiguous"), ("params", np.zeros((2, 2)), "params: axis 0"),
            ("actions", np.zeros((3, 3)), "actions: axis 1"), ("history", np.zeros((3, 2, 3)), "history: axis 2"),
-           ("obs", np.empty((3, 25), np.float32), "obs: axis 1"), ("reward", np.empty(3), "reward must be float32"),
+           ("obs", np.empty((3, 26), np.float32), "obs: axis 1"), ("reward", np.empty(3), "reward must be float32"),
            ("terminated", np.empty(3, np.uint8), "terminated must be bool"),
            ("history", np.zeros((3, 1025, 4)), "at most 1024")]
     for name, value, said in bad:
@@ -170,7 +184,7 @@ def test_the_native_step_checks_its_arrays():
     with pytest.raises(ValueError, match="history must be a C-contiguous, writable"):
         _nm_host.quadrotor_step(*{**good, "history": read_only}.values())
     with pytest.raises(ValueError, match="state and obs overlap"):
-        _nm_host.quadrotor_step(*{**good, "obs": env.state.reshape(-1).view(np.float32)[:78].reshape(3, 26)}.values())
+        _nm_host.quadrotor_step(*{**good, "obs": env.state.reshape(-1).view(np.float32)[:90].reshape(3, 30)}.values())
     np.testing.assert_array_equal(env.state, before)  # nothing written by a refused call
 
 
@@ -215,11 +229,25 @@ def test_trains_exports_and_renders(tmp_path, cli):
     from neuromotor.policy.policy_file import read_policy
 
     spec = read_policy(tmp_path / "q.nmp")
-    assert (spec.obs_dim, spec.act_dim) == (18 + 4 * 4, 4)  # the default action history: 4
+    assert (spec.obs_dim, spec.act_dim) == (22 + 4 * 4, 4)  # rotor speeds and the default action history: 4
     code, out, _ = cli("eval", run, "--episodes", 1, "--render", tmp_path / "q.gif")
     assert code == 0 and "q.png" in out
     assert (tmp_path / "q.gif").read_bytes()[:6] == b"GIF89a"
     assert (tmp_path / "q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # position and attitude over time
+
+
+def test_training_starts_from_the_hardest_of_its_draws_and_evaluation_from_the_task():
+    from neuromotor.envs.autoreset import AutoReset
+
+    n = 400
+    task, training = QuadrotorVec(n), QuadrotorVec(n)
+    task.reset([np.random.default_rng(k) for k in range(n)])
+    AutoReset(training, [np.random.default_rng(k) for k in range(n)], start_draws=3).reset()
+    easy, hard = ([qr.start_difficulty(s) for s in env.state] for env in (task, training))
+    # the first of the three draws is the task's own start: the kept one is never easier
+    assert all(h >= e for h, e in zip(hard, easy)) and np.mean(hard) > np.mean(easy) + 0.1
+    tilt = np.degrees(2 * np.arccos(np.clip(training.state[:, 3], -1, 1)))
+    assert np.median(tilt) > 60 and tilt.max() <= 90 + 1e-6  # harder, still from the task's range
 
 
 def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli):
@@ -231,9 +259,12 @@ def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli
 
     config = json.loads((run / "config.json").read_text())
     assert config["algo"] == "sac"
-    assert {k: config["algo_config"][k] for k in ("episode_steps", "lr_decay_start", "lr_decay_end")} == \
-        {"episode_steps": 200, "lr_decay_start": 150_000, "lr_decay_end": 300_000}
-    assert neuromotor.load_policy(run).obs_dim == 18 + 4 * 4
+    assert {k: config["algo_config"][k] for k in ("episode_steps", "lr_decay_start", "lr_decay_end", "start_draws")} \
+        == {"episode_steps": 200, "lr_decay_start": 150_000, "lr_decay_end": 300_000, "start_draws": 2}
+    assert neuromotor.load_policy(run).obs_dim == 22 + 4 * 4
+    code, out, err = cli("export", run, "-o", tmp_path / "q8.nmp", "--quantize", "int8", "--calibration", 200,
+                         "--heldout", 200)  # judged on flights: both policies fly the same 100 held-out starts
+    assert code == 0 and "of 100 held-out episodes, the float policy in" in out, err
 
 
 def test_the_best_evaluation_is_success_first_then_return_then_the_earliest():
@@ -267,14 +298,14 @@ def test_bench_says_which_control_loops_a_policy_fits():
 
 def test_the_action_history_is_as_long_as_asked_and_holds_the_last_actions():
     env = env_class("quadrotor", {"action_history": 3})(2)
-    assert env.obs_dim == 18 + 12
+    assert env.obs_dim == 22 + 12
     env.reset([np.random.default_rng(s) for s in (0, 1)])
     for k in range(5):
         obs, _, _ = env.step(np.full((2, 4), k / 10))
-    assert obs.shape == (2, 30)
-    assert np.allclose(obs[:, 18:].reshape(2, 3, 4), [[[0.2] * 4, [0.3] * 4, [0.4] * 4]] * 2)
+    assert obs.shape == (2, 34)
+    assert np.allclose(obs[:, 22:].reshape(2, 3, 4), [[[0.2] * 4, [0.3] * 4, [0.4] * 4]] * 2)
     none = env_class("quadrotor", {"action_history": 0})(1)
-    assert none.reset([np.random.default_rng(0)]).shape == (1, 18)
+    assert none.reset([np.random.default_rng(0)]).shape == (1, 22)
 
 
 def test_randomised_drones_differ_and_a_heavier_one_sinks_at_the_nominal_hover_speed():
@@ -350,7 +381,7 @@ def test_the_hover_reward_never_pays_less_than_a_crash():
 def test_an_evaluation_never_acts_on_a_crashed_drone_whose_state_diverged():
     # drone 1 spins so fast that its first step is no longer finite, which ends its episode;
     # the evaluation steps it on but the policy sees only finite numbers
-    from neuromotor.training.evaluation import episode_returns
+    from neuromotor.envs.episodes import episode_returns
 
     env = _at_rest(2)
     state = env.get_state()
@@ -368,7 +399,7 @@ def test_an_evaluation_never_acts_on_a_crashed_drone_whose_state_diverged():
 
 
 def test_success_is_ending_near_and_slow_without_leaving_the_box():
-    from neuromotor.training.evaluation import episode_outcomes
+    from neuromotor.envs.episodes import episode_outcomes
 
     env = _at_rest(4)
     state = env.get_state()
@@ -391,6 +422,7 @@ def test_success_is_ending_near_and_slow_without_leaving_the_box():
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),
                                           ({"randomize": 0.9}, "randomize must be"),
                                           ({"action_history": -1}, "action_history must be"),
+                                          ({"rotor_speeds": 1}, "rotor_speeds must be"),
                                           ({"reward": "final"}, "reward must be one of initial, target, distance, hover")])
 def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
     import json
@@ -408,7 +440,7 @@ def test_trains_with_a_short_history_and_randomised_drones_and_exports_that_size
     assert cli("export", run, "-o", tmp_path / "p.nmp")[0] == 0
     from neuromotor.policy.policy_file import read_policy
 
-    assert read_policy(tmp_path / "p.nmp").obs_dim == 18 + 8
+    assert read_policy(tmp_path / "p.nmp").obs_dim == 22 + 8
 
 
 @pytest.mark.usefixtures("both_steps")

@@ -407,3 +407,21 @@ def test_a_policy_int8_cannot_follow_is_refused_in_one_line(tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and not out.exists()
     assert "int8 policy refused: max action error" in err and "exceeds --max-error 2.00%" in err
     assert "20 fine-tuning steps (plain rounding: " in err
+
+
+HOVER = Path(__file__).parent / "data" / "quadrotor_hover.nmp"  # see tests/data/README.md
+
+
+def test_an_int8_quadrotor_policy_is_judged_on_its_flights():
+    from neuromotor.policy import QuantizationError, quantize_checked
+
+    spec = read_policy(HOVER)
+    _, report = quantize_checked(spec, calibration=500, heldout=500, env_name="quadrotor")
+    assert report["contract"] == "success" and report["success_episodes"] == 100
+    assert report["float_success"] >= 0.9 and report["int8_success"] >= report["float_success"] - 0.02
+    # activation ranges from a handful of observations saturate in flight: the drones stop hovering
+    with pytest.raises(QuantizationError, match=r"succeeds in \d+% of 100 held-out episodes, the float policy in"):
+        quantize_checked(spec, calibration=1, heldout=10, finetune_steps=0, env_name="quadrotor")
+    # a --max-error asks for the action contract instead
+    _, report = quantize_checked(spec, calibration=500, heldout=500, max_error=1.0, env_name="quadrotor")
+    assert report["contract"] == "action" and "int8_success" not in report

@@ -9,3 +9,4 @@ MAX_LAYERS = 64
 MAX_SEED = 2**32 - 1        # seeds feed 32-bit RNG seeding on boards too
 MAX_AGENTS = 1_000_000      # a population bigger than this never fits; memory is checked separately
 MAX_FINETUNE_STEPS = 100_000  # int8 fine-tuning steps (full-batch: each is a pass over the calibration set)
+MAX_START_DRAWS = 64        # initial states drawn per training episode (the hardest is kept)

@@ -14,8 +14,8 @@ static const char quadrotor_step_doc[] =
     "quadrotor_step(model, state, params, actions, history, obs, reward, terminated)\n"
     "Step n drones: model (len,) float64 (envs.quadrotor.MODEL), state (n, 17) float64, params (n, 2)\n"
     "float64 (mass, thrust coefficient), actions (n, 4) float64, history (n, k, 4) float64, obs\n"
-    "(n, 18 + 4 k) float32, reward (n,) float32, terminated (n,) bool; state, history, obs, reward\n"
-    "and terminated are written.";
+    "(n, 18 + 4 k) float32 (22 + 4 k when the model observes the rotor speeds), reward (n,) float32,\n"
+    "terminated (n,) bool; state, history, obs, reward and terminated are written.";
 
 static PyObject *nmh_quadrotor_step(PyObject *self, PyObject *args) {
     (void)self;
@@ -49,15 +49,15 @@ static PyObject *nmh_quadrotor_step(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "history must hold at most 1024 actions");
         goto out;
     }
-    Py_ssize_t oshape[2] = {n, (Py_ssize_t)(NM_QUAD_OBS_BASE + 4 * k)}, rshape[1] = {n}, tshape[1] = {n};
+    nm_quad_model m;
+    memcpy(&m, model, sizeof m);
+    Py_ssize_t oshape[2] = {n, (Py_ssize_t)(nm_quad_history_offset(&m) + 4 * k)}, rshape[1] = {n}, tshape[1] = {n};
     float *obs = nmh_get(&bs, obs_a, "obs", 'f', 1, 2, oshape);
     float *reward = obs ? nmh_get(&bs, reward_a, "reward", 'f', 1, 1, rshape) : NULL;
     bool *terminated = reward ? nmh_get(&bs, term_a, "terminated", '?', 1, 1, tshape) : NULL;
     if (!terminated || !nmh_check_disjoint(&bs)) {
         goto out;
     }
-    nm_quad_model m;
-    memcpy(&m, model, sizeof m);
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         terminated[i] = nm_quad_step(&m, state + i * NM_QUAD_STATE, params[2 * i], params[2 * i + 1],

@@ -17,7 +17,7 @@
 
 #define NM_QUAD_STATE 17 // p[3], q[4] (w, x, y, z), v[3] (world), w[3] (body), rpm[4]
 #define NM_QUAD_ACT 4
-#define NM_QUAD_OBS_BASE 18 // p[3], R[9] row-major, v[3], w[3]; then the action history
+#define NM_QUAD_OBS_BASE 18 // p[3], R[9] row-major, v[3], w[3]; then the rotor speeds, the action history
 
 // The model's numbers in this order, all doubles: neuromotor.envs.quadrotor.model().
 typedef struct {
@@ -26,9 +26,15 @@ typedef struct {
     double position_weight, orientation_weight, velocity_weight, action_weight, distance_weight;
     double non_negative; // 1: a reward below 0 counts as 0
     double reward_scale, reward_constant, hover_action, position_limit;
+    double observe_rotor_speeds; // 1: four rotor speeds follow w[3] in the observation
 } nm_quad_model;
 
 #define NM_QUAD_MODEL_LEN (sizeof(nm_quad_model) / sizeof(double))
+
+// Where the action history starts in the observation.
+static inline size_t nm_quad_history_offset(const nm_quad_model *m) {
+    return NM_QUAD_OBS_BASE + (m->observe_rotor_speeds != 0 ? 4 : 0);
+}
 
 // The body-to-world rotation of unit quaternion q (w, x, y, z), row-major.
 static inline void nm_quad_rotation(const double *q, double *r) {
@@ -137,8 +143,14 @@ static bool nm_quad_step(const nm_quad_model *m, double *s, double mass, double 
     for (int i = 0; i < 9; i++) {
         obs[3 + i] = (float)r[i];
     }
+    if (m->observe_rotor_speeds != 0) {
+        for (int i = 0; i < 4; i++) { // as a command: -1 stopped, 1 full speed
+            obs[NM_QUAD_OBS_BASE + i] = (float)(2 * s[13 + i] / m->rpm_max - 1);
+        }
+    }
+    const size_t offset = nm_quad_history_offset(m);
     for (size_t i = 0; i < history_len * 4; i++) {
-        obs[NM_QUAD_OBS_BASE + i] = (float)history[i];
+        obs[offset + i] = (float)history[i];
     }
 
     double p2 = 0, v2 = 0, a2 = 0;

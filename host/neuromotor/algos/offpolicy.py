@@ -146,7 +146,8 @@ class OffPolicyAgents:
         self.steps = 0
         self._block = None
         self._block_rng = self._rng_states()
-        self.episodes = AutoReset(self.env, self.rngs, max_steps=self.episode_steps)
+        self.episodes = AutoReset(self.env, self.rngs, max_steps=self.episode_steps,
+                                  start_draws=self.cfg.start_draws)
         self.obs = self.episodes.reset()
 
     def _init_members(self, actor: Net, critic: Net) -> None:

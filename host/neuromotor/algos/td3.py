@@ -76,6 +76,8 @@ class Config:
     policy_delay: int = 2           # actor and targets updated every 2nd critic update
     update_every: int = 1           # one update per this many env steps (Learning to Fly: 10)
     episode_steps: int = 0          # training episodes time out after this many steps (0: the env's limit)
+    start_draws: int = 1            # training episodes start from the hardest of this many initial states
+                                    # (an env that ranks them: the quadrotor); evaluation from the task's
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
     backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 

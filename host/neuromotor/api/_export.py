@@ -5,7 +5,7 @@ from pathlib import Path
 
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
-from neuromotor.policy import DEFAULT_MAX_ERROR, FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
+from neuromotor.policy import FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
 from neuromotor.policy.platformio import check_project_dir, write_platformio_project
 from neuromotor.safe_write import check_target
 from neuromotor.training.run_policy import load_spec
@@ -37,7 +37,9 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     episodes, as many of 64 episode starts, and a perturbed copy), rounds the weights with
     error compensation and fine-tunes them `finetune_steps` steps (default FINETUNE_STEPS) to
     act like the float policy there, and refuses (QuantizationError) when the actions on
-    `heldout` other observations are off by more than `max_error` of the action range. The
+    `heldout` other observations are off by more than `max_error` of the action range (default
+    0.02); on an env that judges success (the quadrotor) with `max_error` None, when the int8
+    policy succeeds in more than 2 fewer of 100 held-out episodes than the float one. The
     file is written atomically and only over a regular file that is neither the source nor a
     run's own file."""
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
@@ -75,8 +77,6 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     if quantize:
         if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
             raise UserError(f"{source}: --quantize needs a float policy with action limits (a run directory)")
-        spec, report = quantize_checked(spec, calibration, heldout, seed,
-                                        DEFAULT_MAX_ERROR if max_error is None else max_error,
-                                        finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
+        spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
     (write_c_header if fmt == "c-header" else write_policy)(spec, target)
     return Path(path), spec, report

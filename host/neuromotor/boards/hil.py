@@ -23,7 +23,7 @@ from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import POLICY_LIMIT, encode
 from neuromotor.policy.spec import env_for
-from neuromotor.training.evaluation import episode_returns
+from neuromotor.envs.episodes import episode_returns
 from neuromotor.training.run_policy import load_spec
 from neuromotor.boards.link import LinkClient
 

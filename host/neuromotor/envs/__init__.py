@@ -24,6 +24,9 @@ env with this protocol:
   truncated (optional)                                 (num_envs,) bool
       envs whose episode the env itself cut short (a time limit) at the last
       step; stepping such an env again without a reset restarts it.
+  ranks_starts (optional, default False)               bool
+      reset also takes draws=k: each env starts from the hardest of k initial
+      states (training's start_draws; the quadrotor).
   restorable (optional, default True)                  bool
   get_state() / set_state(state)                       arrays, for checkpoints
       An env with restorable False cannot be snapshotted: on resume its

@@ -3,8 +3,10 @@
 A registry env (see neuromotor.envs) steps and never resets. Training wants
 the opposite: every env always running, episodes cut at `max_steps` (default:
 the env's `max_episode_steps`), and their returns reported.
-`AutoReset(env, rngs, envs_per_agent, max_steps)` does that,
-with gymnasium's SAME_STEP auto-reset semantics:
+`AutoReset(env, rngs, envs_per_agent, max_steps, start_draws)` does that,
+with gymnasium's SAME_STEP auto-reset semantics (start_draws > 1: each episode
+starts from the hardest of that many initial states, on an env that ranks them,
+`env.ranks_starts`):
 
     obs, reward, terminated, truncated, final_obs = autoreset.step(actions)
 
@@ -33,10 +35,13 @@ from neuromotor.rng import rng_state_array
 
 
 class AutoReset:
-    def __init__(self, env, rngs, envs_per_agent: int = 1, max_steps: int = None):
+    def __init__(self, env, rngs, envs_per_agent: int = 1, max_steps: int = None, start_draws: int = 1):
         if len(rngs) != env.num_envs or env.num_envs % envs_per_agent:
             raise ValueError(f"{env.num_envs} envs need one Generator each and whole agents of {envs_per_agent}")
+        if start_draws > 1 and not getattr(env, "ranks_starts", False):
+            raise ValueError(f"start_draws {start_draws} needs an env that ranks its initial states")
         self.env, self.rngs, self.envs_per_agent = env, rngs, envs_per_agent
+        self._draws = {"draws": start_draws} if start_draws > 1 else {}  # other envs' reset takes none
         self.max_steps = max_steps or env.max_episode_steps
         self.ep_return = np.zeros(env.num_envs)
         self.ep_len = np.zeros(env.num_envs, np.int64)
@@ -46,7 +51,7 @@ class AutoReset:
         """Start a first episode in every env."""
         self.ep_return[...] = 0
         self.ep_len[...] = 0
-        return self.env.reset(self.rngs)
+        return self.env.reset(self.rngs, **self._draws)
 
     def step(self, actions):
         final_obs, reward, terminated = self.env.step(actions)
@@ -70,7 +75,7 @@ class AutoReset:
             self._finished[i // self.envs_per_agent].append(float(self.ep_return[i]))
         self.ep_return[done] = 0
         self.ep_len[done] = 0
-        return self.env.reset(self.rngs, mask=done)
+        return self.env.reset(self.rngs, mask=done, **self._draws)
 
     def restore(self, env_state, obs) -> np.ndarray:
         """After a checkpoint's ep_return/ep_len and RNG states are back: the observations

@@ -1,11 +1,16 @@
 """Exporting a run's policy as int8: calibration on the run's own env, error-compensating
 rounding and a quantisation-aware fine-tune of the integers (the float policy stays as it
 is), then the action error of the int8 policy against the float one on held-out
-observations (different episodes), refused when it exceeds a fraction of the action range."""
+observations (different episodes), refused when it exceeds a fraction of the action range.
+On an env that judges success (the quadrotor's hover) the contract is the task's instead: both
+policies fly the same held-out episodes, and the int8 one may succeed at most MAX_SUCCESS_DROP
+less often (a largest action error taken over tumbling states says little about whether the
+drone still hovers)."""
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from neuromotor.envs.episodes import episode_outcomes
 from neuromotor.errors import UserError
 from neuromotor.policy.finetune import STEPS as FINETUNE_STEPS
 from neuromotor.policy.finetune import finetune
@@ -16,7 +21,10 @@ from neuromotor.policy.spec import PolicySpec, env_for
 DEFAULT_MAX_ERROR = 0.02   # of each dimension's action range
 HELDOUT_SEED_OFFSET = 1_000_003  # held-out episodes never share a seed with calibration ones
 STARTS_SEED_OFFSET = 500_009     # nor with the calibration's episode starts
+SUCCESS_SEED_OFFSET = 2_000_029  # nor do the episodes the success check flies
 STARTS_ENVS = 64
+SUCCESS_EPISODES = 100
+MAX_SUCCESS_DROP = 0.02     # of the episodes
 PERTURBATIONS = (0.05,)     # of each input's spread over the calibration observations
 
 
@@ -118,13 +126,54 @@ def quantize_measured(spec: PolicySpec, calibration: int = 2000, heldout: int = 
     return qp, report
 
 
+def judges_success(spec: PolicySpec, env_name=None, env_kwargs=None) -> bool:
+    """Does the policy's env say which episodes succeed (`success()`, e.g. the quadrotor)?"""
+    _, factory = env_for(spec, env_name, env_kwargs)
+    return callable(getattr(factory, "success", None))
+
+
+def success_rates(spec: PolicySpec, qp: QuantizedPolicy, episodes: int, seed: int, env_name=None,
+                  env_kwargs=None) -> dict:
+    """The float and the int8 policy each fly `episodes` episodes of the run's env from the
+    same starts (seeded seed, seed + 1, ...): their success rates."""
+    _, factory = env_for(spec, env_name, env_kwargs)
+    rates = {}
+    for name, forward in (("float", spec.forward), ("int8", qp.forward)):
+        env = factory(episodes)
+        try:
+            obs = env.reset([np.random.default_rng(seed + k) for k in range(episodes)])
+            _, success = episode_outcomes(env, obs, lambda o, t: forward(o), env.max_episode_steps)
+        finally:
+            if hasattr(env, "close"):
+                env.close()
+        rates[f"{name}_success"] = float(success.mean())
+    return dict(rates, success_episodes=episodes)
+
+
 def quantize_checked(spec: PolicySpec, calibration: int = 2000, heldout: int = 2000, seed: int = 0,
-                     max_error: float = DEFAULT_MAX_ERROR, env_name=None, env_kwargs=None,
+                     max_error: "float | None" = None, env_name=None, env_kwargs=None,
                      finetune_steps: int = FINETUNE_STEPS):
-    """quantize_measured, then QuantizationError (with the numbers) when the largest error
-    exceeds `max_error` of the action range."""
+    """quantize_measured, then the contract: with `max_error` None on an env that judges
+    success, QuantizationError when the int8 policy's success rate over SUCCESS_EPISODES
+    held-out episodes is more than MAX_SUCCESS_DROP below the float policy's; otherwise when the
+    largest action error exceeds `max_error` (default DEFAULT_MAX_ERROR) of the action range.
+    The report's "contract" says which ("success" or "action")."""
+    on_success = max_error is None and judges_success(spec, env_name, env_kwargs)
+    max_error = DEFAULT_MAX_ERROR if max_error is None else max_error
     qp, report = quantize_measured(spec, calibration, heldout, seed, max_error, env_name, env_kwargs,
                                    finetune_steps)
+    if on_success:
+        report.update(success_rates(spec, qp, SUCCESS_EPISODES, seed + SUCCESS_SEED_OFFSET, env_name, env_kwargs),
+                      contract="success", max_success_drop=MAX_SUCCESS_DROP)
+        drop = report["float_success"] - report["int8_success"]
+        if drop > MAX_SUCCESS_DROP + 1e-9:
+            raise QuantizationError(
+                f"int8 policy refused: it succeeds in {100 * report['int8_success']:.0f}% of {SUCCESS_EPISODES} "
+                f"held-out episodes, the float policy in {100 * report['float_success']:.0f}% (at most "
+                f"{100 * MAX_SUCCESS_DROP:.0f} points less allowed; max action error "
+                f"{100 * report['max_error_frac']:.2f}% of the action range)")
+        return qp, report
+    report["contract"] = "action"
     if report["max_error_frac"] > max_error:
         raise QuantizationError(
             f"int8 policy refused: max action error {report['max_error']:.4g} "

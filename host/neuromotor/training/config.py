@@ -19,7 +19,7 @@ from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
-from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_LAYER, MAX_LAYERS, MAX_SEED, MAX_STEPS
+from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_LAYER, MAX_LAYERS, MAX_SEED, MAX_START_DRAWS, MAX_STEPS
 
 
 @dataclass
@@ -87,6 +87,7 @@ RULES = {
     "policy_delay": _int(1, MAX_COUNT),
     "update_every": _int(1, MAX_COUNT),
     "episode_steps": _int(0, MAX_STEPS),
+    "start_draws": _int(1, MAX_START_DRAWS),
     "backend": _choice("native", "numpy"),
     # SAC (with TD3's replay, warm-up and target fields)
     "alpha_lr": _LR,

@@ -63,7 +63,7 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     if env_kwargs_text is not None:
         env_kwargs.update(parse_table("--env-kwargs", env_kwargs_text))
     vector = check_vector(vector_option if vector_option is not None else (set_vector or vector or "sync"))
-    env_class(env, env_kwargs, vector)
+    factory = env_class(env, env_kwargs, vector)
     algo_cls = algo_class(algo)
     # An algorithm may supply per-env defaults (PPO: its named configs); else its Config().
     if hasattr(algo_cls, "defaults"):
@@ -82,6 +82,9 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
     if shards is not None:
         run_cfg.shards = shards
     config.validate(run_cfg, algo_cfg)
+    if getattr(algo_cfg, "start_draws", 1) > 1 and not getattr(factory, "ranks_starts", False):
+        raise UserError(f"start_draws {algo_cfg.start_draws} needs an env that ranks its initial states "
+                        f"(the quadrotor); {env} does not")
     whole = config.round_steps(run_cfg.steps, algo_cfg)
     if whole != run_cfg.steps:  # the config says what will be trained
         if not quiet:
