@@ -3,6 +3,7 @@ peer's time comes from, how rl-zoo3's hyperparameters become an SB3 model, the s
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,4 +105,9 @@ def test_quadrotor_success_needs_the_whole_episode_and_a_still_end_on_the_target
     widths = set()  # the policy flies the env it was trained on: its observation size
     quad.success(lambda obs: widths.add(obs.shape[1]) or -np.ones((len(obs), 4)), episodes=2,
                  env_kwargs={"action_history": 4})
-    assert widths == {18 + 4 * 4}
+    assert widths == {22 + 4 * 4}
+    from neuromotor.policy import read_policy
+
+    # a trained hover (tests/data/README.md) passes: every drone ends near the target and still
+    trained = quad.success(read_policy(Path(__file__).parent / "data" / "quadrotor_hover.nmp").forward, 100, {})
+    assert trained["passed"] and trained["success_rate"] >= 0.95 and trained["final_distance_m"] < 0.1
