@@ -104,7 +104,9 @@ def test_observation_frames():
     up = np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), w * w - x * x - y * y + z * z], 1)
     assert np.allclose(R[:, :, 2], up, atol=1e-6)
     tilt = np.degrees(np.arccos(np.clip(R[:, 2, 2], -1, 1)))
-    assert tilt.max() <= 90.0 + 1e-6 and np.abs(obs[:, :3]).max() <= 0.2
+    assert tilt.max() <= 90.0 + 1e-6 and np.abs(env.state[:, qr.P]).max() <= 0.2
+    # the position error in units of 0.1 m: the success radius is 1
+    assert qr.POSITION_SCALE == 10 and np.array_equal(obs[:, :3], (env.state[:, qr.P] * 10).astype(np.float32))
     assert np.abs(obs[:, 12:18]).max() <= 1.0 and (obs[:, 18:] == 0).all()  # rotors and history: half speed
 
 
@@ -116,9 +118,10 @@ def test_the_observed_rotor_speeds_lag_the_command_by_the_motor_time_constant():
     # from half speed (0) toward full (1): a first-order lag covers 1 - 1/e of the way in one time constant
     assert np.allclose(obs[0, 18:22], 1 - np.exp(-1), atol=1e-3) and not terminated[0]
     assert np.allclose(obs[0, 22:], 1.0)  # the history: the commands themselves
-    paper = env_class("quadrotor", {"rotor_speeds": False})(1)
+    paper = env_class("quadrotor", {"rotor_speeds": False, "position_scale": 1})(1)
     assert paper.obs_dim == 18 + 4 * qr.ACTION_HISTORY
-    assert (paper.reset([np.random.default_rng(0)])[0, 18:] == 0).all()
+    obs = paper.reset([np.random.default_rng(0)])
+    assert (obs[0, 18:] == 0).all() and np.array_equal(obs[0, :3], paper.state[0, qr.P].astype(np.float32))
 
 
 @pytest.mark.usefixtures("both_steps")
@@ -134,14 +137,14 @@ def test_leaving_the_box_ends_the_episode():
     assert steps == int(np.ceil(np.sqrt(2 * 0.6 / 9.81) / qr.DT))
 
 
-@pytest.mark.parametrize("randomize, history, reward, rotors", [(0.0, 32, "initial", True), (0.3, 2, "distance", False),
-                                                              (0.0, 0, "target", True), (0.1, 4, "hover", True),
-                                                              (0.0, 4, "hover", False)])
-def test_the_native_step_is_the_numpy_step(randomize, history, reward, rotors):
+@pytest.mark.parametrize("randomize, history, reward, rotors, scale", [
+    (0.0, 32, "initial", True, 10.0), (0.3, 2, "distance", False, 1.0), (0.0, 0, "target", True, 3.7),
+    (0.1, 4, "hover", True, 10.0), (0.0, 4, "hover", False, 1.0)])
+def test_the_native_step_is_the_numpy_step(randomize, history, reward, rotors, scale):
     # 64 drones from the task's initial states under random commands (some beyond [-1, 1]),
     # 500 steps: the same states, observations, rewards and ends to rounding
     n = 64
-    native, numpy_ = (QuadrotorVec(n, history, randomize, reward, rotors) for _ in range(2))
+    native, numpy_ = (QuadrotorVec(n, history, randomize, reward, rotors, scale) for _ in range(2))
     for env in (native, numpy_):
         env.reset([np.random.default_rng(k) for k in range(n)])
     rng = np.random.default_rng(7)
@@ -423,6 +426,8 @@ def test_success_is_ending_near_and_slow_without_leaving_the_box():
                                           ({"randomize": 0.9}, "randomize must be"),
                                           ({"action_history": -1}, "action_history must be"),
                                           ({"rotor_speeds": 1}, "rotor_speeds must be"),
+                                          ({"position_scale": 0}, "position_scale must be"),
+                                          ({"position_scale": 1e9}, "position_scale must be"),
                                           ({"reward": "final"}, "reward must be one of initial, target, distance, hover")])
 def test_bad_quadrotor_kwargs_are_one_line_and_write_nothing(cli, tmp_path, kwargs, said):
     import json

@@ -17,7 +17,7 @@
 
 #define NM_QUAD_STATE 17 // p[3], q[4] (w, x, y, z), v[3] (world), w[3] (body), rpm[4]
 #define NM_QUAD_ACT 4
-#define NM_QUAD_OBS_BASE 18 // p[3], R[9] row-major, v[3], w[3]; then the rotor speeds, the action history
+#define NM_QUAD_OBS_BASE 18 // p[3] (scaled), R[9] row-major, v[3], w[3]; then the rotor speeds, the action history
 
 // The model's numbers in this order, all doubles: neuromotor.envs.quadrotor.model().
 typedef struct {
@@ -27,6 +27,7 @@ typedef struct {
     double non_negative; // 1: a reward below 0 counts as 0
     double reward_scale, reward_constant, hover_action, position_limit;
     double observe_rotor_speeds; // 1: four rotor speeds follow w[3] in the observation
+    double position_scale; // the observation's position error is p times this
 } nm_quad_model;
 
 #define NM_QUAD_MODEL_LEN (sizeof(nm_quad_model) / sizeof(double))
@@ -136,7 +137,7 @@ static bool nm_quad_step(const nm_quad_model *m, double *s, double mass, double 
     double r[9];
     nm_quad_rotation(s + 3, r);
     for (int i = 0; i < 3; i++) {
-        obs[i] = (float)s[i];
+        obs[i] = (float)(s[i] * m->position_scale);
         obs[12 + i] = (float)s[7 + i];
         obs[15 + i] = (float)s[10 + i];
     }

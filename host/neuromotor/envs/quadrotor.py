@@ -18,13 +18,17 @@ Frames: world and body are x forward, y left, z up (FLU); the quaternion is (w, 
 body to world; the angular velocity is in the body frame.
 
 Observation (22 + 4 * action_history numbers, 38 by default): position error to the target (the
-origin), the rotation matrix (row-major), linear velocity (world), angular velocity (body), the
+origin) in units of 0.1 m (`position_scale` 10 per metre: the success radius is 1; the paper
+observes metres, 1), the rotation matrix (row-major), linear velocity (world), angular velocity (body), the
 four rotor speeds as commands (-1 stopped, 1 full speed), and the last action_history actions,
 oldest first (at a reset: the action of the initial rotor speed; 4 by default, the paper has 32).
 The paper observes no rotor speed (`rotor_speeds=False`: 18 + 4 * action_history numbers); its
 32 actions stand in for them, since a rotor lags its command by 0.15 s. Observed, the state is
-whole with a short history: the policies land 2-3 times closer to the target and crash less
-(benchmarks/quadrotor.py). A Crazyflie measures no rotor speed, but under this first-order model
+whole with a short history: with SAC's quadrotor preset, seeds 0-3 parked their drones 1.5-3
+times closer to the target (median 0.03-0.05 m against 0.07-0.09 m) and crashed from 3 of 400
+starts against 6 (benchmarks/quadrotor.py's starts). Scaled up, the position error moves the networks' first
+layers as strongly as the attitude does from the start: in metres, some policies kept every drone
+still at 0.07-0.28 m from the target. A Crazyflie measures no rotor speed, but under this first-order model
 its flight code knows them from its own commands (the same low-pass filter, from half speed).
 
 Domain randomisation (`randomize` r > 0, off by default): at each reset an env's mass and its
@@ -44,7 +48,8 @@ An episode that ends in the box within 0.1 m of the target and below 0.2 m/s is 
 (`success()`, which training's evaluations report).
 Initial states: one in ten at rest on the target, upright; the others anywhere within 0.2 m
 of it and tilted by up to 90 degrees. All of them move at up to 1 m/s and turn at up to
-1 rad/s on each axis, rotors at half speed.
+1 rad/s on each axis, rotors at half speed. Training may start from the hardest of several
+draws (`reset(..., draws=k)`, training's `start_draws`; `start_difficulty` ranks them).
 """
 
 from typing import NamedTuple
@@ -72,6 +77,7 @@ DT = 0.01
 # 150k steps, with 4 it hovers
 ACTION_HISTORY = 4
 ROTOR_SPEEDS = True  # observed (see the module)
+POSITION_SCALE = 10.0  # per metre, in the observation (see the module)
 
 HOVER_RPM = np.sqrt(MASS * GRAVITY / 4 / THRUST_PER_RPM2)
 HOVER_ACTION = 2 * HOVER_RPM / RPM_MAX - 1  # 0.334, the reward's reference action
@@ -113,13 +119,14 @@ STATE = 17
 
 
 
-def model(reward: Reward = REWARDS["initial"], rotor_speeds: bool = ROTOR_SPEEDS) -> np.ndarray:
+def model(reward: Reward = REWARDS["initial"], rotor_speeds: bool = ROTOR_SPEEDS,
+          position_scale: float = POSITION_SCALE) -> np.ndarray:
     """The numbers the native step reads, in the order of its nm_quad_model
     (device/native/nm_host/nm_quadrotor.h), with the reward weights `reward`, observing the
-    rotor speeds or not."""
+    rotor speeds or not, and the position error times `position_scale`."""
     return np.array([GRAVITY, *INERTIA, *ROTOR_POSITIONS[:, 0], *ROTOR_POSITIONS[:, 1], TORQUE_PER_THRUST,
                      *YAW_SIGNS, MOTOR_TIME_CONSTANT, RPM_MAX, DT, *reward, REWARD_SCALE, REWARD_CONSTANT,
-                     HOVER_ACTION, POSITION_LIMIT, float(rotor_speeds)], np.float64)
+                     HOVER_ACTION, POSITION_LIMIT, float(rotor_speeds), float(position_scale)], np.float64)
 
 
 def rotation_matrices(q: np.ndarray) -> np.ndarray:
@@ -172,6 +179,7 @@ def rpm_of(actions: np.ndarray) -> np.ndarray:
 
 MAX_ACTION_HISTORY = 1024
 MAX_RANDOMIZE = 0.5
+MAX_POSITION_SCALE = 1000.0
 
 
 def _check_finite(values: np.ndarray, what: str) -> None:
@@ -181,12 +189,12 @@ def _check_finite(values: np.ndarray, what: str) -> None:
 
 
 class QuadrotorVec:
-    """`QuadrotorVec(n, action_history=4, randomize=0.0, reward="hover", rotor_speeds=True)`: n
-    quadrotors (see the module)."""
+    """`QuadrotorVec(n, action_history=4, randomize=0.0, reward="hover", rotor_speeds=True,
+    position_scale=10.0)`: n quadrotors (see the module)."""
 
     obs_dim = 22 + 4 * ACTION_HISTORY  # with the default action history and rotor speeds
     act_dim = 4
-    env_kwargs = ("action_history", "randomize", "reward", "rotor_speeds")  # what `--env-kwargs` may set
+    env_kwargs = ("action_history", "randomize", "reward", "rotor_speeds", "position_scale")  # what `--env-kwargs` may set
     ranks_starts = True  # reset takes draws (training's start_draws)
     max_episode_steps = 500
     gym_id, gym_kwargs = "neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0", {}  # `eval --gymnasium`
@@ -194,7 +202,8 @@ class QuadrotorVec:
     action_high = np.full(4, 1.0, np.float32)
 
     def __init__(self, num_envs: int, action_history: int = ACTION_HISTORY, randomize: float = 0.0,
-                 reward: str = DEFAULT_REWARD, rotor_speeds: bool = ROTOR_SPEEDS):
+                 reward: str = DEFAULT_REWARD, rotor_speeds: bool = ROTOR_SPEEDS,
+                 position_scale: float = POSITION_SCALE):
         if isinstance(action_history, bool) or not isinstance(action_history, int) \
                 or not 0 <= action_history <= MAX_ACTION_HISTORY:
             raise UserError(f"quadrotor: action_history must be an integer from 0 to {MAX_ACTION_HISTORY}, "
@@ -206,10 +215,15 @@ class QuadrotorVec:
             raise UserError(f"quadrotor: reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         if not isinstance(rotor_speeds, bool):
             raise UserError(f"quadrotor: rotor_speeds must be true or false, got {rotor_speeds!r}")
+        if isinstance(position_scale, bool) or not isinstance(position_scale, (int, float)) \
+                or not 0 < position_scale <= MAX_POSITION_SCALE:
+            raise UserError(f"quadrotor: position_scale must be a number above 0 and at most {MAX_POSITION_SCALE:g}, "
+                            f"got {position_scale!r}")
         self.num_envs = num_envs
         self.reward = REWARDS[reward]
         self.rotor_speeds = rotor_speeds
-        self.model = model(self.reward, rotor_speeds)
+        self.position_scale = float(position_scale)
+        self.model = model(self.reward, rotor_speeds, self.position_scale)
         self.obs_dim = 18 + 4 * rotor_speeds + 4 * action_history
         self.randomize = float(randomize)
         self.state = np.zeros((num_envs, STATE))
@@ -221,7 +235,7 @@ class QuadrotorVec:
     def _observe(self) -> np.ndarray:
         s = self.state
         rotors = [2 * s[:, RPM] / RPM_MAX - 1] if self.rotor_speeds else []
-        return np.concatenate([s[:, P], rotation_matrices(s[:, Q]).reshape(-1, 9), s[:, V], s[:, W], *rotors,
+        return np.concatenate([s[:, P] * self.position_scale, rotation_matrices(s[:, Q]).reshape(-1, 9), s[:, V], s[:, W], *rotors,
                                self.history.reshape(self.num_envs, -1)], 1).astype(np.float32)
 
     def reset(self, rngs, mask=None, draws: int = 1) -> np.ndarray:

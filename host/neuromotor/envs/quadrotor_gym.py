@@ -9,7 +9,7 @@ seeded with s starts where the built-in env's agent with the generator default_r
 import gymnasium
 import numpy as np
 
-from neuromotor.envs.quadrotor import ACTION_HISTORY, DEFAULT_REWARD, ROTOR_SPEEDS, QuadrotorVec
+from neuromotor.envs.quadrotor import ACTION_HISTORY, DEFAULT_REWARD, POSITION_SCALE, ROTOR_SPEEDS, QuadrotorVec
 
 ID = "neuromotor/Quadrotor-v0"
 
@@ -20,8 +20,8 @@ class QuadrotorEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, action_history: int = ACTION_HISTORY, randomize: float = 0.0, reward: str = DEFAULT_REWARD,
-                 rotor_speeds: bool = ROTOR_SPEEDS):
-        self._vec = QuadrotorVec(1, action_history, randomize, reward, rotor_speeds)
+                 rotor_speeds: bool = ROTOR_SPEEDS, position_scale: float = POSITION_SCALE):
+        self._vec = QuadrotorVec(1, action_history, randomize, reward, rotor_speeds, position_scale)
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (self._vec.obs_dim,), np.float32)
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (QuadrotorVec.act_dim,), np.float32)
 
