@@ -21,9 +21,10 @@ measures its own returns, not this benchmark's success, and the table says so. E
 int8 export (`export --quantize int8`) is flown the same way by the host's int8 reference (the
 board's integers): the "int8 success" column; a * marks an export its default contract refused
 (on the quadrotor: succeeding in more than 2 fewer of the export's own 100 held-out flights than
-the float policy), flown without the contract. The run's best.npz
-(its evaluation with the highest success, chosen on training's own evaluation episodes) is
-flown on the same starts: the "best.npz success" column.
+the float policy), flown without the contract. The policy flown is the run's (`run.policy`):
+on the quadrotor, its best evaluation's (best.npz, chosen on training's own evaluation episodes,
+not these; the "policy at" column gives its step); the state training ended in
+(checkpoint.npz) is flown on the same starts: the "last state success" column.
 Prints a table, writes benchmarks/results/quadrotor.json.
 """
 
@@ -94,11 +95,12 @@ def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path
                            env_kwargs=env_kwargs or None, progress=False)
     wall, cpu = time.perf_counter() - wall0, resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu0
     return {"algo": algo, "seed": seed, "steps": run.config["run"]["steps"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "eval_return_mean": run.summary["eval_return_mean"], **success(run.policy, episodes, env_kwargs),
+            "eval_return_mean": run.summary["eval_return_mean"],
+            # the run's policy: its best evaluation's (on training's own episodes, not these)
+            "best_step": run.summary["best"]["step"], **success(run.policy, episodes, env_kwargs),
             **int8_success(run, episodes, root / f"{algo}-s{seed}-int8.nmp", env_kwargs),
-            # the run's best evaluation (training's own episodes, not these) flown on these starts
-            "best_step": run.summary["best"]["step"],
-            "best_success_rate": success(neuromotor.load_policy(run.path / "best.npz"), episodes,
+            # and the state training ended in
+            "last_success_rate": success(neuromotor.load_policy(run.path / "checkpoint.npz"), episodes,
                                          env_kwargs)["success_rate"]}
 
 
@@ -164,17 +166,17 @@ def main(argv=None) -> int:
     print(f"\nquadrotor hover, success = 5 s in the box, ending < {SUCCESS_DISTANCE} m from the target and "
           f"< {SUCCESS_SPEED} m/s ({args.episodes} episodes per agent; an agent passes at >= {PASS_RATE:.0%} "
           "with none leaving the box)")
-    print(f"{'algo':5s} {'seed':>4s} {'steps':>7s} {'wall s':>7s} {'CPU s':>7s} {'return':>8s} {'success':>8s} "
+    print(f"{'algo':5s} {'seed':>4s} {'steps':>7s} {'policy at':>9s} {'wall s':>7s} {'CPU s':>7s} {'return':>8s} {'success':>8s} "
           f"{'survived':>9s} {'final m':>8s} {'m/s':>6s} {'passed':>7s} {'int8 success':>13s} "
-          f"{'best.npz success (step)':>24s}")
+          f"{'last state success':>19s}")
     for r in rows:
         final = "-" if r["final_distance_m"] is None else f"{r['final_distance_m']:.3f}"
         speed = "-" if r["final_speed_m_s"] is None else f"{r['final_speed_m_s']:.3f}"
-        print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
+        print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['best_step']:9d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
               f"{r['eval_return_mean']:8.1f} {r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s} {speed:>6s} "
               f"{'yes' if r['passed'] else 'no':>7s} "
               f"{format(r['int8_success_rate'], '.0%') + ('*' if 'int8_refused' in r else ''):>13s} "
-              f"{format(r['best_success_rate'], '.0%') + ' (' + str(r['best_step']) + ')':>24s}")
+              f"{r['last_success_rate']:19.0%}")
     for algo in args.algos.split(","):
         mine = [r for r in rows if r["algo"] == algo]
         print(f"{algo}: {sum(r['passed'] for r in mine)} of {len(mine)} seeds pass")

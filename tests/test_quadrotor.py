@@ -228,6 +228,10 @@ def test_trains_exports_and_renders(tmp_path, cli):
     code, out, err = cli("export", run / "best.npz", "-o", tmp_path / "best.nmp")
     assert code == 0, err
     assert neuromotor.load_policy(run / "best.npz").meta["step"] == best["step"]
+    # it is the run's policy (export, deploy, hil, eval); checkpoint.npz names the last state
+    assert best["step"] != 600  # (this run's best is an earlier one: the two are told apart)
+    assert neuromotor.load_policy(run).meta["step"] == best["step"] == neuromotor.evaluate(run, episodes=1).steps
+    assert neuromotor.load_policy(run / "checkpoint.npz").meta["step"] == 600
     assert cli("export", run, "-o", tmp_path / "q.nmp")[0] == 0
     from neuromotor.policy.policy_file import read_policy
 

@@ -68,9 +68,9 @@ class Evaluation:
 
 
 def load_policy(source: "str | os.PathLike", agent: int = 0) -> PolicySpec:
-    """The deployable policy of `source`: a run directory (agent `agent`'s actor, as trained to
-    the end), one of a run's states (``RUN/checkpoint.npz``; ``RUN/best.npz``, the evaluation
-    with the highest success, on an env that judges success) or a policy file (validated)."""
+    """The deployable policy of `source`: a run directory (agent `agent`'s actor: on an env that
+    judges success its best evaluation's, ``RUN/best.npz``, else as trained to the end), one of a
+    run's states (``RUN/checkpoint.npz``: the end; ``RUN/best.npz``) or a policy file (validated)."""
     return run_policy.load_spec(os.fspath(source), _count("agent", agent, 0))
 
 
@@ -87,6 +87,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
         check_target(render, protected=runs.own_paths(run_dir), follow=True)
     spec, algo = runs.load(run_dir)
     try:
+        runs.load_best_policy(run_dir, spec, algo)  # the run's policy, as exported
         seeds = spec.seeds
         if not 0 <= agent < len(seeds):
             raise UserError(f"agent {agent} out of range: the run has {len(seeds)} agent(s)")
@@ -198,8 +199,9 @@ class Run:
 
     @property
     def policy(self) -> PolicySpec:
-        """Agent 0's deterministic policy: call it on observations to get actions (NumPy, float32,
-        clamped to the action limits), or export it."""
+        """Agent 0's deterministic policy (on an env that judges success, its best evaluation's:
+        best.npz): call it on observations to get actions (NumPy, float32, clamped to the action
+        limits), or export it."""
         return self.policy_of(0)
 
     def policy_of(self, agent: int) -> PolicySpec:
@@ -211,7 +213,8 @@ class Run:
 
     def evaluate(self, episodes: int = 10, *, seed: int = 12345, gymnasium: bool = False,
                  render: "str | os.PathLike | None" = None, agent: int = 0) -> Evaluation:
-        """Run `episodes` deterministic episodes per agent from initial states seeded by `seed`.
+        """Run `episodes` deterministic episodes per agent from initial states seeded by `seed`
+        (the run's policy: on an env that judges success, its best evaluation's).
 
         gymnasium: evaluate in gymnasium's own environment (MuJoCo tasks) instead of
         neuromotor's. render: also write the first episode of `agent` as a GIF to this path."""

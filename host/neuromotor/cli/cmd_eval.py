@@ -9,7 +9,8 @@ from neuromotor.errors import UserError
 
 def register(sub):
     p = sub.add_parser("eval", help="evaluate a trained run (deterministic policy)")
-    p.add_argument("run_dir", help="a run directory (see `neuromotor runs`)")
+    p.add_argument("run_dir", help="a run directory (see `neuromotor runs`); on an env that judges success its "
+                   "policy is its best evaluation's (best.npz)")
     p.add_argument("--episodes", type=int, default=10, help="episodes per agent (default 10)")
     p.add_argument("--render", metavar="FILE.gif", help="also render the first episode of --agent to a GIF")
     p.add_argument("--agent", type=int, default=0, help="agent index for --render (default 0)")

@@ -19,7 +19,9 @@ def register(subparsers) -> None:
         "what a run needs is never replaced: its config.json, checkpoint.npz, metrics.jsonl, summary.json, "
         "learning_curve.png, .lock, on_device.json, and the policy.nmp a board wrote in train-on-device.",
     )
-    p.add_argument("run", help="run directory (from `neuromotor train`) or an existing .nmp policy file")
+    p.add_argument("run", help="run directory (from `neuromotor train`; on an env that judges success its policy is "
+                   "its best evaluation's, best.npz, and RUN/checkpoint.npz names the last state) or an existing "
+                   ".nmp policy file")
     p.add_argument("-o", "--output", required=True,
                    help="output path, written atomically; it must be a regular file or new (a symlink to a "
                    "regular file is written through) and never the source or a file the run needs (see above)")

@@ -80,8 +80,8 @@ def print_table(summary: dict) -> None:
     if "best" in summary:
         best = summary["best"]
         print(f"best evaluation: step {best['step']}, success {best['eval_success']:.0%}, return "
-              f"{best['eval_return_mean']:.1f}; its policy: <run dir>/{best['checkpoint']} "
-              f"(`neuromotor export <run dir>/{best['checkpoint']}`)")
+              f"{best['eval_return_mean']:.1f}; its policy (<run dir>/{best['checkpoint']}) is the run's: "
+              f"export, deploy, hil and eval use it (the last state: <run dir>/checkpoint.npz)")
     print(f"{summary['steps']} steps per agent in {summary['wall_s']:.1f} s wall "
           f"({summary['steps'] * len(summary['agents']) / summary['wall_s']:.0f} agent-steps/s); "
           f"run dir {summary['run_dir']}")

@@ -21,7 +21,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
-from neuromotor.algos import algo_class
 from neuromotor.training import checkpoint, config, plotting, runs
 from neuromotor.training.tensorboard import RunBoard
 from neuromotor.errors import UserError
@@ -41,9 +40,7 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
     def save_best(state):
         # only what a policy is read from (the actor, seeds, steps, identity): no replay buffer
         if not policy_keys:
-            env = spec.env_factory()(1)
-            policy_keys.update(algo_class(spec.algo).policy_state(spec.algo_config, env, 1))
-            getattr(env, "close", lambda: None)()
+            policy_keys.update(runs.policy_keys(spec))
         checkpoint.save(run_dir / runs.BEST, {k: v for k, v in state.items() if k.startswith(checkpoint.IDENTITY_PREFIX)
                                               or k.rpartition(".")[2] in policy_keys})
 

@@ -55,8 +55,9 @@ def load_policy_spec(run_dir, agent: int = 0, state_file: str = runs.CHECKPOINT)
 
 
 def load_spec(source, agent: int = 0) -> PolicySpec:
-    """The policy of a run directory (agent `agent`'s actor), of one of a run's states
-    (RUN/checkpoint.npz, RUN/best.npz) or of a policy file (validated)."""
+    """The policy of a run directory (agent `agent`'s actor: the best evaluation's where the run
+    keeps best.npz, else the last), of one of a run's states (RUN/checkpoint.npz: the last,
+    RUN/best.npz) or of a policy file (validated)."""
     path = Path(source)
     if path.name in (runs.CHECKPOINT, runs.BEST) and (path.parent / runs.CONFIG).is_file():
         return load_policy_spec(path.parent, agent=agent, state_file=path.name)
@@ -64,4 +65,5 @@ def load_spec(source, agent: int = 0) -> PolicySpec:
         return read_policy(path)
     if not path.is_dir():
         raise UserError(f"{source}: no such run directory or policy file")
-    return load_policy_spec(path, agent=agent)
+    best = os.path.lexists(path / runs.BEST)
+    return load_policy_spec(path, agent=agent, state_file=runs.BEST if best else runs.CHECKPOINT)

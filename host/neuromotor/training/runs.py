@@ -39,6 +39,7 @@ CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY = (
     "config.json", "metrics.jsonl", "checkpoint.npz", "learning_curve.png", "summary.json")
 # On an env that judges success: the checkpoint of the evaluation with the highest success
 # (the agents' mean; then the highest return), since a run's last state need not be its best.
+# There it is the run's policy (export, deploy, hil, eval); checkpoint.npz holds the last.
 BEST = "best.npz"
 OWN_FILES = (CONFIG, METRICS, CHECKPOINT, CURVE, SUMMARY, BEST)
 LOCK = ".lock"  # held by the process training into the run (see locked)
@@ -253,6 +254,29 @@ def load(run_dir, vector: str = None):
 def _shard_order(key: str):
     shard, dot, _ = key.partition(".")
     return int(shard[5:]) if dot and shard.startswith("shard") and shard[5:].isdigit() else -1
+
+
+def policy_keys(spec) -> set:
+    """The names of the state arrays a policy is read from (the actor, seeds, steps): best.npz
+    holds these alone (and the run's identity), under each shard's prefix."""
+    env = spec.env_factory()(1)
+    try:
+        return set(algo_class(spec.algo).policy_state(spec.algo_config, env, 1))
+    finally:
+        getattr(env, "close", lambda: None)()
+
+
+def load_best_policy(run_dir, spec, algo) -> bool:
+    """Where the run keeps best.npz, put its agents' actors (and its step) into `algo`, restored
+    from the checkpoint, so that evaluating `algo` evaluates the run's policy. False elsewhere."""
+    path = Path(run_dir) / BEST
+    if not os.path.lexists(path):
+        return False
+    keys = policy_keys(spec)
+    state = algo.state_dict()
+    algo.load_state_dict({**state, **checkpoint.load(path, {k: v for k, v in state.items()
+                                                            if k.rpartition(".")[2] in keys})})
+    return True
 
 
 def short(seeds: list) -> str:
