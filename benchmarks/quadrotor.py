@@ -16,8 +16,9 @@ and none leaves the box.
 Each agent trains alone with neuromotor's defaults for the algorithm on the quadrotor (SAC, the
 default: its quadrotor preset; TD3: its Learning to Fly configuration), one thread; the time is the training's wall and CPU time, evaluations included (every 10,000
 steps, as `train` does). `--rltools BIN` runs a binary the user built from RLtools' L2F zoo
-(not part of this project) and reports its wall time and the last lines it prints; RLtools
-measures its own returns, not this benchmark's success, and the table says so. Each agent's
+(not part of this project) and reports its wall time, its last report line, and its last
+evaluation's saved flights judged by this criterion against its own task's reference (its zoo
+trains whatever task its build sets: a hover or a trajectory to track, at its own rate). Each agent's
 int8 export (`export --quantize int8`) is flown the same way by the host's int8 reference (the
 board's integers): the "int8 success" column; a * marks an export its default contract refused
 (on the quadrotor: succeeding in more than 2 fewer of the export's own 100 held-out flights than
@@ -47,6 +48,7 @@ import neuromotor
 from neuromotor.envs.quadrotor import P, SUCCESS_DISTANCE, SUCCESS_SPEED, V, QuadrotorVec
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import read_policy
+from neuromotor.policy.spec import InvalidPolicyError
 
 PASS_RATE = 0.95
 
@@ -112,6 +114,8 @@ def int8_success(run, episodes: int, path: Path, env_kwargs: dict) -> dict:
     out = {}
     try:
         run.export(path, quantize="int8")
+    except InvalidPolicyError as exc:  # no int8 form at all (the boards' int8 layers are relu or identity)
+        return {"int8_unavailable": str(exc).splitlines()[0], "int8_success_rate": None}
     except UserError as exc:
         out["int8_refused"] = str(exc).splitlines()[0]
         run.export(path, quantize="int8", max_error=1.0)
@@ -119,21 +123,56 @@ def int8_success(run, episodes: int, path: Path, env_kwargs: dict) -> dict:
     return {**out, **{f"int8_{k}": v for k, v in flown.items()}}
 
 
+def int8_cell(row: dict) -> str:
+    if row["int8_success_rate"] is None:
+        return "-"
+    return format(row["int8_success_rate"], ".0%") + ("*" if "int8_refused" in row else "")
+
+
+def rltools_flights(trajectories: Path) -> dict:
+    """This benchmark's criterion applied to RLtools' own last evaluation (its trajectories.json:
+    per episode the flown states, padded with dt 0 after an early end, and the parameters of its
+    task). The target is its reference at the last step (a point for a hover, a moving point for
+    its trajectory tracking): success is all steps flown, ending within SUCCESS_DISTANCE of the
+    reference and within SUCCESS_SPEED of its velocity."""
+    episodes = json.loads(trajectories.read_text())
+    ended_early, ok, errors = 0, 0, []
+    for ep in episodes:
+        flown = [s for s in ep["trajectory"] if s["dt"] > 0]
+        if len(flown) < len(ep["trajectory"]) or any(s["terminated"] for s in flown):
+            ended_early += 1
+            continue
+        last = flown[-1]["state"]
+        reference = ep["parameters"].get("trajectory", {}).get("steps") or [{"position": [0, 0, 0], "linear_velocity": [0, 0, 0]}]
+        ref = reference[last.get("trajectory", {}).get("trajectory_step", 0) % len(reference)]
+        distance = float(np.linalg.norm(np.subtract(last["position"], ref["position"])))
+        speed = float(np.linalg.norm(np.subtract(last["linear_velocity"], ref["linear_velocity"])))
+        errors.append(distance)
+        ok += distance < SUCCESS_DISTANCE and speed < SUCCESS_SPEED
+    params = episodes[0]["parameters"]
+    return {"episodes": len(episodes), "steps": len(episodes[0]["trajectory"]), "dt_s": params["integration"]["dt"],
+            "task": params.get("trajectory_parameters", {}).get("type", "hover").lower(),
+            "ended_early": ended_early, "success_rate": ok / len(episodes),
+            "final_distance_m": float(np.median(errors)) if errors else None}
+
+
 def rltools(binary: str) -> dict:
-    """Run RLtools' L2F binary on one thread (as ours trains) and read its last report line."""
+    """Run RLtools' L2F binary on one thread (as ours trains), read its last report line and judge
+    its last evaluation's flights by this benchmark's criterion."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     cpu0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime, time.perf_counter()
     with tempfile.TemporaryDirectory() as where:  # it writes its checkpoints into the working directory
         res = subprocess.run([binary], capture_output=True, text=True, env=env, cwd=where)
-    wall, cpu = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu0
+        wall, cpu = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - cpu0
+        saved = sorted(Path(where).glob("experiments/*/*/*/*/steps/*/trajectories.json"))
+        flights = rltools_flights(saved[-1]) if saved else None
     report = [line for line in res.stdout.splitlines() if "Mean return" in line]
     found = re.search(r"Mean return: ([-\d.e+]+) Mean episode length: ([\d.e+]+)", report[-1]) if report else None
     return {"peer": "rltools", "binary": binary, "exit": res.returncode, "wall_s": round(wall, 2),
             "cpu_s": round(cpu, 2), "last_report": report[-1] if report else None,
             "its_return": float(found[1]) if found else None,
             "its_episode_length": float(found[2]) if found else None,
-            "success": "not measured: RLtools reports its own returns and episode lengths (out of 500 steps), "
-                       "not this benchmark's criterion"}
+            "flights": flights}
 
 
 def main(argv=None) -> int:
@@ -175,7 +214,7 @@ def main(argv=None) -> int:
         print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['best_step']:9d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
               f"{r['eval_return_mean']:8.1f} {r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s} {speed:>6s} "
               f"{'yes' if r['passed'] else 'no':>7s} "
-              f"{format(r['int8_success_rate'], '.0%') + ('*' if 'int8_refused' in r else ''):>13s} "
+              f"{int8_cell(r):>13s} "
               f"{r['last_success_rate']:19.0%}")
     for algo in args.algos.split(","):
         mine = [r for r in rows if r["algo"] == algo]
@@ -183,13 +222,20 @@ def main(argv=None) -> int:
         for r in mine:
             if r["left_box"]:
                 print(f"  seed {r['seed']}: starts that left the box {r['left_box']}")
+            if "int8_unavailable" in r:
+                print(f"  seed {r['seed']} int8: none ({r['int8_unavailable']})")
             if "int8_refused" in r:
                 print(f"  seed {r['seed']} int8*: the default contract refused it ({r['int8_refused']}); "
                       "flown: the export without it")
     if peer:
         print(f"RLtools {peer['binary']}: exit {peer['exit']}, {peer['wall_s']:.1f} s wall, {peer['cpu_s']:.1f} s CPU; "
-              f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']} of 500; "
-              f"{peer['success']}")
+              f"its last report: return {peer['its_return']}, episode length {peer['its_episode_length']}")
+        f = peer["flights"]
+        if f:
+            print(f"  its last evaluation ({f['task']}, {1 / f['dt_s']:.0f} Hz, {f['episodes']} episodes of {f['steps']} steps): "
+                  f"{f['ended_early']} ended early, {f['success_rate']:.0%} succeed by this criterion against its own reference")
+        else:
+            print("  it saved no evaluation flights: its success is not measured")
     path = write_json(args.out, {"episodes": args.episodes, "env_kwargs": args.env_kwargs, "rows": rows, "rltools": peer, "env_speed": speed,
                                  "success_distance_m": SUCCESS_DISTANCE, "success_speed_m_s": SUCCESS_SPEED,
                                  "pass_rate": PASS_RATE})

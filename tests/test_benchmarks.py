@@ -88,6 +88,29 @@ def test_benchutil(bench, tmp_path):
     assert (tmp_path / "x.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_rltools_flights_are_judged_against_their_own_reference(bench, tmp_path):
+    quad = bench("quadrotor")
+    # RLtools' trajectories.json: each episode's states, padded with dt 0 after an early end
+    reference = [{"position": [0.1 * k, 0.0, 0.0], "linear_velocity": [1.0, 0.0, 0.0]} for k in range(4)]
+
+    def episode(position, velocity, flown=3, step=2):
+        state = {"position": position, "linear_velocity": velocity, "trajectory": {"trajectory_step": step}}
+        steps = [{"state": state, "dt": 0.02 if k < flown else 0.0, "terminated": False} for k in range(3)]
+        return {"parameters": {"integration": {"dt": 0.02}, "trajectory": {"steps": reference},
+                               "trajectory_parameters": {"type": "LISSAJOUS"}}, "trajectory": steps}
+
+    flights = [episode([0.2, 0.05, 0.0], [1.1, 0.0, 0.0]),     # on the moving reference: succeeds
+               episode([0.2, 0.05, 0.0], [0.0, 0.0, 0.0]),     # there, but 1 m/s behind it
+               episode([0.5, 0.0, 0.0], [1.0, 0.0, 0.0]),      # 0.3 m off
+               episode([0.2, 0.0, 0.0], [1.0, 0.0, 0.0], flown=2)]  # ended early
+    path = tmp_path / "trajectories.json"
+    path.write_text(json.dumps(flights))
+    got = quad.rltools_flights(path)
+    assert got["episodes"] == 4 and got["steps"] == 3 and got["task"] == "lissajous" and got["dt_s"] == 0.02
+    assert got["ended_early"] == 1 and got["success_rate"] == 0.25
+    assert got["final_distance_m"] == pytest.approx(math.hypot(0.0, 0.05))
+
+
 def test_quadrotor_success_needs_the_whole_episode_and_a_still_end_on_the_target(bench):
     quad = bench("quadrotor")
     falling = quad.success(lambda obs: -np.ones((len(obs), 4)), episodes=8, env_kwargs={})
