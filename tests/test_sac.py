@@ -107,6 +107,40 @@ def test_policy_spec_is_tanh_of_the_mean():
         np.testing.assert_allclose(spec.forward(obs[k]), acts[k], rtol=1e-5, atol=1e-6)
 
 
+def test_policy_average_is_the_moving_average_of_the_actor_and_is_the_policy():
+    algo = _train([3, 5], 0, cfg=Config(**SMALL, policy_average=300)).local
+    expected = algo._actor_params().copy()
+    b = math.exp(-100 / 300)
+    for _ in range(4):
+        for _ in range(100):
+            algo.advance()
+        expected = b * expected + (1 - b) * algo._actor_params()
+    np.testing.assert_allclose(algo.policy_actor, expected, rtol=1e-5, atol=1e-7)
+    assert np.abs(expected - algo._actor_params()).max() > 1e-3  # it lags the actor it averages
+    obs = np.random.default_rng(1).standard_normal((2, 7, 3)).astype(np.float32)
+    out = algo.actor.mlp.forward(algo.actor.mlp.views(expected.astype(np.float32)), with_ones(obs))
+    np.testing.assert_allclose(algo.act(obs), 2 * np.tanh(out[..., :1]), rtol=1e-5, atol=1e-6)
+    for k in range(2):  # evaluations, exports and checkpoints hold the average, not the actor
+        np.testing.assert_allclose(algo.policy_spec(k).forward(obs[k]), algo.act(obs)[k], rtol=1e-5, atol=1e-6)
+    assert set(SAC.policy_state(algo.cfg, algo.env, 2)) == {"policy_actor", "seeds", "steps"}
+
+
+def test_policy_average_is_the_runs_policy_and_resumes_exactly(tmp_path):
+    import neuromotor
+
+    cfg = {**SMALL, "policy_average": 200}
+    run = neuromotor.train("pendulum", "sac", steps=500, seeds=4, config=cfg, run_dir=tmp_path / "a", progress=False)
+    state = np.load(run.path / runs.CHECKPOINT)
+    obs = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
+    algo = SAC(Config(**cfg), env_class("pendulum"), [4])
+    algo.load_state_dict({k: state[k] for k in algo.state_dict()})
+    np.testing.assert_allclose(run.policy.forward(obs), algo.policy_spec(0).forward(obs), rtol=1e-6)
+    assert not np.allclose(state["policy_actor"], state["actor"])
+    half = neuromotor.train("pendulum", "sac", steps=250, seeds=4, config=cfg, run_dir=tmp_path / "b", progress=False)
+    resumed = neuromotor.resume(half.path, steps=500, progress=False)
+    np.testing.assert_array_equal(np.load(resumed.path / runs.CHECKPOINT)["policy_actor"], state["policy_actor"])
+
+
 def test_config_is_rltools_pendulum_sac_and_presets():
     c = Config()
     assert (c.actor_hidden, c.critic_hidden, c.activation) == ((64, 64), (64, 64), "relu")

@@ -7,6 +7,7 @@ import pytest
 
 from neuromotor.algos.sac import SAC, Config
 from neuromotor.envs.pendulum import PendulumVec
+from neuromotor.envs.quadrotor import QuadrotorVec
 from neuromotor.nn.mlp import with_ones
 
 _nm_host = pytest.importorskip("neuromotor._nm_host")
@@ -272,6 +273,36 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(warmup
         np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
 
 
+class _OtherQuadrotor(QuadrotorVec):
+    """QuadrotorVec stepped through AutoReset: SAC steps only the built-in class in one call."""
+
+
+QUAD_SMALL = dict(actor_hidden=(16, 16), critic_hidden=(16, 16), batch_size=16, learning_starts=50, episode_steps=60)
+
+
+@pytest.mark.parametrize("warmup, start_draws", [("uniform", 2), ("policy", 1)])
+def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(warmup, start_draws):
+    """sac_step on the quadrotor (act, nm_quadrotor.h with its model, mass and thrust per drone and
+    action history, terminations, episode counting, replay store, update) against the same update
+    around QuadrotorVec.step, AutoReset and Replay.store: 1,100 steps with crashes, time-outs (60)
+    and restarts, randomised drones and an RNG block boundary (1,000); every state array equal."""
+    kw = dict(QUAD_SMALL, warmup_actions=warmup, start_draws=start_draws)
+    native = SAC(Config(backend="native", **kw), lambda n: QuadrotorVec(n, randomize=0.2), [3, 7])
+    python = SAC(Config(backend="native", **kw), lambda n: _OtherQuadrotor(n, randomize=0.2), [3, 7])
+    assert native.native.whole_step and not python.native.whole_step
+    for _ in range(1100):
+        native.advance()
+        python.advance()
+    a, b = native.state_dict(), python.state_dict()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    returns = native.pop_episode_returns()
+    assert returns == python.pop_episode_returns()
+    assert sum(map(len, returns)) > 2 * 1100 // 60 + 2  # more episodes than time-outs alone: drones crashed
+    replay = native.replay.data[:, :1100]
+    assert (replay[..., native.row.not_done] == 0).any()  # and crashes were stored as terminal
+
+
 def _step(algo, **change):
     n = algo.native
     d = dict(nets=n.nets, alpha=n.alpha, replay=algo.replay.data, env=n.envs, block=algo._native_block, i=algo.steps,
@@ -317,3 +348,33 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
     assert _step(algo) == 0  # the good arguments do run
     assert not np.array_equal(train_before[0], algo.native.families[0].params)
     assert not np.array_equal(algo.env.state, before["env_state"])
+
+
+def test_native_step_refuses_a_bad_quadrotor_and_changes_nothing():
+    algo = SAC(Config(backend="native", **QUAD_SMALL), lambda n: QuadrotorVec(n), [0, 1])
+    for _ in range(20):
+        algo.advance()
+    state, obs, ep_return, ep_len, max_steps, model, params, history, terminated = algo.native.envs
+    ro = terminated.copy()
+    ro.flags.writeable = False
+    pendulum = SAC(Config(backend="native"), lambda n: PendulumVec(n), [0, 1])
+    common = (state, obs, ep_return, ep_len, max_steps)
+    cases = [
+        ("a short model", {"env": common + (model[:-1], params, history, terminated)}, "model"),
+        ("history longer than observed", {"env": common + (model, params, np.zeros((2, 5, 4)), terminated)},
+         "history observes 42 numbers"),
+        ("read-only terminated", {"env": common + (model, params, history, ro)}, "writable"),
+        ("float32 params", {"env": common + (model, params.astype(np.float32), history, terminated)}, "float64"),
+        ("six entries", {"env": common + (model,)}, "env must be"),
+        ("the pendulum's networks", {"nets": pendulum.native.nets, "alpha": pendulum.native.alpha,
+                                     "replay": pendulum.replay.data, "work": pendulum.native.workspace},
+         "observes|obs|axis"),
+    ]
+    before = {k: np.array(v) for k, v in algo.state_dict().items()}
+    for label, change, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            _step(algo, **change)
+        for key in ("replay", "env_state", "ep_len", "actor"):
+            np.testing.assert_array_equal(algo.state_dict()[key], before[key], err_msg=label)
+    _step(algo)  # the good arguments do run
+    assert not np.array_equal(algo.env.state, before["env_state"][:, :17])

@@ -354,6 +354,29 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
         np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
 
 
+def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit():
+    """td3_step on the quadrotor against the same native update around QuadrotorVec.step,
+    AutoReset and Replay.store: crashes, time-outs and restarts; every state array equal."""
+    from neuromotor.envs.quadrotor import QuadrotorVec
+
+    class OtherQuadrotor(QuadrotorVec):
+        """stepped through AutoReset: TD3 steps only the built-in class in one call"""
+
+    kw = dict(actor_hidden=(16, 16), critic_hidden=(16, 16), batch_size=16, learning_starts=50, episode_steps=60)
+    native = TD3(Config(backend="native", **kw), lambda n: QuadrotorVec(n, action_history=2), [3, 7])
+    python = TD3(Config(backend="native", **kw), lambda n: OtherQuadrotor(n, action_history=2), [3, 7])
+    assert native.native.whole_step and not python.native.whole_step
+    for _ in range(1100):
+        native.advance()
+        python.advance()
+    a, b = native.state_dict(), python.state_dict()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    returns = native.pop_episode_returns()
+    assert returns == python.pop_episode_returns()
+    assert sum(map(len, returns)) > 2 * 1100 // 60 + 2  # drones crashed as well as timed out
+
+
 def _step_args(algo):
     nets, env = algo.native.nets, algo.native.envs
     return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, pos=0, size=0,

@@ -415,29 +415,31 @@ out:
  * td3_step: one training step of every agent on the built-in pendulum: act, step the
  * env, count the episode, store the transition, then (from learning_starts on) update.
  */
-// The actors' actions (uniform: the block's), then the pendulum step and the store.
+// The actors' actions (uniform: the block's), then the env step and the store.
 static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int uniform, float explore,
     float scale, float offset, float *tape, float *action) {
     if (uniform) {
-        memcpy(action, e->uniform, t->P * sizeof(float));
+        memcpy(action, e->uniform, t->P * t->na * sizeof(float));
     } else {
         nmh_act_all(t->a.p, &t->actor, e->obs, e->explore, explore, action, tape);
     }
-    return nmh_pendulum_store(e, (float *)t->replay, t->P, t->cap, t->width, pos, action, scale, offset);
+    return nmh_env_store(e, (float *)t->replay, t->P, t->cap, t->width, pos, action, scale, offset);
 }
 
 static const char td3_step_doc[] =
     "td3_step(nets, replay, env, block, i, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
     "         hyper) -> ended\n\n"
-    "One training step of P agents on the built-in pendulum, in place. nets, replay, shared_minibatch\n"
-    "and hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset)\n"
-    "as td3_update; env = (state (P, 2) float64, obs (P, 3) float32, ep_return (P,) float64, ep_len (P,)\n"
-    "int64, max_steps); block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
-    "noise (N, P, 2, B, 1)), the draws of N steps, of which step i is used. Actions are uniform[i]\n"
+    "One training step of P agents on a built-in env, in place. nets, replay, shared_minibatch and\n"
+    "hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
+    "td3_update; env = (state, obs (P, o) float32, ep_return (P,) float64, ep_len (P,) int64, max_steps)\n"
+    "with state (P, 2) float64 for the pendulum, or (state (P, 17) float64, ..., max_steps, model\n"
+    "(len,) float64, params (P, 2) float64, history (P, k, 4) float64, terminated (P,) bool) for the\n"
+    "quadrotor (terminated is written); block = (explore (N, P, a), uniform (N, P, a), idx (N, P, 3, B),\n"
+    "noise (N, P, 2, B, a)), the draws of N steps, of which step i is used. Actions are uniform[i]\n"
     "(uniform true) or the actors' clip(pi(obs) + explore[i] * exploration_noise, -1, 1); the\n"
     "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
-    "learn the update runs on the ring's size rows. Returns how many envs reached max_steps (their\n"
-    "reset is the caller's).";
+    "learn the update runs on the ring's size rows. Returns how many envs ended their episode,\n"
+    "terminated or at max_steps (their reset is the caller's).";
 
 static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     (void)self;
@@ -456,10 +458,6 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     if (!nmh_parse_hyper(hyper, &t, &explore, &scale, &offset) || !nmh_parse_nets(&bs, nets, replay, size, 1, &t)) {
         goto out;
     }
-    if (t.o != NM_PENDULUM_OBS || t.na != NM_PENDULUM_ACT) {
-        PyErr_SetString(PyExc_ValueError, "td3_step steps the pendulum: 3 observations, 1 action");
-        goto out;
-    }
     if (pos < 0 || (size_t)pos >= t.cap) {
         PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
         goto out;
@@ -472,14 +470,14 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
         goto out;
     }
     const size_t n = (size_t)bs.view[bs.n - 1].shape[0]; // steps in the block
-    if (!nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, n, (size_t)i, &e) || !nmh_check_disjoint(&bs)) {
+    if (!nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, n, (size_t)i, &e) || !nmh_check_disjoint(&bs)) {
         goto out;
     }
     t.update_actor = update_actor;
     t.shared = shared;
     nmh_ws w;
     float *mem = nmh_ws_alloc(&w, &t);
-    float *action = mem ? PyMem_RawMalloc((t.P + t.actor.tape_per_sample) * sizeof(float)) : NULL;
+    float *action = mem ? PyMem_RawMalloc((t.P * t.na + t.actor.tape_per_sample) * sizeof(float)) : NULL;
     if (!action) {
         PyMem_RawFree(mem);
         PyErr_NoMemory();
@@ -487,7 +485,7 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     }
     size_t ended;
     Py_BEGIN_ALLOW_THREADS
-    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, action + t.P, action);
+    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, action + t.P * t.na, action);
     if (learn) {
         nmh_td3_run(&t, &w);
     }

@@ -14,7 +14,7 @@
 /* ---------------------------------------------------------------------------
  * Buffers.
  */
-#define NMH_MAX_BUFS 32
+#define NMH_MAX_BUFS 40
 
 typedef struct {
     Py_buffer view[NMH_MAX_BUFS];

@@ -416,14 +416,14 @@ out:
 static const char sac_step_doc[] =
     "sac_step(nets, alpha, replay, env, block, i, pos, size, uniform, learn, shared_minibatch, hyper,\n"
     "         workspace) -> ended\n\n"
-    "One training step of P agents on the built-in pendulum, in place: nets, alpha, replay,\n"
-    "shared_minibatch and workspace as sac_update's, hyper with (action_scale, action_offset) after\n"
-    "sac_update's, env as td3_step's; block = (explore (N, P, 1), uniform (N, P, 1), idx (N, P, 3, B),\n"
-    "next_noise (N, P, 2, B, 1), actor_noise (N, P, B, 1)), the draws of N steps, of which step i is\n"
-    "used. Actions are uniform[i] (uniform true) or the actors' samples with noise explore[i]; the\n"
-    "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
-    "learn the update runs on the ring's size rows. Returns how many envs reached max_steps (their\n"
-    "reset is the caller's).";
+    "One training step of P agents on a built-in env (the pendulum or the quadrotor), in place: nets,\n"
+    "alpha, replay, shared_minibatch and workspace as sac_update's, hyper with (action_scale,\n"
+    "action_offset) after sac_update's, env as td3_step's; block = (explore (N, P, a), uniform (N, P, a),\n"
+    "idx (N, P, 3, B), next_noise (N, P, 2, B, a), actor_noise (N, P, B, a)), the draws of N steps, of\n"
+    "which step i is used. Actions are uniform[i] (uniform true) or the actors' samples with noise\n"
+    "explore[i]; the transition goes into row pos of each ring, obs becomes the step's final\n"
+    "observation, and with learn the update runs on the ring's size rows. Returns how many envs ended\n"
+    "their episode, terminated or at max_steps (their reset is the caller's).";
 
 static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     (void)self;
@@ -444,10 +444,6 @@ static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 1, hyper, &t, &scale, &offset)) {
         goto out;
     }
-    if (t.o != NM_PENDULUM_OBS || t.na != NM_PENDULUM_ACT) {
-        PyErr_SetString(PyExc_ValueError, "sac_step steps the pendulum: 3 observations, 1 action");
-        goto out;
-    }
     if (pos < 0 || (size_t)pos >= t.cap) {
         PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
         goto out;
@@ -457,7 +453,7 @@ static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
         goto out;
     }
     if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, i, &steps, &t)
-        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, steps, (size_t)i, &e)
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, steps, (size_t)i, &e)
         || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }
@@ -466,13 +462,13 @@ static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     size_t ended;
     Py_BEGIN_ALLOW_THREADS
     // the actions and their tape in the workspace: the store reads them before the update writes it
-    float *action = mem, *tape = mem + t.P;
+    float *action = mem, *tape = mem + t.P * t.na;
     if (uniform) {
-        memcpy(action, e.uniform, t.P * sizeof(float));
+        memcpy(action, e.uniform, t.P * t.na * sizeof(float));
     } else {
         nmh_sac_act_all(t.a.p, &t.actor, e.obs, e.explore, t.log_std_min, t.log_std_max, action, tape);
     }
-    ended = nmh_pendulum_store(&e, (float *)t.replay, t.P, t.cap, t.width, (size_t)pos, action, scale, offset);
+    ended = nmh_env_store(&e, (float *)t.replay, t.P, t.cap, t.width, (size_t)pos, action, scale, offset);
     if (learn) {
         nmh_sac_run(&t, &w);
     }

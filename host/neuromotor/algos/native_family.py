@@ -18,6 +18,7 @@ import numpy as np
 
 from neuromotor.algos.offpolicy import F32, Net
 from neuromotor.envs.pendulum import PendulumVec
+from neuromotor.envs.quadrotor import QuadrotorVec
 
 try:
     from neuromotor import _nm_host
@@ -32,7 +33,10 @@ NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "
 
 
 def steps_natively(env) -> bool:
-    """Whether the native call can also step `env`: the built-in pendulum, one env per agent."""
+    """Whether the native call can also step `env`, one env per agent: the built-in pendulum, or
+    the quadrotor (its C step takes the env's own model array)."""
+    if type(env) is QuadrotorVec:
+        return True
     return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
 
 
@@ -82,7 +86,7 @@ class TrainFamily:
 
 class NativeAgents:
     """What TD3's and SAC's native backends share: the actor's and the critics' training-layout
-    copies, the last update's losses per agent, and on the built-in pendulum the env arrays the
+    copies, the last update's losses per agent, and on a built-in env the env arrays the
     whole-step call writes. A subclass adds its algorithm's arguments in `load`."""
 
     def __init__(self, agents, losses: int):
@@ -102,8 +106,19 @@ class NativeAgents:
         self.nets = (actor.arrays(), critic.arrays(), agents.actor.layout(), agents.critic.layout(), self.losses)
         if self.whole_step:
             agents.obs = np.array(agents.obs, F32)  # the array the native step writes
-            ep = agents.episodes
-            self.envs = (agents.env.state, agents.obs, ep.ep_return, ep.ep_len, agents.episode_steps)
+            ep, env = agents.episodes, agents.env
+            self.envs = (env.state, agents.obs, ep.ep_return, ep.ep_len, agents.episode_steps)
+            self.terminated = np.zeros(agents.P, bool)
+            if type(env) is QuadrotorVec:
+                self.envs += (env.model, env.params, env.history, self.terminated)
+
+    def finish_episodes(self, ended: int) -> None:
+        """After a whole step in which `ended` episodes ended: record and restart them (the
+        terminated ones and those at the episode limit), as AutoReset.step does."""
+        if ended:
+            agents = self.agents
+            done = self.terminated | (agents.episodes.ep_len >= agents.episode_steps)
+            agents.obs[...] = agents.episodes.finish(done)
 
     def set_learning_rates(self, actor_lr: float, critic_lr: float) -> None:
         """The rates the next updates use (Adam's float32 state holds them)."""

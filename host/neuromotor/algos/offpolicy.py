@@ -183,9 +183,13 @@ class OffPolicyAgents:
         return {"actor": cls.actor_mlp(cfg, env.obs_dim, env.act_dim, agents).zeros(),
                 "seeds": np.zeros(agents, np.int64), "steps": np.int64(0)}
 
+    def _policy_arrays(self) -> dict:
+        """The arrays policy_from_state reads besides seeds and steps (policy_state's)."""
+        return {"actor": self._actor_params()}
+
     def policy_spec(self, agent: int) -> PolicySpec:
         """Agent `agent`'s deployable policy, made exactly as from a checkpoint (policy_from_state)."""
-        state = {"actor": self._actor_params(), "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
+        state = {**self._policy_arrays(), "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
         return self.policy_from_state(self.cfg, self.env, state, agent)
 
     def state_dict(self) -> dict:

@@ -1,4 +1,4 @@
-"""SAC's native backend: the update (and on the built-in pendulum the whole step) in one call.
+"""SAC's native backend: the update (and on the built-in pendulum and quadrotor the whole step) in one call.
 
 The arithmetic is sac.py's NumPy update, compiled (neuromotor._nm_host's sac_update:
 nm_host/nm_host_sac.h over nm_mlp_train.h and nm_sac_steps.h); tests/test_sac_native.py
@@ -54,7 +54,7 @@ class NativeSAC(NativeAgents):
         self.host_stale = True
 
     def step(self, block, i) -> bool:
-        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        """One step of every agent on a built-in env in one call: the arithmetic of
         SAC.advance() with the NumPy update. Returns whether it updated."""
         sac, cfg, replay = self.sac, self.sac.cfg, self.sac.replay
         learn = sac.update_due()
@@ -65,7 +65,6 @@ class NativeSAC(NativeAgents):
                                   uniform, learn, cfg.shared_minibatch, self.hyper, self.workspace)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
-        if ended:
-            sac.obs[...] = sac.episodes.finish(sac.episodes.ep_len >= sac.episode_steps)
+        self.finish_episodes(ended)
         self.host_stale = True
         return learn

@@ -30,9 +30,10 @@ Two backends compute the same update: `native` (the default where the compiled
 extension neuromotor._nm_host imports) runs the whole population's update in one
 call through the training kernels the boards use (device/native/include), with
 the networks kept in the kernels' training layout between updates
-(neuromotor.algos.td3_native); on the built-in pendulum the same call also acts,
-steps the envs (nm_host/nm_pendulum.h, PendulumVec bit for bit) and stores the
-transitions, so a training step of the whole population is one call. `numpy` is
+(neuromotor.algos.td3_native); on the built-in pendulum and quadrotor the same call
+also acts, steps the envs (nm_host/nm_pendulum.h and nm_quadrotor.h, as PendulumVec and
+QuadrotorVec step, bit for bit) and stores the transitions, so a training step of the
+whole population is one call (episode restarts excepted). `numpy` is
 the readable reference below, about 150 array operations per step.
 
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from

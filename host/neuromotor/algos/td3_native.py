@@ -1,4 +1,4 @@
-"""TD3's native backend: the update (and on the built-in pendulum the whole step) in one call.
+"""TD3's native backend: the update (and on the built-in pendulum and quadrotor the whole step) in one call.
 
 The arithmetic is td3.py's NumPy update, compiled (neuromotor._nm_host, the training
 kernels the boards use); tests/test_td3_native.py holds the two to agreement per update.
@@ -46,7 +46,7 @@ class NativeTD3(NativeAgents):
         self.host_stale = True
 
     def step(self, block, i) -> None:
-        """One step of every agent on the built-in pendulum in one call: the arithmetic of
+        """One step of every agent on a built-in env in one call: the arithmetic of
         TD3.advance() with the NumPy update."""
         td3, cfg, replay = self.td3, self.td3.cfg, self.td3.replay
         uniform = td3.steps < cfg.learning_starts and cfg.warmup_actions == "uniform"
@@ -57,7 +57,6 @@ class NativeTD3(NativeAgents):
                                   uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
-        if ended:
-            td3.obs[...] = td3.episodes.finish(td3.episodes.ep_len >= td3.episode_steps)
+        self.finish_episodes(ended)
         self.host_stale = True
         return learn

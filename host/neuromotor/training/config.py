@@ -98,6 +98,7 @@ RULES = {
     "lr_decay_start": _int(0, MAX_STEPS),
     "lr_decay_end": _int(0, MAX_STEPS),
     "lr_decay_factor": _float(0, 1, lo_open=True),
+    "policy_average": _int(0, MAX_STEPS),
     # PPO
     "num_envs": _int(1, MAX_COUNT),
     "num_steps": _int(1, MAX_COUNT),
