@@ -449,3 +449,27 @@ def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
         np.testing.assert_array_equal(algo.replay.data[:, pos, algo.row.reward][:, 0], want_reward)
         at_speed_limit += int(np.sum(np.abs(ref.state[:, 1]) == 8))
     assert np.any(np.abs(uniform * 3) > 2) and at_speed_limit  # both clips were taken
+
+
+def test_tanh_is_the_same_bits_on_every_instruction_set_path():
+    """The AVX2 tanh (8 lanes) rounds as the scalar nm_tanhf: a 16 -> 16 tanh layer with identity
+    weights acts on 4096 inputs (tiny, saturating, beyond 9, signed zeros) on each path."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 3, 2000), rng.normal(0, 1e-3, 1000), rng.uniform(-12, 12, 1000),
+                        [0.0, -0.0, 9.0, -9.0, 8.9999995, 1e-30, -1e-30, 20.0] * 12]).astype(np.float32)
+    members = len(x) // 16
+    params = np.tile(np.concatenate([np.eye(16, dtype=np.float32).ravel(), np.zeros(16, np.float32)]), members)
+    layout = ((16, 16), (2,))
+    obs, noise = x.reshape(members, 16), np.zeros((members, 16), np.float32)
+    best, outs = _nm_host.isa(), {}
+    try:
+        for isa in (1, 2, best):
+            _nm_host.isa(isa)
+            out = np.empty_like(obs)
+            _nm_host.act(params, layout, obs, noise, 0.0, out)
+            outs[isa] = out
+    finally:
+        _nm_host.isa(best)
+    for isa, out in outs.items():
+        np.testing.assert_array_equal(out.view(np.uint32), outs[1].view(np.uint32), err_msg=f"path {isa}")
+    np.testing.assert_allclose(outs[best], np.tanh(obs.astype(np.float64)), rtol=3e-7, atol=1e-37)

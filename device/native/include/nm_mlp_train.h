@@ -17,6 +17,7 @@
 #ifndef NM_MLP_TRAIN_H
 #define NM_MLP_TRAIN_H
 
+#include "nm_act_avx2.h"
 #include "nm_gemm.h"
 #include "nm_math.h"
 
@@ -147,7 +148,7 @@ NM_HOT static inline void nm_train_forward(const float *net, const uint16_t *siz
         const float *b = w + n_in * n_out;
         nm_gemm_tn(out, B, w, n_out, in, B, n_out, B, n_in, 0, b, acts[l] == NM_ACT_RELU);
         if (acts[l] == NM_ACT_TANH) {
-            nm_activate(out, n_out * B, NM_ACT_TANH);
+            nm_tanh_all(out, n_out * B);
         }
         w = b + n_out;
         in = out;
