@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from neuromotor.cli import main
@@ -84,3 +85,25 @@ def tree_state(root) -> dict:
 def snapshot():
     """snapshot(root) -> tree_state(root)."""
     return tree_state
+
+
+def _step_alike(a, b, steps: int) -> list:
+    """Advance two algorithms `steps` steps side by side and check that every state array, every
+    finished episode's return and every reported scalar agree exactly; the episodes' returns."""
+    for _ in range(steps):
+        a.advance()
+        b.advance()
+    sa, sb = a.state_dict(), b.state_dict()
+    for key in sa:
+        np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
+    returns = a.pop_episode_returns()
+    assert returns == b.pop_episode_returns() != [[]] * len(returns)
+    for tag, v in a.scalars().items():
+        np.testing.assert_array_equal(v, b.scalars()[tag], err_msg=tag)
+    return returns
+
+
+@pytest.fixture
+def step_alike():
+    """step_alike(a, b, steps) -> episode returns, after checking that a and b stayed identical."""
+    return _step_alike

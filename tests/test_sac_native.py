@@ -254,7 +254,7 @@ class _OtherPendulum(PendulumVec):
 
 
 @pytest.mark.parametrize("warmup", ["uniform", "policy"])
-def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(warmup):
+def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(warmup, step_alike):
     """sac_step (act, nm_pendulum.h, episode counting, replay store, update) against sac_act and
     sac_update around PendulumVec, AutoReset and Replay.store in NumPy: 1,300 steps, warm-up,
     episode ends (200) and an RNG block boundary (1,000); every state array equal."""
@@ -262,15 +262,7 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(warmup
     native = _sac([3, 7], "native", **kw)
     numpy_env = SAC(Config(backend="native", **kw), lambda n: _OtherPendulum(n), [3, 7])
     assert native.native.whole_step and not numpy_env.native.whole_step
-    for _ in range(1300):
-        native.advance()
-        numpy_env.advance()
-    a, b = native.state_dict(), numpy_env.state_dict()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert native.pop_episode_returns() == numpy_env.pop_episode_returns() != [[], []]
-    for tag, v in native.scalars().items():
-        np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
+    step_alike(native, numpy_env, 1300)
 
 
 class _OtherQuadrotor(QuadrotorVec):
@@ -281,7 +273,7 @@ QUAD_SMALL = dict(actor_hidden=(16, 16), critic_hidden=(16, 16), batch_size=16, 
 
 
 @pytest.mark.parametrize("warmup, start_draws", [("uniform", 2), ("policy", 1)])
-def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(warmup, start_draws):
+def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(warmup, start_draws, step_alike):
     """sac_step on the quadrotor (act, nm_quadrotor.h with its model, mass and thrust per drone and
     action history, terminations, episode counting, replay store, update) against the same update
     around QuadrotorVec.step, AutoReset and Replay.store: 1,100 steps with crashes, time-outs (60)
@@ -290,14 +282,7 @@ def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(warmup,
     native = SAC(Config(backend="native", **kw), lambda n: QuadrotorVec(n, randomize=0.2), [3, 7])
     python = SAC(Config(backend="native", **kw), lambda n: _OtherQuadrotor(n, randomize=0.2), [3, 7])
     assert native.native.whole_step and not python.native.whole_step
-    for _ in range(1100):
-        native.advance()
-        python.advance()
-    a, b = native.state_dict(), python.state_dict()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    returns = native.pop_episode_returns()
-    assert returns == python.pop_episode_returns()
+    returns = step_alike(native, python, 1100)
     assert sum(map(len, returns)) > 2 * 1100 // 60 + 2  # more episodes than time-outs alone: drones crashed
     replay = native.replay.data[:, :1100]
     assert (replay[..., native.row.not_done] == 0).any()  # and crashes were stored as terminal

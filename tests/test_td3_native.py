@@ -330,7 +330,7 @@ class _OtherPendulum(PendulumVec):
     """PendulumVec stepped in NumPy: TD3 steps only the built-in class natively."""
 
 
-def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
+def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit(step_alike):
     """td3_step (act, nm_pendulum.h, episode counting, replay store, update) against the same
     native update around PendulumVec, AutoReset and Replay.store in NumPy: 1,300 steps, warm-up,
     episode ends (200) and an RNG block boundary (1,000); every state array equal."""
@@ -343,18 +343,10 @@ def test_native_step_equals_the_numpy_env_replay_and_episodes_bit_for_bit():
         env.g = 9.8
         return env
     assert not TD3(Config(backend="native"), other_gravity, [0]).native.whole_step  # not the compiled-in dynamics
-    for _ in range(1300):
-        native.advance()
-        numpy_env.advance()
-    a, b = native.state_dict(), numpy_env.state_dict()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert native.pop_episode_returns() == numpy_env.pop_episode_returns() != [[], []]
-    for tag, v in native.scalars().items():
-        np.testing.assert_array_equal(v, numpy_env.scalars()[tag], err_msg=tag)
+    step_alike(native, numpy_env, 1300)
 
 
-def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit():
+def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(step_alike):
     """td3_step on the quadrotor against the same native update around QuadrotorVec.step,
     AutoReset and Replay.store: crashes, time-outs and restarts; every state array equal."""
     from neuromotor.envs.quadrotor import QuadrotorVec
@@ -366,14 +358,7 @@ def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit():
     native = TD3(Config(backend="native", **kw), lambda n: QuadrotorVec(n, action_history=2), [3, 7])
     python = TD3(Config(backend="native", **kw), lambda n: OtherQuadrotor(n, action_history=2), [3, 7])
     assert native.native.whole_step and not python.native.whole_step
-    for _ in range(1100):
-        native.advance()
-        python.advance()
-    a, b = native.state_dict(), python.state_dict()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    returns = native.pop_episode_returns()
-    assert returns == python.pop_episode_returns()
+    returns = step_alike(native, python, 1100)
     assert sum(map(len, returns)) > 2 * 1100 // 60 + 2  # drones crashed as well as timed out
 
 
