@@ -24,6 +24,7 @@
 
 #include "nm_kernels.h"
 #include "nm_train.h"
+#include "nm_sac_steps.h"
 
 static uint64_t rng_state;
 static long n_checks;
@@ -514,6 +515,54 @@ static void case_elementwise(void) {
     }
 }
 
+// SAC's squashed Gaussian sample and its backward: the same bits on this path as on the
+// scalar one (the AVX2 loops stop at a multiple of 8 samples and the scalar loop does the
+// rest, so a sample's bits must not depend on which of them it fell to), and close to the
+// double-precision formulas. Log-stds beyond both clip bounds, saturated actions.
+static void case_sac_sample(void) {
+    case_name = "nm_sac_sample/nm_sac_sample_backward";
+    const size_t a = pick(1, 4), n = pick(1, 45);
+    const float lo = -20.0f, hi = 2.0f, d_logp = unit();
+    float *out = floats(2 * a * n), *eps = floats(a * n), *d_action = floats(a * n);
+    for (size_t i = 0; i < a * n; i++) {
+        out[i] *= (float)pick(1, 8);                   // means: saturated actions too
+        out[a * n + i] = 13.0f * out[a * n + i] - 7.0f;  // log-stds in [-20, 6)
+        out[a * n + i] = pick(0, 9) ? out[a * n + i] : (pick(0, 1) ? -25.0f : hi);
+        eps[i] *= 3.0f;
+    }
+    float *action = floats(a * n), *logp = floats(n), *d_out = floats(2 * a * n);
+    nm_sac_sample(out, eps, a, n, lo, hi, action, logp);
+    nm_sac_sample_backward(out, eps, action, d_action, d_logp, a, n, lo, hi, d_out);
+    const int isa = nm_isa();
+    nm_isa_set(NM_ISA_SCALAR);
+    float *action_s = floats(a * n), *logp_s = floats(n), *d_out_s = floats(2 * a * n);
+    nm_sac_sample(out, eps, a, n, lo, hi, action_s, logp_s);
+    nm_sac_sample_backward(out, eps, action, d_action, d_logp, a, n, lo, hi, d_out_s);
+    nm_isa_set(isa);
+    for (size_t k = 0; k < n; k++) {
+        same("sample logp vs scalar path", k, logp[k], logp_s[k]);
+        double want = 0;
+        for (size_t j = 0; j < a; j++) {
+            const size_t i = j * n + k;
+            same("sample action vs scalar path", i, action[i], action_s[i]);
+            same("backward d_mean vs scalar path", i, d_out[i], d_out_s[i]);
+            same("backward d_log_std vs scalar path", i, d_out[a * n + i], d_out_s[a * n + i]);
+            const double ls = out[a * n + i] < lo ? lo : (out[a * n + i] > hi ? hi : out[a * n + i]);
+            const double std = exp(ls), u = out[i] + std * eps[i];
+            close_to("sample action", i, action[i], tanh(u), fabs(std * eps[i]));
+            // from the kernel's own action: near |a| = 1, log(1 - a^2) magnifies its last bit
+            const double oma = 1.0 - (double)action[i] * action[i];
+            want += -0.5 * eps[i] * eps[i] - ls - 0.918938533204672742 - log(oma + 1e-6);
+            const double du = d_action[i] * oma + d_logp * 2.0 * action[i] * oma / (oma + 1e-6);
+            close_to("backward d_mean", i, d_out[i], du, 1.0);
+            const double in_range = out[a * n + i] > lo && out[a * n + i] < hi ? 1.0 : 0.0;
+            close_to("backward d_log_std", i, d_out[a * n + i], (du * std * eps[i] - d_logp) * in_range,
+                fabs(du * std * eps[i]));
+        }
+        close_to("sample logp", k, logp[k], want, 20.0 * (double)a);
+    }
+}
+
 // Replays of floats and of halves: what push stores is what gather gives back
 // (for halves: the value rounded to binary16, which nm_half.h round-trips exactly).
 static void case_replay(void) {
@@ -576,7 +625,7 @@ int main(int argc, char **argv) {
         }
     }
     void (*const kinds[])(void) = {case_sizes, case_dense, case_mlp, case_gemm_tn, case_gemm_nt,
-                                   case_forward_backward, case_elementwise, case_replay};
+                                   case_forward_backward, case_elementwise, case_replay, case_sac_sample};
     const size_t n_kinds = sizeof kinds / sizeof kinds[0];
     for (case_no = 0; case_no < cases; case_no++) {
         nm_isa_set(isas[(case_no / n_kinds) % (unsigned long)n_isa]);

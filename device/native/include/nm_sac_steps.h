@@ -21,17 +21,25 @@ static inline float nm_sac_log_std(float x, float lo, float hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+#include "nm_sac_steps_avx2.h"
+
 // action = tanh(mean + exp(clip(log_std)) * eps);
 // logp[k] = sum_j -eps^2 / 2 - log_std - log(2 pi) / 2 - log(1 - a^2 + 1e-6).
 static inline void nm_sac_sample(const float *out, const float *eps, size_t a, size_t n, float lo, float hi,
     float *action, float *logp) {
-    for (size_t k = 0; k < n; k++) {
+    size_t k0 = 0;
+    #if NM_AVX2
+    if (nm_isa() == NM_ISA_AVX2) {
+        k0 = nm_sac_sample_avx2(out, eps, a, n, lo, hi, action, logp);
+    }
+    #endif
+    for (size_t k = k0; k < n; k++) {
         logp[k] = 0.0f;
     }
     for (size_t j = 0; j < a; j++) {
         const float *mean = out + j * n, *ls = out + (a + j) * n, *e = eps + j * n;
         float *act = action + j * n;
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = k0; k < n; k++) {
             const float log_std = nm_sac_log_std(ls[k], lo, hi);
             const float u = mean[k] + nm_expf(log_std) * e[k];
             act[k] = nm_tanhf(u);
@@ -49,10 +57,16 @@ static inline void nm_sac_sample(const float *out, const float *eps, size_t a, s
 // the same for every sample; the clip passes the log-std's gradient only inside its range.
 static inline void nm_sac_sample_backward(const float *out, const float *eps, const float *action,
     const float *d_action, float d_logp, size_t a, size_t n, float lo, float hi, float *d_out) {
+    size_t k0 = 0;
+    #if NM_AVX2
+    if (nm_isa() == NM_ISA_AVX2) {
+        k0 = nm_sac_sample_backward_avx2(out, eps, action, d_action, d_logp, a, n, lo, hi, d_out);
+    }
+    #endif
     for (size_t j = 0; j < a; j++) {
         const float *ls = out + (a + j) * n, *e = eps + j * n, *act = action + j * n, *da = d_action + j * n;
         float *d_mean = d_out + j * n, *d_ls = d_out + (a + j) * n;
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = k0; k < n; k++) {
             const float oma = 1.0f - act[k] * act[k];
             // d logp / du = 2 a (1 - a^2) / (1 - a^2 + 1e-6);  da / du = 1 - a^2
             float du = da[k] * oma;
