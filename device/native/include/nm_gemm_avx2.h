@@ -92,6 +92,40 @@ NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t 
     _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_relu(c3, relu));
 }
 
+// Rows m..m+7, the (masked) columns n..n+7: eight chains, enough to keep both FMA pipes
+// busy through their latency where the 4-row tile's four chains leave them waiting (the
+// column tail of a batch that is not a multiple of 24, e.g. 4 columns of 100).
+NM_AVX2_INLINE void nm_tn_8x8_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
+    const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc), c1 = nm_avx_tn_init(c + ldc, mask, bias, m + 1, acc);
+    __m256 c2 = nm_avx_tn_init(c + 2 * ldc, mask, bias, m + 2, acc);
+    __m256 c3 = nm_avx_tn_init(c + 3 * ldc, mask, bias, m + 3, acc);
+    __m256 c4 = nm_avx_tn_init(c + 4 * ldc, mask, bias, m + 4, acc);
+    __m256 c5 = nm_avx_tn_init(c + 5 * ldc, mask, bias, m + 5, acc);
+    __m256 c6 = nm_avx_tn_init(c + 6 * ldc, mask, bias, m + 6, acc);
+    __m256 c7 = nm_avx_tn_init(c + 7 * ldc, mask, bias, m + 7, acc);
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const __m256 y = _mm256_maskload_ps(b, mask);
+        c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), y, c0);
+        c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + sa), y, c1);
+        c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2 * sa), y, c2);
+        c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3 * sa), y, c3);
+        c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 4 * sa), y, c4);
+        c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5 * sa), y, c5);
+        c6 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 6 * sa), y, c6);
+        c7 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 7 * sa), y, c7);
+    }
+    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
+    _mm256_maskstore_ps(c + ldc, mask, nm_avx_relu(c1, relu));
+    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_relu(c2, relu));
+    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_relu(c3, relu));
+    _mm256_maskstore_ps(c + 4 * ldc, mask, nm_avx_relu(c4, relu));
+    _mm256_maskstore_ps(c + 5 * ldc, mask, nm_avx_relu(c5, relu));
+    _mm256_maskstore_ps(c + 6 * ldc, mask, nm_avx_relu(c6, relu));
+    _mm256_maskstore_ps(c + 7 * ldc, mask, nm_avx_relu(c7, relu));
+}
+
 // Row m, columns n..n+31: four independent chains hide the FMA latency of a lone row
 // (a one-output layer).
 NM_AVX2_INLINE void nm_tn_1x32_avx2(float *c, const float *a, size_t lda, const float *b, size_t ldb,
@@ -125,18 +159,23 @@ NM_AVX2_INLINE void nm_tn_1x8_avx2(float *c, const float *a, size_t lda, const f
 NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda, size_t sa,
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     const __m256i all = _mm256_set1_epi32(-1);
-    size_t m = 0;
-    for (; m + 4 <= M; m += 4) {
-        size_t n = 0;
-        for (; n + 24 <= N; n += 24) {
+    const size_t M4 = M & ~(size_t)3, N24 = N - N % 24;
+    for (size_t m = 0; m < M4; m += 4) {
+        for (size_t n = 0; n < N24; n += 24) {
             nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu);
         }
-        for (; n < N; n += 8) {
-            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu,
-                N - n >= 8 ? all : nm_avx_lanes(N - n));
+    }
+    for (size_t n = N24; n < N; n += 8) {
+        const __m256i mask = N - n >= 8 ? all : nm_avx_lanes(N - n);
+        size_t m = 0;
+        for (; m + 8 <= M4; m += 8) {
+            nm_tn_8x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, mask);
+        }
+        if (m < M4) {
+            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, mask);
         }
     }
-    for (; m < M; m++) {
+    for (size_t m = M4; m < M; m++) {
         size_t n = 0;
         for (; n + 32 <= N; n += 32) {
             nm_tn_1x32_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu);
