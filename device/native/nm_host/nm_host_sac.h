@@ -75,17 +75,34 @@ static const float *nmh_sac_row(const nmh_sac *t, size_t k, size_t which, size_t
     return t->replay + (k * t->cap + raw % t->size) * t->width;
 }
 
+// dst[i * ld + b] = entry from + i of row `which`'s sample b (i < count, b < B): feature-major
+// minibatch rows from sample-major replay rows, 8 samples at a time, so that the stores fill
+// one line of dst after another instead of touching count lines per sample.
+static void nmh_sac_gather(const nmh_sac *t, size_t k, size_t which, size_t from, size_t count, float *dst, size_t ld) {
+    for (size_t b0 = 0; b0 < t->B; b0 += 8) {
+        const size_t nb = t->B - b0 < 8 ? t->B - b0 : 8;
+        const float *rows[8];
+        for (size_t j = 0; j < nb; j++) {
+            rows[j] = nmh_sac_row(t, k, which, b0 + j) + from;
+        }
+        for (size_t i = 0; i < count; i++) {
+            float *d = dst + i * ld + b0;
+            for (size_t j = 0; j < nb; j++) {
+                d[j] = rows[j][i];
+            }
+        }
+    }
+}
+
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
 static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha) {
     const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t M = t->shared ? 1 : 2, B = t->B, B2 = M * B, o = t->o, na = t->na, in = o + na;
     const float *aw = t->a.p + k * an->net_len;
     for (size_t c = 0; c < M; c++) {
+        nmh_sac_gather(t, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
         for (size_t b = 0; b < B; b++) {
             const float *row = nmh_sac_row(t, k, c, b);
-            for (size_t i = 0; i < o; i++) {
-                w->x_next[(na + i) * B2 + c * B + b] = row[in + 3 + i];
-            }
             for (size_t j = 0; j < na; j++) {
                 w->eps_n[j * B2 + c * B + b] = t->next_noise[((k * 2 + c) * B + b) * na + j];
             }
@@ -109,12 +126,7 @@ static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alp
         const size_t member = 2 * k + c;
         const float *cw = t->c.p + member * cn->net_len;
         if (c < M) {
-            for (size_t b = 0; b < B; b++) {
-                const float *row = nmh_sac_row(t, k, c, b);
-                for (size_t i = 0; i < in; i++) {
-                    w->xc[i * B + b] = row[i];
-                }
-            }
+            nmh_sac_gather(t, k, c, 0, in, w->xc, B);
         }
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, B);
         // dq = (q - y) / B: the gradient of 1/2 mean (q - y)^2
@@ -133,12 +145,7 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
     const size_t B = t->B, o = t->o, na = t->na;
     const float *aw = t->a.p + k * an->net_len;
     float *tape_q[2] = {w->tape + an->tape_per_sample * B, w->tape + (an->tape_per_sample + cn->tape_per_sample) * B};
-    for (size_t b = 0; b < B; b++) {
-        const float *row = nmh_sac_row(t, k, 2, b);
-        for (size_t i = 0; i < o; i++) {
-            w->xa[(na + i) * B + b] = row[na + i];
-        }
-    }
+    nmh_sac_gather(t, k, 2, na, o, w->xa + na * B, B);
     const float *eps = t->actor_noise + k * B * na;
     // the noise is (B, na) sample-major: the sample and its backward read it feature-major
     float *eps_a = w->eps_n;
