@@ -24,6 +24,7 @@
 #include "nm_train.h"
 #include "nm_host_args.h"
 #include "nm_host_env.h"
+#include "nm_host_replay.h"
 #include "nm_host_sac.h"
 #include "nm_host_quadrotor.h"
 
@@ -87,10 +88,19 @@ static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
     return mem;
 }
 
-// Row `which` (0, 1: the critics' minibatches, 2: the actor's; all 0 when shared) sample b of agent k.
+// The draws of minibatch `which` (0, 1: the critics', 2: the actor's; all 0 when shared) of agent k.
+static const uint32_t *nmh_draws(const nmh_td3 *t, size_t k, size_t which) {
+    return t->idx + (k * 3 + (t->shared ? 0 : which)) * t->B;
+}
+
 static const float *nmh_row(const nmh_td3 *t, size_t k, size_t which, size_t b) {
-    const uint32_t raw = t->idx[(k * 3 + (t->shared ? 0 : which)) * t->B + b];
-    return t->replay + (k * t->cap + raw % t->size) * t->width;
+    return nmh_replay_row(t->replay + k * t->cap * t->width, nmh_draws(t, k, which), t->size, t->width, b);
+}
+
+// Entries from..from+count-1 of minibatch `which`'s rows into dst, feature-major (row stride ld).
+static void nmh_gather(const nmh_td3 *t, size_t k, size_t which, size_t from, size_t count, float *dst, size_t ld) {
+    nmh_replay_gather(t->replay + k * t->cap * t->width, nmh_draws(t, k, which), t->size, t->width, t->B, from,
+        count, dst, ld);
 }
 
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
@@ -106,11 +116,8 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
     }
     // the target networks see all minibatches at once: samples [minibatch 0 | minibatch 1]
     for (size_t c = 0; c < M; c++) {
+        nmh_gather(t, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
         for (size_t b = 0; b < B; b++) {
-            const float *row = nmh_row(t, k, c, b);
-            for (size_t i = 0; i < o; i++) {
-                w->x_next[(na + i) * B2 + c * B + b] = row[in + 3 + i];
-            }
             for (size_t j = 0; j < na; j++) {
                 w->noise_t[j * B2 + c * B + b] = t->noise[((k * 2 + c) * B + b) * na + j];
             }
@@ -132,11 +139,9 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
         const size_t member = 2 * k + c;
         const float *cw = t->c.p + member * cn->net_len;
         if (c < M) {
+            nmh_gather(t, k, c, 0, in, w->xc, B);
             for (size_t b = 0; b < B; b++) {
                 const float *row = nmh_row(t, k, c, b);
-                for (size_t i = 0; i < in; i++) {
-                    w->xc[i * B + b] = row[i];
-                }
                 w->r[b] = row[in + 1];
                 w->nd[b] = row[in + 2];
             }
@@ -155,12 +160,7 @@ static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
     const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, o = t->o, na = t->na;
     const float *aw = t->a.p + k * an->net_len, *cw = t->c.p + 2 * k * cn->net_len;
-    for (size_t b = 0; b < B; b++) {
-        const float *row = nmh_row(t, k, 2, b);
-        for (size_t i = 0; i < o; i++) {
-            w->xa[(na + i) * B + b] = row[na + i];
-        }
-    }
+    nmh_gather(t, k, 2, na, o, w->xa + na * B, B);
     nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, B);
     memcpy(w->xa, w->tape_a + (an->tape_per_sample - na) * B, na * B * sizeof(float));
     nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, B);

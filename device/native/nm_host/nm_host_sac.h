@@ -15,6 +15,7 @@
 #include "nm_sac_steps.h"
 #include "nm_host_args.h"
 #include "nm_host_env.h"
+#include "nm_host_replay.h"
 
 typedef struct {
     nmh_net actor, critic;
@@ -69,29 +70,19 @@ static void nmh_sac_ws_split(nmh_sac_ws *w, float *mem, const nmh_sac *t) {
     }
 }
 
-// Row `which` (0, 1: the critics' minibatches, 2: the actor's; all 0 when shared) sample b of agent k.
-static const float *nmh_sac_row(const nmh_sac *t, size_t k, size_t which, size_t b) {
-    const uint32_t raw = t->idx[(k * 3 + (t->shared ? 0 : which)) * t->B + b];
-    return t->replay + (k * t->cap + raw % t->size) * t->width;
+// The draws of minibatch `which` (0, 1: the critics', 2: the actor's; all 0 when shared) of agent k.
+static const uint32_t *nmh_sac_draws(const nmh_sac *t, size_t k, size_t which) {
+    return t->idx + (k * 3 + (t->shared ? 0 : which)) * t->B;
 }
 
-// dst[i * ld + b] = entry from + i of row `which`'s sample b (i < count, b < B): feature-major
-// minibatch rows from sample-major replay rows, 8 samples at a time, so that the stores fill
-// one line of dst after another instead of touching count lines per sample.
+static const float *nmh_sac_row(const nmh_sac *t, size_t k, size_t which, size_t b) {
+    return nmh_replay_row(t->replay + k * t->cap * t->width, nmh_sac_draws(t, k, which), t->size, t->width, b);
+}
+
+// Entries from..from+count-1 of minibatch `which`'s rows into dst, feature-major (row stride ld).
 static void nmh_sac_gather(const nmh_sac *t, size_t k, size_t which, size_t from, size_t count, float *dst, size_t ld) {
-    for (size_t b0 = 0; b0 < t->B; b0 += 8) {
-        const size_t nb = t->B - b0 < 8 ? t->B - b0 : 8;
-        const float *rows[8];
-        for (size_t j = 0; j < nb; j++) {
-            rows[j] = nmh_sac_row(t, k, which, b0 + j) + from;
-        }
-        for (size_t i = 0; i < count; i++) {
-            float *d = dst + i * ld + b0;
-            for (size_t j = 0; j < nb; j++) {
-                d[j] = rows[j][i];
-            }
-        }
-    }
+    nmh_replay_gather(t->replay + k * t->cap * t->width, nmh_sac_draws(t, k, which), t->size, t->width, t->B, from,
+        count, dst, ld);
 }
 
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
