@@ -4,7 +4,8 @@ asan_kernels.c draws random shapes from a seeded generator and calls the inferen
 kernels (nm_kernels.h: nm_dense, nm_dense_batch, nm_mlp, nm_pack_layer, nm_clamp,
 nm_crc32, the size helpers) and the training kernels (nm_train.h: GEMM tiles at odd
 shapes and strides, forward with its tape, backward, Adam, Polyak averaging, the TD3
-steps, replay push and gather, the random streams, export packing). Each buffer is
+steps, SAC's squashed Gaussian sample and its backward (bit for bit against the scalar
+path), replay push and gather, the random streams, export packing). Each buffer is
 its own malloc of exactly the size the size helpers or the kernel's contract give,
 so an access one element past the end (or before the start) lands in a redzone.
 Results are compared with double-precision references and the padding between

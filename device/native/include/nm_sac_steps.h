@@ -12,6 +12,7 @@
 #define NM_SAC_STEPS_H
 
 #include "nm_math.h"
+#include "nm_sac_steps_avx2.h"
 
 #define NM_SAC_HALF_LOG_2PI 0.918938533204672742f
 // keeps log(1 - a^2) finite at |a| = 1 (RLtools' and SB3's constant)
@@ -21,8 +22,6 @@ static inline float nm_sac_log_std(float x, float lo, float hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
-#include "nm_sac_steps_avx2.h"
-
 // action = tanh(mean + exp(clip(log_std)) * eps);
 // logp[k] = sum_j -eps^2 / 2 - log_std - log(2 pi) / 2 - log(1 - a^2 + 1e-6).
 static inline void nm_sac_sample(const float *out, const float *eps, size_t a, size_t n, float lo, float hi,
@@ -30,7 +29,7 @@ static inline void nm_sac_sample(const float *out, const float *eps, size_t a, s
     size_t k0 = 0;
     #if NM_AVX2
     if (nm_isa() == NM_ISA_AVX2) {
-        k0 = nm_sac_sample_avx2(out, eps, a, n, lo, hi, action, logp);
+        k0 = nm_sac_sample_avx2(out, eps, a, n, lo, hi, NM_SAC_HALF_LOG_2PI, NM_SAC_LOG_PROB_EPS, action, logp);
     }
     #endif
     for (size_t k = k0; k < n; k++) {
@@ -60,7 +59,8 @@ static inline void nm_sac_sample_backward(const float *out, const float *eps, co
     size_t k0 = 0;
     #if NM_AVX2
     if (nm_isa() == NM_ISA_AVX2) {
-        k0 = nm_sac_sample_backward_avx2(out, eps, action, d_action, d_logp, a, n, lo, hi, d_out);
+        k0 = nm_sac_sample_backward_avx2(out, eps, action, d_action, d_logp, a, n, lo, hi, NM_SAC_LOG_PROB_EPS,
+            d_out);
     }
     #endif
     for (size_t j = 0; j < a; j++) {
