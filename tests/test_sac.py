@@ -398,6 +398,11 @@ def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
     nets = [algo.actor.params, algo.actor.grad, algo.actor.opt.m, algo.actor.opt.v, algo.critic.params,
             algo.critic.target, algo.critic.grad, algo.critic.opt.m, algo.critic.opt.v, algo.critic._tmp]
     assert 0.95 * sum(a.nbytes for a in nets) < parts["networks"] <= sum(a.nbytes for a in nets)  # a lower bound
+    for cfg in (Config(), Config(update_every=4)):  # a block draws update numbers for its updates only
+        algo = SAC(cfg, env_class("pendulum"), [0, 1, 2])
+        algo.advance()
+        drawn = memory.estimate("sac", cfg, config.RunConfig(), env_class("pendulum"), 3)["pre-drawn random numbers"]
+        assert drawn == sum(x.nbytes for x in algo._block)
     code, _, err = cli("train", "pendulum", "--algo", "sac", "--preset", "mujoco", "--seeds", "0-999", "--quiet")
     assert code == 2 and "GB" in err and "replay buffers" in err and err.count("\n") == 1
     assert not any(runs_root.iterdir())

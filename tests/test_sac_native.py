@@ -291,10 +291,10 @@ def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(warmup,
 def _step(algo, **change):
     n = algo.native
     d = dict(nets=n.nets, alpha=n.alpha, replay=algo.replay.data, env=n.envs, block=algo._native_block, i=algo.steps,
-             pos=algo.replay.pos, size=algo.replay.size, hyper=n.hyper, work=n.workspace)
+             u=algo.steps, pos=algo.replay.pos, size=algo.replay.size, hyper=n.hyper, work=n.workspace)
     d.update(change)
-    return _nm_host.sac_step(d["nets"], d["alpha"], d["replay"], d["env"], d["block"], d["i"], d["pos"], d["size"],
-                             False, True, False, d["hyper"], d["work"])
+    return _nm_host.sac_step(d["nets"], d["alpha"], d["replay"], d["env"], d["block"], d["i"], d["u"], d["pos"],
+                             d["size"], False, True, False, d["hyper"], d["work"])
 
 
 def test_native_step_refuses_bad_arrays_and_changes_nothing():
@@ -315,6 +315,7 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
         ("obs is the workspace", {"env": (state, algo.native.workspace[:6].reshape(2, 3), ep_return, ep_len,
                                           max_steps)}, "overlap"),
         ("step past the block", {"i": len(block[0])}, "block"),
+        ("update past the block", {"u": len(block[2])}, "block"),
         ("block of 4", {"block": block[:4]}, "block"),
         ("actor noise of another block", {"block": block[:4] + (block[4][:-1],)}, "axis 0"),
         ("small workspace", {"work": algo.native.workspace[:100]}, "workspace must hold"),

@@ -364,13 +364,13 @@ def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(step_al
 
 def _step_args(algo):
     nets, env = algo.native.nets, algo.native.envs
-    return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, pos=0, size=0,
+    return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, u=0, pos=0, size=0,
                 hyper=algo.native.hyper)
 
 
 def _step(d):
-    return _nm_host.td3_step(d["nets"], d["replay"], d["env"], d["block"], d["i"], d["pos"], d["size"], False, True,
-                             True, False, d["hyper"])
+    return _nm_host.td3_step(d["nets"], d["replay"], d["env"], d["block"], d["i"], d["u"], d["pos"], d["size"], False,
+                             True, True, False, d["hyper"])
 
 
 def test_native_step_refuses_bad_arrays_and_changes_nothing():
@@ -392,6 +392,7 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
         ("obs inside the replay", {"env": (state, algo.replay.data[0, :2, :3], ep_return, ep_len, max_steps)},
          "C-contiguous|overlap"),
         ("step past the block", {"i": len(good["block"][0])}, "block"),
+        ("update past the block", {"u": len(good["block"][2])}, "block"),
         ("block of 3", {"block": good["block"][:3]}, "block"),
         ("hyper of strings", {"hyper": ("a",) * 7}, "float|must be real"),
     ]
@@ -427,7 +428,7 @@ def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
     for i in range(steps):
         pos = i % algo.replay.capacity
         _nm_host.td3_step(algo.native.nets, algo.replay.data, algo.native.envs, (explore, uniform, idx, noise), i,
-                          pos, min(i, algo.replay.capacity), True, False, False, False, hyper)
+                          i, pos, min(i, algo.replay.capacity), True, False, False, False, hyper)
         want_obs, want_reward, _ = ref.step(uniform[i] * np.float32(3.0))
         np.testing.assert_array_equal(algo.env.state, ref.state)
         np.testing.assert_array_equal(obs, want_obs)

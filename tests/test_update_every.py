@@ -40,6 +40,25 @@ def test_updates_come_every_update_every_steps_and_the_backends_agree(algo, env)
     assert not np.array_equal(runs["native"].critic.params, _agents(algo, "native", env).critic.params)
 
 
+@pytest.mark.parametrize("algo", ["td3", "sac"])
+@pytest.mark.parametrize("update_every", [1, 3, 7])
+def test_a_block_draws_numbers_for_its_updates_only(algo, update_every):
+    """A block of 1000 steps draws the acting noise of every step and the update's numbers
+    (minibatch indices, target or reparameterisation noise) of each update: ceil(1000 /
+    update_every) rows, each update of a block on a row of its own, over blocks whose updates
+    do not line up with their starts (update_every 7, learning_starts 10)."""
+    cls = {"td3": TD3, "sac": SAC}[algo]
+    agents = cls(cls.Config(learning_starts=10, update_every=update_every, batch_size=8), lambda n: PendulumVec(n), [0])
+    agents.advance()
+    rows = -(-1000 // update_every)
+    assert [len(x) for x in agents._block] == [1000, 1000] + [rows] * (len(agents._block) - 2)
+    for start in (0, 1000, 2000):
+        used = [agents._update_row(s - start) for s in range(start, start + 1000)
+                if s >= 10 and (s - 10) % update_every == 0]
+        assert len(used) == len(set(used)) and max(used) < rows
+        assert start == 0 or len(used) >= rows - 1  # past the warm-up, no more rows than updates (+1)
+
+
 def test_update_every_is_checked(tmp_path):
     from neuromotor.cli import main
 

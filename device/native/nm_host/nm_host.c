@@ -246,7 +246,7 @@ static int nmh_parse_nets(nmh_bufs *bs, PyObject *nets, PyObject *replay, Py_ssi
     return 1;
 }
 
-// idx (P, 3, B) and noise (P, 2, B, na) at `at` (from axis `skip` on: one step of a block).
+// idx (P, 3, B) and noise (P, 2, B, na) at `at` (from axis `skip` on: one update of a block).
 static int nmh_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *noise, int skip, Py_ssize_t *at, nmh_td3 *t) {
     Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1}, nshape[5] = {-1, (Py_ssize_t)t->P, 2, -1, (Py_ssize_t)t->na};
     const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + skip, ishape + 1 - skip);
@@ -267,7 +267,7 @@ static int nmh_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *noise, int ski
         return 0;
     }
     if (skip && (*at < 0 || *at >= ishape[0])) {
-        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", *at, ishape[0]);
+        PyErr_Format(PyExc_ValueError, "update %zd of a block of %zd", *at, ishape[0]);
         return 0;
     }
     const size_t i = skip ? (size_t)*at : 0;
@@ -427,15 +427,16 @@ static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int u
 }
 
 static const char td3_step_doc[] =
-    "td3_step(nets, replay, env, block, i, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
+    "td3_step(nets, replay, env, block, i, u, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
     "         hyper) -> ended\n\n"
     "One training step of P agents on a built-in env, in place. nets, replay, shared_minibatch and\n"
     "hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
     "td3_update; env = (state, obs (P, o) float32, ep_return (P,) float64, ep_len (P,) int64, max_steps)\n"
     "with state (P, 2) float64 for the pendulum, or (state (P, 17) float64, ..., max_steps, model\n"
     "(len,) float64, params (P, 2) float64, history (P, k, 4) float64, terminated (P,) bool) for the\n"
-    "quadrotor (terminated is written); block = (explore (N, P, a), uniform (N, P, a), idx (N, P, 3, B),\n"
-    "noise (N, P, 2, B, a)), the draws of N steps, of which step i is used. Actions are uniform[i]\n"
+    "quadrotor (terminated is written); block = (explore (N, P, a), uniform (N, P, a), idx (U, P, 3, B),\n"
+    "noise (U, P, 2, B, a)), the draws of N steps and their U updates, of which step i and update u\n"
+    "are used. Actions are uniform[i]\n"
     "(uniform true) or the actors' clip(pi(obs) + explore[i] * exploration_noise, -1, 1); the\n"
     "transition goes into row pos of each ring, obs becomes the step's final observation, and with\n"
     "learn the update runs on the ring's size rows. Returns how many envs ended their episode,\n"
@@ -444,10 +445,10 @@ static const char td3_step_doc[] =
 static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *nets, *replay, *env, *block, *hyper;
-    Py_ssize_t i, pos, size;
+    Py_ssize_t i, u, pos, size;
     int uniform, learn, update_actor, shared;
-    if (!PyArg_ParseTuple(args, "OOOOnnnppppO:td3_step", &nets, &replay, &env, &block, &i, &pos, &size, &uniform,
-            &learn, &update_actor, &shared, &hyper)) {
+    if (!PyArg_ParseTuple(args, "OOOOnnnnppppO:td3_step", &nets, &replay, &env, &block, &i, &u, &pos, &size,
+            &uniform, &learn, &update_actor, &shared, &hyper)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
@@ -466,11 +467,8 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
             &explore_a, &uniform_a, &idx, &noise)) {
         goto out;
     }
-    if (!nmh_parse_draws(&bs, idx, noise, 1, &i, &t)) {
-        goto out;
-    }
-    const size_t n = (size_t)bs.view[bs.n - 1].shape[0]; // steps in the block
-    if (!nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, n, (size_t)i, &e) || !nmh_check_disjoint(&bs)) {
+    if (!nmh_parse_draws(&bs, idx, noise, 1, &u, &t)
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e) || !nmh_check_disjoint(&bs)) {
         goto out;
     }
     t.update_actor = update_actor;

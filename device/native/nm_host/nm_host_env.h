@@ -55,9 +55,9 @@ static int nmh_parse_quadrotor(nmh_bufs *bs, PyObject *env, size_t P, nmh_env *e
 
 // env = (state, obs (P, o) float32, ep_return (P,) float64, ep_len (P,) int64, max_steps): the
 // pendulum, state (P, 2) float64; with (model, params, history, terminated) after them the
-// quadrotor, state (P, 17) float64. explore and uniform (n, P, na) float32, of which step i is used.
+// quadrotor, state (P, 17) float64. explore and uniform (N, P, na) float32, of which step i is used.
 static int nmh_parse_env(nmh_bufs *bs, PyObject *env, PyObject *explore_a, PyObject *uniform_a, size_t P, size_t o,
-    size_t na, size_t n, size_t i, nmh_env *e) {
+    size_t na, Py_ssize_t i, nmh_env *e) {
     PyObject *state, *obs, *ep_return, *ep_len;
     if (!PyTuple_Check(env) || (PyTuple_GET_SIZE(env) != 5 && PyTuple_GET_SIZE(env) != 9)) {
         PyErr_SetString(PyExc_ValueError, "env must be (state, obs, ep_return, ep_len, max_steps), and for the "
@@ -82,19 +82,25 @@ static int nmh_parse_env(nmh_bufs *bs, PyObject *env, PyObject *explore_a, PyObj
     }
     Py_ssize_t sshape[2] = {(Py_ssize_t)P, e->quad ? NM_QUAD_STATE : 2}, oshape[2] = {(Py_ssize_t)P, (Py_ssize_t)o};
     Py_ssize_t pshape[1] = {(Py_ssize_t)P}, lshape[1] = {(Py_ssize_t)P};
-    Py_ssize_t eshape[3] = {(Py_ssize_t)n, (Py_ssize_t)P, (Py_ssize_t)na}, ushape[3] = {(Py_ssize_t)n, (Py_ssize_t)P,
-        (Py_ssize_t)na};
+    Py_ssize_t eshape[3] = {-1, (Py_ssize_t)P, (Py_ssize_t)na}, ushape[3] = {-1, (Py_ssize_t)P, (Py_ssize_t)na};
     const float *ex, *un;
     if (!(e->state = nmh_get(bs, state, "state", 'd', 1, 2, sshape))
         || !(e->obs = nmh_get(bs, obs, "obs", 'f', 1, 2, oshape))
         || !(e->ep_return = nmh_get(bs, ep_return, "ep_return", 'd', 1, 1, pshape))
         || !(e->ep_len = nmh_get(bs, ep_len, "ep_len", 'q', 1, 1, lshape))
-        || !(ex = nmh_get(bs, explore_a, "explore", 'f', 0, 3, eshape))
-        || !(un = nmh_get(bs, uniform_a, "uniform", 'f', 0, 3, ushape))) {
+        || !(ex = nmh_get(bs, explore_a, "explore", 'f', 0, 3, eshape))) {
         return 0;
     }
-    e->explore = ex + i * P * na;
-    e->uniform = un + i * P * na;
+    ushape[0] = eshape[0];
+    if (!(un = nmh_get(bs, uniform_a, "uniform", 'f', 0, 3, ushape))) {
+        return 0;
+    }
+    if (i < 0 || i >= eshape[0]) {
+        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", i, eshape[0]);
+        return 0;
+    }
+    e->explore = ex + (size_t)i * P * na;
+    e->uniform = un + (size_t)i * P * na;
     return 1;
 }
 

@@ -318,9 +318,9 @@ static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject
 }
 
 // idx (P, 3, B), next_noise (P, 2, B, na), actor_noise (P, B, na); with `block`, each with a leading
-// axis of n steps, of which step `at` is used (n is returned in *steps).
+// axis of a block's updates, of which update `at` is used.
 static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise, PyObject *actor_noise, int block,
-    Py_ssize_t at, size_t *steps, nmh_sac *t) {
+    Py_ssize_t at, nmh_sac *t) {
     const int s = !block;
     Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1};
     const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + block, ishape + s);
@@ -340,11 +340,10 @@ static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise
         return 0;
     }
     if (block && (at < 0 || at >= ishape[0])) {
-        PyErr_Format(PyExc_ValueError, "step %zd of a block of %zd", at, ishape[0]);
+        PyErr_Format(PyExc_ValueError, "update %zd of a block of %zd", at, ishape[0]);
         return 0;
     }
     const size_t i = block ? (size_t)at : 0;
-    *steps = block ? (size_t)ishape[0] : 1;
     t->idx = ip + i * t->P * 3 * t->B;
     t->next_noise = np_ + i * t->P * 2 * t->B * t->na;
     t->actor_noise = ap + i * t->P * t->B * t->na;
@@ -391,12 +390,11 @@ static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
     nmh_bufs bs = {.n = 0};
     nmh_sac t;
     float scale, offset;
-    size_t steps;
     PyObject *result = NULL;
     t.shared = shared;
     float *mem;
     if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
-        || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &steps, &t)
+        || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &t)
         || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }
@@ -412,13 +410,14 @@ out:
 }
 
 static const char sac_step_doc[] =
-    "sac_step(nets, alpha, replay, env, block, i, pos, size, uniform, learn, shared_minibatch, hyper,\n"
+    "sac_step(nets, alpha, replay, env, block, i, u, pos, size, uniform, learn, shared_minibatch, hyper,\n"
     "         workspace) -> ended\n\n"
     "One training step of P agents on a built-in env (the pendulum or the quadrotor), in place: nets,\n"
     "alpha, replay, shared_minibatch and workspace as sac_update's, hyper with (action_scale,\n"
     "action_offset) after sac_update's, env as td3_step's; block = (explore (N, P, a), uniform (N, P, a),\n"
-    "idx (N, P, 3, B), next_noise (N, P, 2, B, a), actor_noise (N, P, B, a)), the draws of N steps, of\n"
-    "which step i is used. Actions are uniform[i] (uniform true) or the actors' samples with noise\n"
+    "idx (U, P, 3, B), next_noise (U, P, 2, B, a), actor_noise (U, P, B, a)), the draws of N steps and\n"
+    "their U updates, of which step i and update u are used. Actions are uniform[i] (uniform true) or\n"
+    "the actors' samples with noise\n"
     "explore[i]; the transition goes into row pos of each ring, obs becomes the step's final\n"
     "observation, and with learn the update runs on the ring's size rows. Returns how many envs ended\n"
     "their episode, terminated or at max_steps (their reset is the caller's).";
@@ -426,17 +425,16 @@ static const char sac_step_doc[] =
 static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *nets, *alpha, *replay, *env, *block, *hyper, *work, *explore_a, *uniform_a, *idx, *nn, *an;
-    Py_ssize_t i, pos, size;
+    Py_ssize_t i, u, pos, size;
     int uniform, learn, shared;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnpppOO:sac_step", &nets, &alpha, &replay, &env, &block, &i, &pos, &size,
-            &uniform, &learn, &shared, &hyper, &work)) {
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnpppOO:sac_step", &nets, &alpha, &replay, &env, &block, &i, &u, &pos,
+            &size, &uniform, &learn, &shared, &hyper, &work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
     nmh_sac t;
     nmh_env e;
     float scale, offset, *mem;
-    size_t steps;
     PyObject *result = NULL;
     t.shared = shared;
     if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 1, hyper, &t, &scale, &offset)) {
@@ -450,8 +448,8 @@ static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
             "actor_noise)", &explore_a, &uniform_a, &idx, &nn, &an)) {
         goto out;
     }
-    if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, i, &steps, &t)
-        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, steps, (size_t)i, &e)
+    if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, u, &t)
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e)
         || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }

@@ -114,17 +114,27 @@ class Replay:
         return self._flat.take(raw_idx % self.size + self._agent_offset, axis=0)
 
 
+RNG_BLOCK = 1000  # steps whose random numbers are drawn at once
+
+
+def block_updates(update_every: int) -> int:
+    """Rows of a block's update draws: every update_every-th step updates, so RNG_BLOCK steps
+    hold at most this many updates (numbers drawn for steps that do not update would go unused)."""
+    return -(-RNG_BLOCK // update_every)
+
+
 class OffPolicyAgents:
     """The scaffolding TD3 and SAC share around their update rules: the population and its
     env, per-agent random streams drawn in blocks, acting in [-1, 1], and checkpoints.
 
     A subclass builds its networks and replay between `_setup` and `_start`, and names
-    what it adds: `_draws(rng)` (one agent's random numbers for RNG_BLOCK steps),
+    what it adds: `_draws(rng)` (one agent's random numbers for RNG_BLOCK steps: the acting
+    noise of each step, the update's numbers of each update, `block_updates` of them),
     `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()`,
     `_restored()` (called after a checkpoint was loaded), and its actor: `actor_mlp`,
     `_actor_params()` and `policy_from_state` (the deployable policy of one agent)."""
 
-    RNG_BLOCK = 1000
+    RNG_BLOCK = RNG_BLOCK
 
     def _setup(self, cfg, env_factory, seeds, dtype=F32) -> None:
         if cfg.warmup_actions not in ("uniform", "policy"):
@@ -163,6 +173,11 @@ class OffPolicyAgents:
         return self.steps >= cfg.learning_starts and (self.steps - cfg.learning_starts) % cfg.update_every == 0
 
     # ----- randomness, drawn per agent in blocks -----
+    def _update_row(self, i: int) -> int:
+        """The row of the block's update draws for step i of the block: each run of update_every
+        steps holds one update at most."""
+        return i // self.cfg.update_every
+
     def _rng_states(self) -> np.ndarray:
         return np.stack([rng_state_array(r) for r in self.rngs])
 

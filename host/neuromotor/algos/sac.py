@@ -41,9 +41,9 @@ step, bit for bit) and stores the transitions, so a training step of the whole p
 is one call (episode restarts excepted). `numpy` is the readable reference below.
 
 Per agent, all randomness of a block of RNG_BLOCK steps is drawn at once from the
-agent's own Generator (acting noise, warm-up actions, replay indices, the critics'
-and the actor's reparameterisation noise); env resets draw from the same
-Generator. So agent k's numbers do not depend on which other agents train beside it.
+agent's own Generator (acting noise and warm-up actions per step; replay indices, the
+critics' and the actor's reparameterisation noise per update); env resets draw from the
+same Generator. So agent k's numbers do not depend on which other agents train beside it.
 """
 
 import math
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, block_updates, deployable
 from neuromotor.algos import named_config
 from neuromotor.algos.native_family import NATIVE_ERROR
 from neuromotor.algos.sac_native import NativeSAC
@@ -244,12 +244,13 @@ class SAC(OffPolicyAgents):
         return np.exp(self.log_alpha)
 
     def _draws(self, r):
-        """One agent's numbers for RNG_BLOCK steps: acting noise, warm-up actions, raw replay
-        indices of three minibatches, the critics' next-action noise and the actor's noise."""
-        n, B, a, dt = RNG_BLOCK, self.cfg.batch_size, self.act_dim, self.dtype
+        """One agent's numbers for RNG_BLOCK steps: acting noise and warm-up actions per step;
+        raw replay indices of three minibatches, the critics' next-action noise and the actor's
+        noise per update."""
+        n, u, B, a, dt = RNG_BLOCK, block_updates(self.cfg.update_every), self.cfg.batch_size, self.act_dim, self.dtype
         return (r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
-                r.integers(0, 1 << 32, (n, 3, B), np.uint32),
-                r.standard_normal((n, 2, B, a), dt), r.standard_normal((n, B, a), dt))
+                r.integers(0, 1 << 32, (u, 3, B), np.uint32),
+                r.standard_normal((u, 2, B, a), dt), r.standard_normal((u, B, a), dt))
 
     def _draw_block(self):
         super()._draw_block()
@@ -285,7 +286,9 @@ class SAC(OffPolicyAgents):
             self._updated |= self.native.step(self._native_block, i)
             self.steps += 1
             return
-        explore, uniform, raw_idx, next_noise, actor_noise = (x[i] for x in self._block)
+        j = self._update_row(i)
+        explore, uniform = self._block[0][i], self._block[1][i]
+        raw_idx, next_noise, actor_noise = (x[j] for x in self._block[2:])
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform
         elif self.native:

@@ -61,8 +61,9 @@ class NativeSAC(NativeAgents):
         uniform = sac.steps < cfg.learning_starts and cfg.warmup_actions == "uniform"
         for opt in (sac.critic.opt, sac.actor.opt, sac.alpha_opt):
             opt.t += learn
-        ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, replay.pos, replay.size,
-                                  uniform, learn, cfg.shared_minibatch, self.hyper, self.workspace)
+        ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, sac._update_row(i),
+                                  replay.pos, replay.size, uniform, learn, cfg.shared_minibatch, self.hyper,
+                                  self.workspace)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         self.finish_episodes(ended)

@@ -37,9 +37,9 @@ whole population is one call (episode restarts excepted). `numpy` is
 the readable reference below, about 150 array operations per step.
 
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
-the agent's own Generator (exploration noise, warm-up actions, replay indices,
-target policy noise); env resets draw from the same Generator. So agent k's
-numbers do not depend on which other agents train beside it.
+the agent's own Generator (exploration noise and warm-up actions per step, replay
+indices and target policy noise per update); env resets draw from the same
+Generator. So agent k's numbers do not depend on which other agents train beside it.
 """
 
 from dataclasses import dataclass
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuromotor.algos import named_config
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, deployable
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, block_updates, deployable
 from neuromotor.algos.native_family import NATIVE_ERROR
 from neuromotor.algos.td3_native import NativeTD3
 from neuromotor.errors import UserError
@@ -161,11 +161,11 @@ class TD3(OffPolicyAgents):
         self.native = NativeTD3(self) if cfg.backend == "native" else None
 
     def _draws(self, r):
-        """One agent's numbers for RNG_BLOCK steps: exploration noise, warm-up actions, raw
-        replay indices of three minibatches, target policy noise of two."""
-        n, B, a = RNG_BLOCK, self.cfg.batch_size, self.act_dim
+        """One agent's numbers for RNG_BLOCK steps: exploration noise and warm-up actions per
+        step, raw replay indices of three minibatches and target policy noise of two per update."""
+        n, u, B, a = RNG_BLOCK, block_updates(self.cfg.update_every), self.cfg.batch_size, self.act_dim
         return (r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
-                r.integers(0, 1 << 32, (n, 3, B), np.uint32), r.standard_normal((n, 2, B, a), F32))
+                r.integers(0, 1 << 32, (u, 3, B), np.uint32), r.standard_normal((u, 2, B, a), F32))
 
     def _draw_block(self):
         super()._draw_block()
@@ -185,7 +185,9 @@ class TD3(OffPolicyAgents):
             self._updated |= self.native.step(self._native_block, i)
             self.steps += 1
             return
-        explore, uniform, raw_idx, target_noise = (x[i] for x in self._block)
+        j = self._update_row(i)
+        explore, uniform = self._block[0][i], self._block[1][i]
+        raw_idx, target_noise = (x[j] for x in self._block[2:])
         # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
         if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
             action = uniform

@@ -53,8 +53,8 @@ class NativeTD3(NativeAgents):
         learn, update_actor = td3.updates_now()
         td3.critic.opt.t += learn
         td3.actor.opt.t += update_actor
-        ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, replay.pos, replay.size,
-                                  uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
+        ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, td3._update_row(i), replay.pos,
+                                  replay.size, uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         self.finish_episodes(ended)

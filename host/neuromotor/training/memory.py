@@ -29,8 +29,7 @@ def _workspace_row(sizes) -> int:
 
 
 def td3_parts(cfg, obs_dim, act_dim, agents) -> dict:
-    from neuromotor.algos.offpolicy import ReplayRow
-    from neuromotor.algos.td3 import RNG_BLOCK
+    from neuromotor.algos.offpolicy import RNG_BLOCK, ReplayRow, block_updates
 
     actor = [obs_dim, *cfg.actor_hidden, act_dim]
     critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
@@ -41,7 +40,8 @@ def td3_parts(cfg, obs_dim, act_dim, agents) -> dict:
         "networks": agents * 6 * F32 * (_net_params(actor) + 2 * _net_params(critic)),
         "batch workspaces": agents * B * (3 * _workspace_row(actor) + 7 * _workspace_row(critic)
                                           + 12 * F32 * (obs_dim + act_dim + 1)),
-        "pre-drawn random numbers": agents * RNG_BLOCK * F32 * (3 * B + 2 * B * act_dim + 2 * act_dim),
+        "pre-drawn random numbers": agents * F32 * (block_updates(cfg.update_every) * (3 * B + 2 * B * act_dim)
+                                                    + RNG_BLOCK * 2 * act_dim),
     }, agents
 
 
@@ -61,8 +61,7 @@ def ppo_parts(cfg, obs_dim, act_dim, agents) -> dict:
 
 
 def sac_parts(cfg, obs_dim, act_dim, agents) -> dict:
-    from neuromotor.algos.offpolicy import ReplayRow
-    from neuromotor.algos.sac import RNG_BLOCK
+    from neuromotor.algos.offpolicy import RNG_BLOCK, ReplayRow, block_updates
 
     actor = [obs_dim, *cfg.actor_hidden, 2 * act_dim]
     critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
@@ -73,7 +72,8 @@ def sac_parts(cfg, obs_dim, act_dim, agents) -> dict:
         "networks": agents * F32 * (4 * _net_params(actor) + 12 * _net_params(critic)),
         "batch workspaces": agents * B * (3 * _workspace_row(actor) + 6 * _workspace_row(critic)
                                           + 12 * F32 * (obs_dim + act_dim + 1)),
-        "pre-drawn random numbers": agents * RNG_BLOCK * F32 * (3 * B + 3 * B * act_dim + 2 * act_dim),
+        "pre-drawn random numbers": agents * F32 * (block_updates(cfg.update_every) * (3 * B + 3 * B * act_dim)
+                                                    + RNG_BLOCK * 2 * act_dim),
     }, agents
 
 
