@@ -168,13 +168,13 @@ def _call_args(algo):
     actor, critic, alayout, clayout, losses = algo.native.nets
     return dict(actor=list(actor), critic=list(critic), alayout=alayout, clayout=clayout, losses=losses,
                 replay=algo.replay.data, size=algo.cfg.buffer_size, idx=rng.integers(0, 1 << 32, (P, 3, B), np.uint32),
-                noise=rng.standard_normal((P, 2, B, a), np.float32), update=True)
+                noise=rng.standard_normal((P, 2, B, a), np.float32), update=True, work=algo.native.workspace)
 
 
 def _call(d):
     nets = (tuple(d["actor"]), tuple(d["critic"]), d["alayout"], d["clayout"], d["losses"])
     return _nm_host.td3_update(nets, d["replay"], d["size"], d["idx"], d["noise"], d["update"],
-                               d.get("shared", False), (0.99, 0.005, 0.2, 0.5))
+                               d.get("shared", False), (0.99, 0.005, 0.2, 0.5), d["work"])
 
 
 def _bad_cases(d):
@@ -205,6 +205,7 @@ def _bad_cases(d):
     yield "layers and activations disagree", "clayout", None, ((4, 64, 1), (1, 1, 0)), "one size more"
     yield "losses of one agent", "losses", None, np.zeros((1, 2), np.float32), "axis 0"
     yield "losses in the params", "losses", None, actor[0][:4].reshape(2, 2), "overlap"
+    yield "workspace a float short", "work", None, d["work"][:-1], "workspace must hold"
 
 
 def test_bad_arrays_are_value_errors_and_nothing_changes():
@@ -225,7 +226,7 @@ def test_bad_arrays_are_value_errors_and_nothing_changes():
         for x, y in zip(before, (*good["actor"], *good["critic"])):
             np.testing.assert_array_equal(x, y, err_msg=label)
         checked += 1
-    assert checked == 23
+    assert checked == 24
     with pytest.raises(ValueError, match="tuple"):
         _call({**good, "actor": good["actor"][:5]})
     _call(good)  # and the good arguments do run
@@ -309,7 +310,8 @@ def test_native_act_equals_numpy_and_checks_its_arrays():
     layout = algo.actor.layout()
     params = algo.native.families[0].params  # the training layout
     algo.sync_host()
-    _nm_host.act(params, layout, obs, noise, 0.5, out)
+    work = algo.native.workspace
+    _nm_host.act(params, layout, obs, noise, 0.5, out, work)
     from neuromotor.nn.mlp import with_ones
     ref = algo.actor.mlp.forward(algo.actor.layers, with_ones(obs)[:, None])[:, 0] + noise * np.float32(0.5)
     np.testing.assert_allclose(out, np.clip(ref, -1, 1), atol=1e-6)
@@ -321,8 +323,16 @@ def test_native_act_equals_numpy_and_checks_its_arrays():
     for params, o, n, a, message in bad:
         before = np.array(out)
         with pytest.raises(ValueError, match=message):
-            _nm_host.act(params, layout, o, n, 0.1, a)
+            _nm_host.act(params, layout, o, n, 0.1, a, work)
         np.testing.assert_array_equal(out, before)
+    tape = sum(layout[0][1:])  # one sample's activations
+    shared = np.zeros(tape + 3, np.float32)
+    for w, o, message in ((work[:tape - 1], out, "workspace must hold"), (shared, shared[:3].reshape(3, 1), "overlap"),
+                          (work.astype(np.float64), out, "float32")):
+        before = np.array(o)
+        with pytest.raises(ValueError, match=message):
+            _nm_host.act(params, layout, obs, noise, 0.1, o, w)
+        np.testing.assert_array_equal(o, before)
 
 
 # ----- the whole step in one call on the built-in pendulum -----
@@ -365,12 +375,12 @@ def test_native_step_on_the_quadrotor_equals_the_python_loop_bit_for_bit(step_al
 def _step_args(algo):
     nets, env = algo.native.nets, algo.native.envs
     return dict(nets=nets, replay=algo.replay.data, env=env, block=algo._native_block, i=0, u=0, pos=0, size=0,
-                hyper=algo.native.hyper)
+                hyper=algo.native.hyper, work=algo.native.workspace)
 
 
 def _step(d):
     return _nm_host.td3_step(d["nets"], d["replay"], d["env"], d["block"], d["i"], d["u"], d["pos"], d["size"], False,
-                             True, True, False, d["hyper"])
+                             True, True, False, d["hyper"], d["work"])
 
 
 def test_native_step_refuses_bad_arrays_and_changes_nothing():
@@ -395,6 +405,7 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
         ("update past the block", {"u": len(good["block"][2])}, "block"),
         ("block of 3", {"block": good["block"][:3]}, "block"),
         ("hyper of strings", {"hyper": ("a",) * 7}, "float|must be real"),
+        ("workspace a float short", {"work": good["work"][:-1]}, "workspace must hold"),
     ]
     before = {k: np.array(v) for k, v in algo.state_dict().items()}
     train_before = [np.array(x) for x in algo.native.families[1].arrays()]
@@ -428,7 +439,7 @@ def test_native_pendulum_is_pendulumvec_bit_for_bit_with_clipped_torques():
     for i in range(steps):
         pos = i % algo.replay.capacity
         _nm_host.td3_step(algo.native.nets, algo.replay.data, algo.native.envs, (explore, uniform, idx, noise), i,
-                          i, pos, min(i, algo.replay.capacity), True, False, False, False, hyper)
+                          i, pos, min(i, algo.replay.capacity), True, False, False, False, hyper, algo.native.workspace)
         want_obs, want_reward, _ = ref.step(uniform[i] * np.float32(3.0))
         np.testing.assert_array_equal(algo.env.state, ref.state)
         np.testing.assert_array_equal(obs, want_obs)
@@ -452,7 +463,7 @@ def test_tanh_is_the_same_bits_on_every_instruction_set_path():
         for isa in (1, 2, best):
             _nm_host.isa(isa)
             out = np.empty_like(obs)
-            _nm_host.act(params, layout, obs, noise, 0.0, out)
+            _nm_host.act(params, layout, obs, noise, 0.0, out, np.zeros(32, np.float32))
             outs[isa] = out
     finally:
         _nm_host.isa(best)

@@ -173,7 +173,8 @@ def test_native_update_is_the_unix_builds_nm_train_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(host_st[0], actor_st)
     nets = (fams[0].arrays(), fams[1].arrays(), a.layout(), c.layout(), np.zeros((1, 2), np.float32))
     _nm_host.td3_update(nets, algo.replay.data, algo.replay.size, idx, noise, True, False,
-                        (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip))
+                        (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip),
+                        np.zeros(_nm_host.td3_workspace(a.layout(), c.layout(), len(idx[0, 0]), 1), np.float32))
     for fam in fams:
         fam.store()
     host = [_device_net(a, f, 0) for f in (a.params, a.target, a.opt.m, a.opt.v)]

@@ -56,7 +56,10 @@ static size_t nmh_max(size_t a, size_t b) {
     return a > b ? a : b;
 }
 
-static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
+#define NMH_WS_PARTS 13
+
+// The update's intermediates (floats, each part padded to 64 bytes); returns their total.
+static size_t nmh_ws_lens(const nmh_td3 *t, size_t lens[NMH_WS_PARTS]) {
     const nmh_net *an = &t->actor, *cn = &t->critic;
     const size_t B = t->B, B2 = 2 * B, in = t->o + t->na;
     size_t sa = 0, sc = 0;
@@ -64,28 +67,37 @@ static float *nmh_ws_alloc(nmh_ws *w, const nmh_td3 *t) {
     nm_train_scratch_size(cn->sizes, cn->n_layers, B, &sc);
     const size_t tape = nmh_max(nmh_max(an->tape_per_sample, cn->tape_per_sample) * B2,
         (an->tape_per_sample + cn->tape_per_sample) * B);
-    const size_t lens[] = {
+    const size_t l[NMH_WS_PARTS] = {
         nmh_max(sa, sc), in * B2, t->na * B2, tape, B2, B2, in * B, B, B, B, B, in * B, in * B,
     };
-    float **ptrs[] = {
+    size_t total = 0;
+    for (size_t i = 0; i < NMH_WS_PARTS; i++) {
+        lens[i] = (l[i] + 15) & ~(size_t)15; // 64-byte steps keep every buffer aligned as the first
+        total += lens[i];
+    }
+    return total;
+}
+
+static void nmh_ws_split(nmh_ws *w, float *mem, const nmh_td3 *t) {
+    size_t lens[NMH_WS_PARTS];
+    nmh_ws_lens(t, lens);
+    float **ptrs[NMH_WS_PARTS] = {
         &w->scratch, &w->x_next, &w->noise_t, &w->tape_ta, &w->q_next[0], &w->q_next[1],
         &w->xc, &w->r, &w->nd, &w->y, &w->dq, &w->xa, &w->dx,
     };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-        total += (lens[i] + 15) & ~(size_t)15; // 64-byte steps keep every buffer aligned as the first
+    for (size_t i = 0; i < NMH_WS_PARTS; i++) {
+        *ptrs[i] = mem;
+        mem += lens[i];
     }
-    float *mem = PyMem_RawMalloc(total * sizeof(float));
-    if (mem) {
-        float *p = mem;
-        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-            *ptrs[i] = p;
-            p += (lens[i] + 15) & ~(size_t)15;
-        }
-        w->tape_tc = w->tape_c = w->tape_a = w->tape_ta;
-        w->tape_q = w->tape_ta + an->tape_per_sample * B;
-    }
-    return mem;
+    w->tape_tc = w->tape_c = w->tape_a = w->tape_ta;
+    w->tape_q = w->tape_ta + t->actor.tape_per_sample * t->B;
+}
+
+// Workspace floats of a call: the update's, or a step's actions (P x na) and acting tape, which
+// are done with before the update starts.
+static size_t nmh_td3_need(const nmh_td3 *t) {
+    size_t lens[NMH_WS_PARTS];
+    return nmh_max(nmh_ws_lens(t, lens), t->P * t->na + t->actor.tape_per_sample);
 }
 
 // The draws of minibatch `which` (0, 1: the critics', 2: the actor's; all 0 when shared) of agent k.
@@ -296,7 +308,7 @@ static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *explore, float *s
 }
 
 static const char td3_update_doc[] =
-    "td3_update(nets, replay, replay_size, idx, noise, update_actor, shared_minibatch, hyper)\n\n"
+    "td3_update(nets, replay, replay_size, idx, noise, update_actor, shared_minibatch, hyper, workspace)\n\n"
     "One TD3 update of P agents, in place. nets = (actor, critic, actor_layout, critic_layout, losses):\n"
     "actor and critic are (params, target, grad, adam_m, adam_v, adam_state) of the family (P actors,\n"
     "P x 2 critics) in the training layout (member after member, nm_mlp_train.h); adam_state is\n"
@@ -307,37 +319,34 @@ static const char td3_update_doc[] =
     "draws, taken modulo replay_size: minibatch 0 and 1 for the critics, 2 for the actor; noise\n"
     "(P, 2, B, a): the critics' target policy noise; hyper = (gamma, tau, policy_noise, noise_clip).\n"
     "With shared_minibatch true, both critics and the actor learn from minibatch 0 (idx[:, 0]) and\n"
-    "the critics from noise[:, 0] only (the other draws go unused).\n"
+    "the critics from noise[:, 0] only (the other draws go unused). workspace: float32, at least\n"
+    "td3_workspace(...) floats, for the intermediates (no call allocates).\n"
     "The critics always learn; the actor, then both targets, when update_actor is true.";
 
 static PyObject *nmh_td3_update(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *nets, *replay, *idx, *noise, *hyper;
+    PyObject *nets, *replay, *idx, *noise, *hyper, *work;
     Py_ssize_t size, zero = 0;
     int update_actor, shared;
-    if (!PyArg_ParseTuple(args, "OOnOOppO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &shared,
-            &hyper)) {
+    if (!PyArg_ParseTuple(args, "OOnOOppOO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &shared,
+            &hyper, &work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
     nmh_td3 t;
+    float *mem;
     PyObject *result = NULL;
     if (!nmh_parse_hyper(hyper, &t, NULL, NULL, NULL) || !nmh_parse_nets(&bs, nets, replay, size, 0, &t)
-        || !nmh_parse_draws(&bs, idx, noise, 0, &zero, &t) || !nmh_check_disjoint(&bs)) {
+        || !nmh_parse_draws(&bs, idx, noise, 0, &zero, &t) || !(mem = nmh_parse_work(&bs, work, nmh_td3_need(&t)))) {
         goto out;
     }
     t.update_actor = update_actor;
     t.shared = shared;
     nmh_ws w;
-    float *mem = nmh_ws_alloc(&w, &t);
-    if (!mem) {
-        PyErr_NoMemory();
-        goto out;
-    }
+    nmh_ws_split(&w, mem, &t);
     Py_BEGIN_ALLOW_THREADS
     nmh_td3_run(&t, &w);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(mem);
     result = Py_NewRef(Py_None);
 out:
     nmh_release(&bs);
@@ -359,15 +368,16 @@ static void nmh_act_all(const float *p, const nmh_net *an, const float *x, const
 }
 
 static const char act_doc[] =
-    "act(params, actor_layout, obs, noise, scale, out)\n\n"
+    "act(params, actor_layout, obs, noise, scale, out, workspace)\n\n"
     "out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1) for the P actors of a family in the\n"
-    "training layout: obs (P, obs_dim), noise and out (P, act_dim), float32.";
+    "training layout: obs (P, obs_dim), noise and out (P, act_dim), float32; workspace float32, at\n"
+    "least the actor's activations of one sample (td3_workspace(...) is enough).";
 
 static PyObject *nmh_act(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *params, *layout, *obs, *noise, *out;
+    PyObject *params, *layout, *obs, *noise, *out, *work;
     double scale;
-    if (!PyArg_ParseTuple(args, "OOOOdO:act", &params, &layout, &obs, &noise, &scale, &out)) {
+    if (!PyArg_ParseTuple(args, "OOOOdOO:act", &params, &layout, &obs, &noise, &scale, &out, &work)) {
         return NULL;
     }
     nmh_net an;
@@ -393,18 +403,13 @@ static PyObject *nmh_act(PyObject *self, PyObject *args) {
     const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
     const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
     float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
-    if (!a || !nmh_check_disjoint(&bs)) {
-        goto out;
-    }
-    float *tape = PyMem_RawMalloc(an.tape_per_sample * sizeof(float));
+    float *tape = a ? nmh_parse_work(&bs, work, an.tape_per_sample) : NULL;
     if (!tape) {
-        PyErr_NoMemory();
         goto out;
     }
     Py_BEGIN_ALLOW_THREADS
     nmh_act_all(p, &an, x, eps, (float)scale, a, tape);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(tape);
     result = Py_NewRef(Py_None);
 out:
     nmh_release(&bs);
@@ -428,9 +433,9 @@ static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int u
 
 static const char td3_step_doc[] =
     "td3_step(nets, replay, env, block, i, u, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
-    "         hyper) -> ended\n\n"
-    "One training step of P agents on a built-in env, in place. nets, replay, shared_minibatch and\n"
-    "hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
+    "         hyper, workspace) -> ended\n\n"
+    "One training step of P agents on a built-in env, in place. nets, replay, shared_minibatch,\n"
+    "workspace and hyper (gamma, tau, policy_noise, noise_clip, exploration_noise, action_scale, action_offset) as\n"
     "td3_update; env = (state, obs (P, o) float32, ep_return (P,) float64, ep_len (P,) int64, max_steps)\n"
     "with state (P, 2) float64 for the pendulum, or (state (P, 17) float64, ..., max_steps, model\n"
     "(len,) float64, params (P, 2) float64, history (P, k, 4) float64, terminated (P,) bool) for the\n"
@@ -444,11 +449,11 @@ static const char td3_step_doc[] =
 
 static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *nets, *replay, *env, *block, *hyper;
+    PyObject *nets, *replay, *env, *block, *hyper, *work;
     Py_ssize_t i, u, pos, size;
     int uniform, learn, update_actor, shared;
-    if (!PyArg_ParseTuple(args, "OOOOnnnnppppO:td3_step", &nets, &replay, &env, &block, &i, &u, &pos, &size,
-            &uniform, &learn, &update_actor, &shared, &hyper)) {
+    if (!PyArg_ParseTuple(args, "OOOOnnnnppppOO:td3_step", &nets, &replay, &env, &block, &i, &u, &pos, &size,
+            &uniform, &learn, &update_actor, &shared, &hyper, &work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
@@ -467,33 +472,52 @@ static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
             &explore_a, &uniform_a, &idx, &noise)) {
         goto out;
     }
+    float *mem;
     if (!nmh_parse_draws(&bs, idx, noise, 1, &u, &t)
-        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e) || !nmh_check_disjoint(&bs)) {
+        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e)
+        || !(mem = nmh_parse_work(&bs, work, nmh_td3_need(&t)))) {
         goto out;
     }
     t.update_actor = update_actor;
     t.shared = shared;
     nmh_ws w;
-    float *mem = nmh_ws_alloc(&w, &t);
-    float *action = mem ? PyMem_RawMalloc((t.P * t.na + t.actor.tape_per_sample) * sizeof(float)) : NULL;
-    if (!action) {
-        PyMem_RawFree(mem);
-        PyErr_NoMemory();
-        goto out;
-    }
+    nmh_ws_split(&w, mem, &t);
     size_t ended;
     Py_BEGIN_ALLOW_THREADS
-    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, action + t.P * t.na, action);
+    // the actions and their tape are stored before the update reuses the workspace
+    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, mem + t.P * t.na, mem);
     if (learn) {
         nmh_td3_run(&t, &w);
     }
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(action);
-    PyMem_RawFree(mem);
     result = PyLong_FromSize_t(ended);
 out:
     nmh_release(&bs);
     return result;
+}
+
+static const char td3_workspace_doc[] =
+    "td3_workspace(actor_layout, critic_layout, batch, agents) -> floats of the workspace of td3_update,\n"
+    "td3_step and act";
+
+static PyObject *nmh_td3_workspace(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *alayout, *clayout;
+    Py_ssize_t B, P;
+    if (!PyArg_ParseTuple(args, "OOnn:td3_workspace", &alayout, &clayout, &B, &P)) {
+        return NULL;
+    }
+    nmh_td3 t;
+    if (!nmh_parse_net(alayout, "actor_layout", 1, &t.actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t.critic)) {
+        return NULL;
+    }
+    if (B < 1 || B > (1 << 20) || P < 1 || P > (1 << 20)) {
+        PyErr_SetString(PyExc_ValueError, "the batch and the agents must be from 1 to 2^20");
+        return NULL;
+    }
+    t.o = t.actor.sizes[0], t.na = t.actor.sizes[t.actor.n_layers];
+    t.B = (size_t)B, t.P = (size_t)P;
+    return PyLong_FromSize_t(nmh_td3_need(&t));
 }
 
 /* ---------------------------------------------------------------------------
@@ -515,6 +539,7 @@ static PyObject *nmh_isa(PyObject *self, PyObject *args) {
 static PyMethodDef nmh_methods[] = {
     {"td3_update", nmh_td3_update, METH_VARARGS, td3_update_doc},
     {"td3_step", nmh_td3_step, METH_VARARGS, td3_step_doc},
+    {"td3_workspace", nmh_td3_workspace, METH_VARARGS, td3_workspace_doc},
     {"sac_update", nmh_sac_update, METH_VARARGS, sac_update_doc},
     {"sac_step", nmh_sac_step, METH_VARARGS, sac_step_doc},
     {"sac_workspace", nmh_sac_workspace, METH_VARARGS, sac_workspace_doc},

@@ -110,6 +110,20 @@ static int nmh_check_disjoint(const nmh_bufs *bs) {
     return 1;
 }
 
+// The caller's workspace: float32, at least `need` floats; then no two written arrays overlap.
+static float *nmh_parse_work(nmh_bufs *bs, PyObject *work, size_t need) {
+    Py_ssize_t wshape[1] = {-1};
+    float *mem = nmh_get(bs, work, "workspace", 'f', 1, 1, wshape);
+    if (!mem) {
+        return NULL;
+    }
+    if ((size_t)wshape[0] < need) {
+        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", need, wshape[0]);
+        return NULL;
+    }
+    return nmh_check_disjoint(bs) ? mem : NULL;
+}
+
 /* ---------------------------------------------------------------------------
  * Networks: sizes and activations of a family in the training layout.
  */

@@ -350,20 +350,6 @@ static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise
     return 1;
 }
 
-// The workspace: float32, at least `need` floats; then no two written arrays overlap.
-static float *nmh_sac_parse_work(nmh_bufs *bs, PyObject *work, size_t need) {
-    Py_ssize_t wshape[1] = {-1};
-    float *mem = nmh_get(bs, work, "workspace", 'f', 1, 1, wshape);
-    if (!mem) {
-        return NULL;
-    }
-    if ((size_t)wshape[0] < need) {
-        PyErr_Format(PyExc_ValueError, "workspace must hold at least %zu floats, got %zd", need, wshape[0]);
-        return NULL;
-    }
-    return nmh_check_disjoint(bs) ? mem : NULL;
-}
-
 static const char sac_update_doc[] =
     "sac_update(nets, alpha, replay, replay_size, idx, next_noise, actor_noise, shared_minibatch, hyper,\n"
     "           workspace)\n\n"
@@ -395,7 +381,7 @@ static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
     float *mem;
     if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
         || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &t)
-        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
+        || !(mem = nmh_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }
     nmh_sac_ws w;
@@ -450,7 +436,7 @@ static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     }
     if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, u, &t)
         || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e)
-        || !(mem = nmh_sac_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
+        || !(mem = nmh_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
         goto out;
     }
     nmh_sac_ws w;
@@ -515,7 +501,7 @@ static PyObject *nmh_sac_act(PyObject *self, PyObject *args) {
     const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
     const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
     float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
-    float *tape = a ? nmh_sac_parse_work(&bs, work, an.tape_per_sample + 1) : NULL;
+    float *tape = a ? nmh_parse_work(&bs, work, an.tape_per_sample + 1) : NULL;
     if (!tape) {
         goto out;
     }

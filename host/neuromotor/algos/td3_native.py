@@ -18,6 +18,8 @@ class NativeTD3(NativeAgents):
     def __init__(self, td3):
         super().__init__(td3, losses=2)  # the last update's (critic, actor) loss per agent
         self.td3 = td3
+        self.workspace = np.zeros(_nm_host.td3_workspace(td3.actor.layout(), td3.critic.layout(), td3.cfg.batch_size,
+                                                         td3.P), F32)
         self.load()
 
     def load(self) -> None:
@@ -32,7 +34,7 @@ class NativeTD3(NativeAgents):
         """clip(pi(s) + exploration_noise * explore, -1, 1) of every agent."""
         action = np.empty((self.td3.P, self.td3.act_dim), F32)
         _nm_host.act(self.families[0].params, self.nets[2], np.ascontiguousarray(obs, F32), explore,
-                     self.td3.cfg.exploration_noise, action)
+                     self.td3.cfg.exploration_noise, action, self.workspace)
         return action
 
     def update(self, raw_idx, target_noise, update_actor) -> None:
@@ -42,7 +44,7 @@ class NativeTD3(NativeAgents):
         td3.critic.opt.t += 1
         td3.actor.opt.t += update_actor
         _nm_host.td3_update(self.nets, td3.replay.data, td3.replay.size, raw_idx, target_noise,
-                            update_actor, td3.cfg.shared_minibatch, self.hyper[:4])
+                            update_actor, td3.cfg.shared_minibatch, self.hyper[:4], self.workspace)
         self.host_stale = True
 
     def step(self, block, i) -> None:
@@ -54,7 +56,8 @@ class NativeTD3(NativeAgents):
         td3.critic.opt.t += learn
         td3.actor.opt.t += update_actor
         ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, td3._update_row(i), replay.pos,
-                                  replay.size, uniform, learn, update_actor, cfg.shared_minibatch, self.hyper)
+                                  replay.size, uniform, learn, update_actor, cfg.shared_minibatch, self.hyper,
+                                  self.workspace)
         replay.pos = (replay.pos + 1) % replay.capacity
         replay.size = min(replay.size + 1, replay.capacity)
         self.finish_episodes(ended)
