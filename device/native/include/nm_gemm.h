@@ -27,7 +27,7 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     #if NM_AVX2
     if (nm_isa() == NM_ISA_AVX2) {
-        nm_gemm_tn_avx2(C, ldc, A, lda, 1, B, ldb, M, N, K, acc, bias, relu);
+        nm_gemm_tn_avx2(C, ldc, A, lda, 1, B, ldb, M, N, K, acc, bias, relu, NULL);
         return;
     }
     #endif

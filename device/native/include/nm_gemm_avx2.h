@@ -19,8 +19,18 @@ NM_AVX2_INLINE __m256i nm_avx_lanes(size_t n) { // lanes 0 .. n-1 on (n <= 8)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-NM_AVX2_INLINE __m256 nm_avx_relu(__m256 v, int relu) {
-    return relu ? _mm256_max_ps(v, _mm256_setzero_ps()) : v; // NaN and -0 become +0, as NM_RELU
+// A tn tile's output on its way out: ReLU (relu != 0: NaN and -0 become +0, as NM_RELU), or
+// gated by a ReLU's output g (g != NULL: +0 where g <= 0, as nm_train_backward's mask), so a
+// backward pass zeroes an input gradient as it stores it rather than in a pass of its own.
+NM_AVX2_INLINE __m256 nm_avx_out(__m256 v, int relu, const float *g, __m256i mask) {
+    if (relu) {
+        v = _mm256_max_ps(v, _mm256_setzero_ps());
+    }
+    if (g) {
+        const __m256i on = _mm256_cmpgt_epi32(_mm256_castps_si256(_mm256_maskload_ps(g, mask)), _mm256_setzero_si256());
+        v = _mm256_and_ps(v, _mm256_castsi256_ps(on));
+    }
+    return v;
 }
 
 // The initial value of row m of a tn tile: bias[m], the output itself (acc), or 0.
@@ -35,7 +45,7 @@ NM_AVX2_INLINE __m256 nm_avx_tn_init(const float *c, __m256i mask, const float *
 // multiply-adds (enough chains to keep two FMA pipes busy through their latency).
 NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
     const float *b, size_t ldb,
-    size_t K, int acc, const float *bias, size_t m, int relu) {
+    size_t K, int acc, const float *bias, size_t m, int relu, const float *g) {
     const __m256i all = _mm256_set1_epi32(-1);
     #define NM_INIT3(i) \
         __m256 c##i##0 = nm_avx_tn_init(c + i * ldc, all, bias, m + i, acc); \
@@ -61,9 +71,9 @@ NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t
         #undef NM_ROW3
     }
     #define NM_STORE3(i) do { \
-            _mm256_storeu_ps(c + i * ldc, nm_avx_relu(c##i##0, relu)); \
-            _mm256_storeu_ps(c + i * ldc + 8, nm_avx_relu(c##i##1, relu)); \
-            _mm256_storeu_ps(c + i * ldc + 16, nm_avx_relu(c##i##2, relu)); \
+            _mm256_storeu_ps(c + i * ldc, nm_avx_out(c##i##0, relu, g ? g + i * ldc : NULL, all)); \
+            _mm256_storeu_ps(c + i * ldc + 8, nm_avx_out(c##i##1, relu, g ? g + i * ldc + 8 : NULL, all)); \
+            _mm256_storeu_ps(c + i * ldc + 16, nm_avx_out(c##i##2, relu, g ? g + i * ldc + 16 : NULL, all)); \
     } while (0)
     NM_STORE3(0);
     NM_STORE3(1);
@@ -75,7 +85,7 @@ NM_AVX2_INLINE void nm_tn_4x24_avx2(float *c, size_t ldc, const float *a, size_t
 // Rows m..m+3, the (masked) columns n..n+7.
 NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
     const float *b, size_t ldb,
-    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    size_t K, int acc, const float *bias, size_t m, int relu, const float *g, __m256i mask) {
     __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc), c1 = nm_avx_tn_init(c + ldc, mask, bias, m + 1, acc);
     __m256 c2 = nm_avx_tn_init(c + 2 * ldc, mask, bias, m + 2, acc);
     __m256 c3 = nm_avx_tn_init(c + 3 * ldc, mask, bias, m + 3, acc);
@@ -86,10 +96,10 @@ NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t 
         c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2 * sa), y, c2);
         c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3 * sa), y, c3);
     }
-    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
-    _mm256_maskstore_ps(c + ldc, mask, nm_avx_relu(c1, relu));
-    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_relu(c2, relu));
-    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_relu(c3, relu));
+    _mm256_maskstore_ps(c, mask, nm_avx_out(c0, relu, g, mask));
+    _mm256_maskstore_ps(c + ldc, mask, nm_avx_out(c1, relu, g ? g + ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_out(c2, relu, g ? g + 2 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_out(c3, relu, g ? g + 3 * ldc : NULL, mask));
 }
 
 // Rows m..m+7, the (masked) columns n..n+7: eight chains, enough to keep both FMA pipes
@@ -97,7 +107,7 @@ NM_AVX2_INLINE void nm_tn_4x8_avx2(float *c, size_t ldc, const float *a, size_t 
 // column tail of a batch that is not a multiple of 24, e.g. 4 columns of 100).
 NM_AVX2_INLINE void nm_tn_8x8_avx2(float *c, size_t ldc, const float *a, size_t lda, size_t sa,
     const float *b, size_t ldb,
-    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    size_t K, int acc, const float *bias, size_t m, int relu, const float *g, __m256i mask) {
     __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc), c1 = nm_avx_tn_init(c + ldc, mask, bias, m + 1, acc);
     __m256 c2 = nm_avx_tn_init(c + 2 * ldc, mask, bias, m + 2, acc);
     __m256 c3 = nm_avx_tn_init(c + 3 * ldc, mask, bias, m + 3, acc);
@@ -116,20 +126,20 @@ NM_AVX2_INLINE void nm_tn_8x8_avx2(float *c, size_t ldc, const float *a, size_t 
         c6 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 6 * sa), y, c6);
         c7 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 7 * sa), y, c7);
     }
-    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
-    _mm256_maskstore_ps(c + ldc, mask, nm_avx_relu(c1, relu));
-    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_relu(c2, relu));
-    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_relu(c3, relu));
-    _mm256_maskstore_ps(c + 4 * ldc, mask, nm_avx_relu(c4, relu));
-    _mm256_maskstore_ps(c + 5 * ldc, mask, nm_avx_relu(c5, relu));
-    _mm256_maskstore_ps(c + 6 * ldc, mask, nm_avx_relu(c6, relu));
-    _mm256_maskstore_ps(c + 7 * ldc, mask, nm_avx_relu(c7, relu));
+    _mm256_maskstore_ps(c, mask, nm_avx_out(c0, relu, g, mask));
+    _mm256_maskstore_ps(c + ldc, mask, nm_avx_out(c1, relu, g ? g + ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 2 * ldc, mask, nm_avx_out(c2, relu, g ? g + 2 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 3 * ldc, mask, nm_avx_out(c3, relu, g ? g + 3 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 4 * ldc, mask, nm_avx_out(c4, relu, g ? g + 4 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 5 * ldc, mask, nm_avx_out(c5, relu, g ? g + 5 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 6 * ldc, mask, nm_avx_out(c6, relu, g ? g + 6 * ldc : NULL, mask));
+    _mm256_maskstore_ps(c + 7 * ldc, mask, nm_avx_out(c7, relu, g ? g + 7 * ldc : NULL, mask));
 }
 
 // Row m, columns n..n+31: four independent chains hide the FMA latency of a lone row
 // (a one-output layer).
 NM_AVX2_INLINE void nm_tn_1x32_avx2(float *c, const float *a, size_t lda, const float *b, size_t ldb,
-    size_t K, int acc, const float *bias, size_t m, int relu) {
+    size_t K, int acc, const float *bias, size_t m, int relu, const float *g) {
     const __m256i all = _mm256_set1_epi32(-1);
     __m256 c0 = nm_avx_tn_init(c, all, bias, m, acc), c1 = nm_avx_tn_init(c + 8, all, bias, m, acc);
     __m256 c2 = nm_avx_tn_init(c + 16, all, bias, m, acc), c3 = nm_avx_tn_init(c + 24, all, bias, m, acc);
@@ -140,51 +150,59 @@ NM_AVX2_INLINE void nm_tn_1x32_avx2(float *c, const float *a, size_t lda, const 
         c2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 16), c2);
         c3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 24), c3);
     }
-    _mm256_storeu_ps(c, nm_avx_relu(c0, relu)), _mm256_storeu_ps(c + 8, nm_avx_relu(c1, relu));
-    _mm256_storeu_ps(c + 16, nm_avx_relu(c2, relu)), _mm256_storeu_ps(c + 24, nm_avx_relu(c3, relu));
+    _mm256_storeu_ps(c, nm_avx_out(c0, relu, g, all));
+    _mm256_storeu_ps(c + 8, nm_avx_out(c1, relu, g ? g + 8 : NULL, all));
+    _mm256_storeu_ps(c + 16, nm_avx_out(c2, relu, g ? g + 16 : NULL, all));
+    _mm256_storeu_ps(c + 24, nm_avx_out(c3, relu, g ? g + 24 : NULL, all));
 }
 
 // Row m, the (masked) columns n..n+7.
 NM_AVX2_INLINE void nm_tn_1x8_avx2(float *c, const float *a, size_t lda, const float *b, size_t ldb,
-    size_t K, int acc, const float *bias, size_t m, int relu, __m256i mask) {
+    size_t K, int acc, const float *bias, size_t m, int relu, const float *g, __m256i mask) {
     __m256 c0 = nm_avx_tn_init(c, mask, bias, m, acc);
     for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
         c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), _mm256_maskload_ps(b, mask), c0);
     }
-    _mm256_maskstore_ps(c, mask, nm_avx_relu(c0, relu));
+    _mm256_maskstore_ps(c, mask, nm_avx_out(c0, relu, g, mask));
 }
 
 // A's element (k, m) is A[k * lda + m * sa]: sa = 1 is nm_gemm_tn's A; lda = 1, sa = K reads
-// a row-major M x K matrix as its transpose, in place.
+// a row-major M x K matrix as its transpose, in place. gate: NULL, or an M x N matrix (rows ldc
+// apart) that zeroes C where it is not positive (nm_avx_out).
 NM_AVX2_FN void nm_gemm_tn_avx2(float *C, size_t ldc, const float *A, size_t lda, size_t sa,
-    const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
+    const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu,
+    const float *gate) {
+    #define NM_GATE(m, n) (gate ? gate + (m) * ldc + (n) : NULL)
     const __m256i all = _mm256_set1_epi32(-1);
     const size_t M4 = M & ~(size_t)3, N24 = N - N % 24;
     for (size_t m = 0; m < M4; m += 4) {
         for (size_t n = 0; n < N24; n += 24) {
-            nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu);
+            nm_tn_4x24_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, NM_GATE(m, n));
         }
     }
     for (size_t n = N24; n < N; n += 8) {
         const __m256i mask = N - n >= 8 ? all : nm_avx_lanes(N - n);
         size_t m = 0;
         for (; m + 8 <= M4; m += 8) {
-            nm_tn_8x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, mask);
+            nm_tn_8x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, NM_GATE(m, n),
+                mask);
         }
         if (m < M4) {
-            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, mask);
+            nm_tn_4x8_avx2(C + m * ldc + n, ldc, A + m * sa, lda, sa, B + n, ldb, K, acc, bias, m, relu, NM_GATE(m, n),
+                mask);
         }
     }
     for (size_t m = M4; m < M; m++) {
         size_t n = 0;
         for (; n + 32 <= N; n += 32) {
-            nm_tn_1x32_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu);
+            nm_tn_1x32_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu, NM_GATE(m, n));
         }
         for (; n < N; n += 8) {
-            nm_tn_1x8_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu,
+            nm_tn_1x8_avx2(C + m * ldc + n, A + m * sa, lda, B + n, ldb, K, acc, bias, m, relu, NM_GATE(m, n),
                 N - n >= 8 ? all : nm_avx_lanes(N - n));
         }
     }
+    #undef NM_GATE
 }
 
 // The 8 lanes of v summed as ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): the tree that

@@ -83,12 +83,12 @@ static int nm_isa_current;
 static inline int nm_isa_best(void) {
     #if NM_AVX2
     uint32_t a, b, c, d;
-    __asm__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (1), "c" (0));
+    __asm__ __volatile__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (1), "c" (0));
     const uint32_t need = (1u << 12) | (1u << 27) | (1u << 28); // FMA, OSXSAVE, AVX
     if ((c & need) == need) {
         uint32_t lo, hi;
-        __asm__ ("xgetbv" : "=a" (lo), "=d" (hi) : "c" (0));
-        __asm__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (7), "c" (0));
+        __asm__ __volatile__ ("xgetbv" : "=a" (lo), "=d" (hi) : "c" (0));
+        __asm__ __volatile__ ("cpuid" : "=a" (a), "=b" (b), "=c" (c), "=d" (d) : "a" (7), "c" (0));
         if ((lo & 6) == 6 && (b & (1u << 5))) { // OS saves ymm; AVX2
             return NM_ISA_AVX2;
         }

@@ -179,6 +179,7 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
     float *dbuf[2] = { scratch, scratch + widest * B };
     float *wt = scratch + 2 * widest * B;   // n_out x n_in
     float *d = dy;
+    int gated = 0; // d was zeroed where this layer's ReLU is off as the product above stored it
     for (size_t l = n_layers; l-- > 0;) {
         const size_t n_in = sizes[l], n_out = sizes[l + 1];
         const float *y = tape + toffs[l];
@@ -186,7 +187,7 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
         const float *w = net + offs[l];
         const size_t nd = n_out * B;
         // through the activation, from its output: relu' = [y > 0], tanh' = 1 - y^2
-        if (acts[l] == NM_ACT_RELU) {
+        if (acts[l] == NM_ACT_RELU && !gated) {
             // y > 0 as integers (a positive float's bits are a positive int; -0 is not)
             const nm_i32a *yb = (const nm_i32a *)y;
             nm_i32a *db = (nm_i32a *)d;
@@ -220,10 +221,14 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
             break;
         }
         float *next = l ? dbuf[(n_layers - l) & 1] : dx;
+        gated = 0;
         #if NM_AVX2
         if (nm_isa() == NM_ISA_AVX2) {
-            // W read as W^T in place: the values and order of the transposed copy's product
-            nm_gemm_tn_avx2(next, B, w, 1, n_out, d, B, n_in, B, n_out, 0, NULL, 0);
+            // W read as W^T in place: the values and order of the transposed copy's product;
+            // the layer below's ReLU mask applied as the product stores
+            const float *gate = l && acts[l - 1] == NM_ACT_RELU ? in : NULL;
+            nm_gemm_tn_avx2(next, B, w, 1, n_out, d, B, n_in, B, n_out, 0, NULL, 0, gate);
+            gated = gate != NULL;
         } else
         #endif
         {
