@@ -80,6 +80,8 @@ int nm_isa_current;
 static int nm_isa_current;
 #endif
 
+// volatile: an asm with outputs and no side effects may be moved or repeated, and a cpuid
+// moved into a hot loop costs a trap to the hypervisor each time in a virtual machine.
 static inline int nm_isa_best(void) {
     #if NM_AVX2
     uint32_t a, b, c, d;
