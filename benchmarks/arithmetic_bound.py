@@ -653,7 +653,7 @@ def main():
     p.add_argument("--sb3-sac-ms", type=float, default=14.81, help="SB3 SAC's ms per update on HalfCheetah-v5")
     p.add_argument("--ours-sac-ms", type=float, default=8.85, help="our SAC's reported ms per update (sac.py)")
     p.add_argument("--sb3-sac-ratio", type=float, default=4.0, help="required SB3 / ours time ratio for SAC")
-    for scheme, (numpy_s, native_s) in (("rltools", (6.11, 2.34)), ("shared", (5.53, 2.01))):
+    for scheme, (numpy_s, native_s) in (("rltools", (5.23, 2.10)), ("shared", (4.85, 1.85))):
         p.add_argument(f"--sac-pendulum-{scheme}-s", type=float, nargs=2, default=[numpy_s, native_s],
                        metavar=("NUMPY", "NATIVE"), help=f"NumPy and native SAC's reported CPU s for Pendulum 10k "
                        f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
