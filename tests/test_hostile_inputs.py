@@ -281,9 +281,12 @@ def test_runs_prints_an_undecodable_name(run_copy, tmp_path):
 
 def test_ctrl_c_on_a_sharded_population_is_one_line(tmp_path):
     for attempt in range(2):
+        # SIGINT at its default in the child: a runner started as a background job ignores it,
+        # and Python then never turns it into KeyboardInterrupt
         proc = subprocess.Popen([sys.executable, "-m", "neuromotor", "train", "pendulum", "--seeds", "0-1",
                                  "--shards", "2", "--steps", "200000", "--run-dir", tmp_path / f"r{attempt}"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.time() + 120
         while not (tmp_path / f"r{attempt}" / runs.CONFIG).exists() and time.time() < deadline:
             time.sleep(0.1)
