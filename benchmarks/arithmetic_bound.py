@@ -25,6 +25,10 @@ operation of a training step at peak). The targets:
                   step after 100 warm-up steps), one thread: the native backend's CPU time
                   <= NumPy SAC's / 3, each in its minibatch scheme: `sac-pendulum` RLtools'
                   (the default), `sac-pendulum-shared` SB3's (benchmarks/sac.py's rows)
+  sac-quadrotor   `neuromotor train quadrotor` with its defaults (SAC's quadrotor preset, read
+                  from neuromotor: its networks, batch, minibatch scheme and steps), one
+                  thread: CPU seconds <= RLtools' L2F SAC zoo run (--rltools-l2f-s, its
+                  wall time in benchmarks/quadrotor.py --rltools on this machine)
 
 Counting (exact, from the shapes; a multiply-add is 2 FLOPs, the convention of the peak):
 a dense layer n_in -> n_out over B samples is B n_in n_out multiply-adds forward, as many
@@ -34,12 +38,11 @@ as one FLOP per operation (tanh, exp and log as one each). Three kinds of count:
 
   native, numpy   what the code runs: the native TD3 step (device/native/nm_host/nm_host.c
                   with nm_mlp_train.h: target nets on both critic minibatches at once,
-                  the critic's input gradient for all of [a, s] in the actor update, Adam
+                  the critic's input gradient for the action columns in the actor update, Adam
                   in 13 operations; the shapes' products, not the masked tail lanes of
                   its AVX2 tiles), the native SAC step (nm_host/nm_host_sac.h with
                   nm_sac_steps.h: the same, and the actor's gradient through both
-                  critics, each to all of [a, s], the other critic's samples with a zero
-                  gradient), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
+                  critics, the other critic's samples with a zero gradient), and the NumPy TD3 and SAC (neuromotor.nn.mlp: biases
                   folded into augmented matrices with a constant column, Adam over those
                   too; SAC's actor gradient through both critics). The NumPy counts are
                   checked at every run against the matrix products the NumPy trainers
@@ -232,11 +235,12 @@ def td3_parts(s: TD3Shape, kind: str, scheme: str) -> dict:
     if kind in ("native", "numpy"):
         adam = ADAM_NATIVE if kind == "native" else ADAM_NUMPY
         # the target nets on both critic minibatches at once; the actor's critic gradient
-        # to every input of [a, s] (and the folded constant 1)
+        # to the action columns of [a, s] (NumPy: to every input and the folded constant 1)
         critics = (actor.forward(2 * B) + smooth * (2 * B) + critic.forward(2 * B) * 2
                    + 2 * (bellman * B + critic.forward(B) + elem(4 * B) + critic.backward(B, True, 0))
                    + elem(adam * 2 * pc))
-        actor_up = (actor.forward(B) + critic.forward(B) + elem(B) + critic.backward(B, False, o + na + folded)
+        actor_up = (actor.forward(B) + critic.forward(B) + elem(B)
+                    + critic.backward(B, False, na if kind == "native" else o + na + folded)
                     + actor.backward(B, True, 0) + elem(adam * pa + POLYAK * (pa + 2 * pc)))
         act = actor.forward(1) + smooth
     else:
@@ -289,6 +293,19 @@ class SACShape:
 SAC_PENDULUM = SACShape(obs=3, act=1, hidden=(64, 64), batch=100, steps=10_000, learning_starts=100)
 SCHEMES = {"shared": 1, "rltools": 2}   # the critics' minibatches per update
 
+
+def sac_quadrotor() -> tuple:
+    """(SACShape, scheme) of `train quadrotor`'s SAC preset, read from neuromotor itself."""
+    from neuromotor.algos.sac import SAC
+    from neuromotor.envs.quadrotor import QuadrotorVec
+    cfg, run = SAC.defaults("quadrotor")
+    if cfg.actor_hidden != cfg.critic_hidden:
+        raise SystemExit("sac-quadrotor: SACShape counts equal actor and critic widths")
+    env = QuadrotorVec(1)
+    shape = SACShape(obs=env.obs_dim, act=env.act_dim, hidden=tuple(cfg.actor_hidden), batch=cfg.batch_size,
+                     steps=run["steps"], learning_starts=cfg.learning_starts)
+    return shape, "shared" if cfg.shared_minibatch else "rltools"
+
 # sac.TanhGaussian per action: forward (range test 2, clip 2, exp, std * eps, + mean, tanh,
 # a * a, 1 - ., eps * eps, * -1/2, - log_std, - log(2 pi)/2, + 1e-6, log, -, sum) and backward
 # (11: the two paths into [mean, log_std]); acting samples with clip 2, exp, *, +, tanh.
@@ -318,8 +335,8 @@ def sac_update(s: SACShape, kind: str, scheme: str = "shared") -> dict:
     actor_up = actor.forward(B) + elem(fwd * B * na) + critic.forward(B) * 2 + elem(B)
     if native:
         # nmh_sac_actor: losses, entropy sum and dq (11 more per sample); both critics backward to
-        # all of [a, s] (dq zero where the other is smaller), d_action summed
-        actor_up += elem(11 * B) + critic.backward(B, False, s.obs + na) * 2 + elem(B * na)
+        # the action columns of [a, s] (dq zero where the other is smaller), d_action summed
+        actor_up += elem(11 * B) + critic.backward(B, False, na) * 2 + elem(B * na)
     elif folded:
         # sac._actor_loss: dq of both critics (selected or zero), both backward to all of [a, s, 1]
         actor_up += elem(4 * B) + critic.backward(B, False, s.obs + na + 1) * 2 + elem(B * na)
@@ -602,6 +619,14 @@ def targets(args, counts, fp32_peak, gemm_rates, runs) -> list:
         f"({1e3 * max(0.0, warmup_needed) / SACShape.learning_starts:.1f} ms each)")
     for scheme, name in (("rltools", "sac-pendulum"), ("shared", "sac-pendulum-shared")):
         sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name)
+    q = counts["sac_quadrotor_minimum"]  # 64-wide layers: TD3's SGEMM shapes stand in, as for the pendulum
+    per_update = 2 * q["total_madds"] / q["updates"]
+    add("sac-quadrotor", f"SAC quadrotor, `train quadrotor`'s defaults ({q['updates']} updates, {q['scheme']} "
+        f"scheme): CPU s <= RLtools' L2F zoo run's {args.rltools_l2f_s:.2f} s", "td3", q, args.rltools_l2f_s,
+        {"ours (reported)": 2 * q["total_madds"] / args.ours_quadrotor_s / 1e9},
+        f"at peak the allowed time holds {int(args.rltools_l2f_s * fp32_peak * 1e9 / per_update):,} updates of this "
+        f"size ({per_update / 1e6:.2f} MFLOP of products each); the preset's {q['updates']:,} are what its success "
+        "was measured with (benchmarks/quadrotor.py); env steps, replay, random numbers and evaluations not counted")
     return out
 
 
@@ -633,8 +658,7 @@ def sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name):
     t["note"] = (
         f"counted: the native runs {2 * nat['total_madds'] / 1e9:.1f} GFLOP of products, "
         f"{100 * extra * n / mn['total_madds']:.1f}% above the minimum ({extra:,} multiply-adds per update: the actor "
-        f"update's backward through both critics to all {SAC_PENDULUM.obs + SAC_PENDULUM.act} inputs, not the "
-        f"smaller critic's action column): {nat_peak:.3f} s at peak. Measured: the native takes {native_s:.2f} s "
+        f"update's backward through both critics, not the smaller one alone): {nat_peak:.3f} s at peak. Measured: the native takes {native_s:.2f} s "
         f"({'CPU time now' if 'native' in now else 'reported'}), {t['native_needs_speedup']:.2f} x the allowed time, "
         f"so at least {native_s - nat_peak:.2f} s outside its products (its time minus its products at peak); "
         f"{ratio:g}x leaves them {allowed - nat_peak:.2f} s ({allowed - t['gemm_time_at_peak_s']:.2f} s with the "
@@ -657,6 +681,10 @@ def main():
         p.add_argument(f"--sac-pendulum-{scheme}-s", type=float, nargs=2, default=[numpy_s, native_s],
                        metavar=("NUMPY", "NATIVE"), help=f"NumPy and native SAC's reported CPU s for Pendulum 10k "
                        f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
+    p.add_argument("--rltools-l2f-s", type=float, default=6.5,
+                   help="RLtools' L2F SAC zoo run's seconds, one thread (benchmarks/quadrotor.py --rltools)")
+    p.add_argument("--ours-quadrotor-s", type=float, default=65.4,
+                   help="our `train quadrotor` CPU s per seed (benchmarks/quadrotor.py)")
     p.add_argument("--sac-pendulum-ratio", type=float, default=3.0, help="required NumPy / native time ratio")
     p.add_argument("--td3-steps", type=int, default=10_000, help="TD3 steps of the targets")
     p.add_argument("--reps", type=int, default=60, help="repetitions of each peak kernel and SGEMM batch (best counts)")
@@ -668,7 +696,7 @@ def main():
     p.add_argument("--out", type=Path, default=RESULTS / "arithmetic_bound.json")
     args = p.parse_args()
     for name in ("rltools_s", "rltools_factor", "sb3_td3_s", "sb3_td3_ratio", "ours_td3_s", "sb3_sac_ms",
-                 "ours_sac_ms", "sb3_sac_ratio", "sac_pendulum_ratio"):
+                 "ours_sac_ms", "sb3_sac_ratio", "sac_pendulum_ratio", "rltools_l2f_s", "ours_quadrotor_s"):
         if not getattr(args, name) > 0:
             p.error(f"--{name.replace('_', '-')} must be positive")
     if not all(x > 0 for x in args.sac_pendulum_rltools_s + args.sac_pendulum_shared_s):
@@ -690,6 +718,9 @@ def main():
     for scheme in ("rltools", "shared"):
         for kind in ("native", "numpy", "minimum"):
             counts[f"sac_pendulum_{kind}_{scheme}"] = sac_update(SAC_PENDULUM, kind, scheme)
+    quadrotor, scheme = sac_quadrotor()
+    for kind in ("native", "minimum"):
+        counts[f"sac_quadrotor_{kind}"] = sac_update(quadrotor, kind, scheme)
 
     checked = check_counts()
     pk = peak(5e7, args.reps)

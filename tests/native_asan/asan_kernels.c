@@ -374,12 +374,13 @@ static void case_forward_backward(void) {
         toff[l + 1] = toff[l] + n_out * B;
     }
     const int with_grad = (int)pick(0, 1), with_dx = (int)pick(0, 1);
+    const size_t dx_rows = pick(0, 1) ? s0 : pick(1, s0);  // all inputs, or the leading ones alone
     float *dy = floats(sl * B), *scratch = floats(n_scratch);
-    float *grad = with_grad ? floats(n_net) : NULL, *dx = with_dx ? floats(s0 * B) : NULL;
+    float *grad = with_grad ? floats(n_net) : NULL, *dx = with_dx ? floats(dx_rows * B) : NULL;
     for (size_t i = 0; i < sl * B; i++) {
         dref[i] = dy[i];
     }
-    nm_train_backward(net, sizes, acts, L, x, tape, dy, grad, dx, scratch, B);
+    nm_train_backward(net, sizes, acts, L, x, tape, dy, grad, dx, dx_rows, scratch, B);
     for (size_t l = L; l-- > 0;) {
         const size_t n_in = sizes[l], n_out = sizes[l + 1];
         const float *w = net + off[l];
@@ -421,7 +422,7 @@ static void case_forward_backward(void) {
     for (size_t i = 0; grad && i < n_net; i++) {
         close_to("backward grad", i, grad[i], gref[i], 60.0);
     }
-    for (size_t i = 0; dx && i < s0 * B; i++) {
+    for (size_t i = 0; dx && i < dx_rows * B; i++) {
         close_to("backward dx", i, dx[i], dref[i], 60.0);
     }
     // export: the training layout packed to block-4 equals nm_pack_layer of each layer

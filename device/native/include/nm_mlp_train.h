@@ -160,11 +160,13 @@ NM_HOT static inline void nm_train_forward(const float *net, const uint16_t *siz
  * Backward through the last forward pass (same net, x, tape):
  *   dy: dL/d(output), sL x B; overwritten.
  *   grad: dL/dparams in the net's layout (NULL: skip).
- *   dx: dL/dx, s0 x B (NULL: skip).
+ *   dx: dL/dx of the first dx_rows inputs, dx_rows x B (NULL: skip). A caller that needs
+ *       the gradient of the leading inputs only (a critic's action columns) skips the
+ *       product's other rows: the most costly of a wide input layer.
  *   scratch: nm_train_scratch_size floats.
  */
 NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *sizes, const uint16_t *acts,
-    size_t n_layers, const float *x, const float *tape, float *dy, float *grad, float *dx,
+    size_t n_layers, const float *x, const float *tape, float *dy, float *grad, float *dx, size_t dx_rows,
     float *scratch, size_t B) {
     size_t widest = 0, offs[NM_MAX_LAYERS + 1], toffs[NM_MAX_LAYERS + 1];
     offs[0] = 0;
@@ -181,7 +183,7 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
     float *d = dy;
     int gated = 0; // d was zeroed where this layer's ReLU is off as the product above stored it
     for (size_t l = n_layers; l-- > 0;) {
-        const size_t n_in = sizes[l], n_out = sizes[l + 1];
+        const size_t n_in = sizes[l], n_out = sizes[l + 1], rows = l ? n_in : dx_rows;
         const float *y = tape + toffs[l];
         const float *in = l ? tape + toffs[l - 1] : x;
         const float *w = net + offs[l];
@@ -227,13 +229,13 @@ NM_HOT static inline void nm_train_backward(const float *net, const uint16_t *si
             // W read as W^T in place: the values and order of the transposed copy's product;
             // the layer below's ReLU mask applied as the product stores
             const float *gate = l && acts[l - 1] == NM_ACT_RELU ? in : NULL;
-            nm_gemm_tn_avx2(next, B, w, 1, n_out, d, B, n_in, B, n_out, 0, NULL, 0, gate);
+            nm_gemm_tn_avx2(next, B, w, 1, n_out, d, B, rows, B, n_out, 0, NULL, 0, gate);
             gated = gate != NULL;
         } else
         #endif
         {
             nm_transpose(wt, w, n_in, n_out);
-            nm_gemm_tn(next, B, wt, n_in, d, B, n_in, B, n_out, 0, NULL, 0);
+            nm_gemm_tn(next, B, wt, n_in, d, B, rows, B, n_out, 0, NULL, 0);
         }
         d = next;
     }

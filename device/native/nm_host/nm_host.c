@@ -162,7 +162,7 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, B);
         loss += nm_td3_critic_grad(w->dq, w->tape_c + (cn->tape_per_sample - 1) * B, w->y, B, (float)(2.0 / (double)B));
         nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, w->dq,
-            t->c.g + member * cn->net_len, NULL, w->scratch, B);
+            t->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
     }
     t->losses[2 * k] = loss;
 }
@@ -186,10 +186,11 @@ static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
     for (size_t b = 0; b < B; b++) {
         w->dq[b] = d;
     }
-    nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, w->dq, NULL, w->dx,
+    // to the action columns of [a, s] only: the actor's dy
+    nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, w->dq, NULL, w->dx, na,
         w->scratch, B);
     nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, w->dx,
-        t->a.g + k * an->net_len, NULL, w->scratch, B);
+        t->a.g + k * an->net_len, NULL, 0, w->scratch, B);
 }
 
 static void nmh_td3_run(const nmh_td3 *t, nmh_ws *w) {

@@ -124,7 +124,7 @@ static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alp
         loss += 0.5f * nm_td3_critic_grad(w->dq, w->tape + (cn->tape_per_sample - 1) * B, w->y + (c < M ? c : 0) * B,
             B, (float)(1.0 / (double)B));
         nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, w->dq,
-            t->c.g + member * cn->net_len, NULL, w->scratch, B);
+            t->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
     }
     t->losses[4 * k] = loss;
 }
@@ -176,7 +176,9 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
         for (size_t b = 0; b < B; b++) {
             w->dq[b] = (c == 0) == (q1[b] <= q2[b]) ? scale : 0.0f;
         }
-        nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, tape_q[c], w->dq, NULL, w->dx, w->scratch, B);
+        // to the action columns of [a, s] only: the actor's gradient reads nothing else
+        nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, tape_q[c], w->dq, NULL, w->dx, na, w->scratch,
+            B);
         for (size_t i = 0; i < na * B; i++) {
             w->d_act[i] = c ? w->d_act[i] + w->dx[i] : w->dx[i];
         }
@@ -184,7 +186,7 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
     nm_sac_sample_backward(out, eps_a, w->xa, w->d_act, nm_divf(alpha, (float)B), na, B, t->log_std_min,
         t->log_std_max, w->d_out);
     nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape, w->d_out,
-        t->a.g + k * an->net_len, NULL, w->scratch, B);
+        t->a.g + k * an->net_len, NULL, 0, w->scratch, B);
 }
 
 static void nmh_sac_run(const nmh_sac *t, nmh_sac_ws *w) {

@@ -173,7 +173,7 @@ static mp_obj_t nmt_py_backward(size_t n_args, const mp_obj_t *args) {
     nm_check_disjoint("grad", grad, "scratch", scratch);
     nm_check_disjoint("dx", dx, "scratch", scratch);
     nm_train_backward(net.buf, n.l.sizes, n.l.acts, n.l.n_layers, x.buf, tape.buf, dy.buf,
-        grad.buf, dx.buf, scratch.buf, batch);
+        grad.buf, dx.buf, n.l.sizes[0], scratch.buf, batch);
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nmt_py_backward_obj, 8, 8, nmt_py_backward);
