@@ -11,7 +11,11 @@ the target, the rest within 0.2 m, tilted up to 90 degrees, moving at up to 1 m/
 an episode succeeds when the drone flies all 500 steps (5 s) without leaving the 1.2 m box and
 ends within 0.1 m of the target, slower than 0.2 m/s. An agent passes when at least 95% of its
 --episodes episodes (seeded 10,000 + k, never seen in training; deterministic actions) succeed
-and none leaves the box.
+and none leaves the box. Beside it, the run's policy flies --crash-episodes other starts
+(seeded 20,000 + k, apart from the success starts while --episodes stays below 10,000): the
+"crashes" column counts those that left the box, an estimate of the policy's crash rate that
+100 starts cannot give (a policy that leaves the box from 1% of starts still passes on 100 of
+them about a third of the time).
 
 Each agent trains alone with neuromotor's defaults for the algorithm on the quadrotor (SAC, the
 default: its quadrotor preset; TD3: its Learning to Fly configuration), one thread; the time is the training's wall and CPU time, evaluations included (every 10,000
@@ -91,7 +95,11 @@ def env_speed(repeats: int = 2000) -> list:
     return rows
 
 
-def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path, env_kwargs: dict) -> dict:
+CRASH_SEED0 = 20_000  # the crash-rate starts
+
+
+def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path, env_kwargs: dict,
+              crash_episodes: int) -> dict:
     cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime, time.perf_counter()
     run = neuromotor.train("quadrotor", algo=algo, steps=steps, seeds=seed, run_dir=root / f"{algo}-s{seed}",
                            env_kwargs=env_kwargs or None, progress=False)
@@ -100,6 +108,7 @@ def train_one(algo: str, steps: int | None, seed: int, episodes: int, root: Path
             "eval_return_mean": run.summary["eval_return_mean"],
             # the run's policy: its best evaluation's (on training's own episodes, not these)
             "best_step": run.summary["best"]["step"], **success(run.policy, episodes, env_kwargs),
+            "crashes": len(success(run.policy, crash_episodes, env_kwargs, CRASH_SEED0)["left_box"]),
             **int8_success(run, episodes, root / f"{algo}-s{seed}-int8.nmp", env_kwargs),
             # and the state training ended in
             "last_success_rate": success(neuromotor.load_policy(run.path / "checkpoint.npz"), episodes,
@@ -182,11 +191,15 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3, help="agents per algorithm (default 3)")
     p.add_argument("--first-seed", type=int, default=0, help="their seeds are this one and the next (default 0)")
     p.add_argument("--episodes", type=int, default=100, help="success episodes per agent (default 100)")
+    p.add_argument("--crash-episodes", type=int, default=1000,
+                   help="other episodes per agent whose crashes are counted (default 1000)")
     p.add_argument("--env-kwargs", default="{}", type=json.loads,
                    help='the env\'s settings as JSON, e.g. \'{"action_history": 4, "reward": "distance"}\'')
     p.add_argument("--rltools", help="an RLtools L2F binary to run and time in the same run")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "quadrotor.json"))
     args = p.parse_args(argv)
+    if args.episodes < 1 or args.crash_episodes < 1:
+        p.error("--episodes and --crash-episodes must be at least 1")
     neuromotor.set_threads(1)
     speed = env_speed()
     print("env step (CPU µs per drone-step, one thread)")
@@ -196,7 +209,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):  # seeds alternate between the algorithms: machine load hits both
             for algo in args.algos.split(","):
-                rows.append(train_one(algo, args.steps, seed, args.episodes, Path(tmp), args.env_kwargs))
+                rows.append(train_one(algo, args.steps, seed, args.episodes, Path(tmp), args.env_kwargs,
+                                      args.crash_episodes))
                 r = rows[-1]
                 print(f"{r['algo']:4s} seed {r['seed']}: {r['steps']} steps in {r['wall_s']:.1f} s wall "
                       f"({r['cpu_s']:.1f} s CPU), eval return {r['eval_return_mean']:.1f}, success "
@@ -206,19 +220,21 @@ def main(argv=None) -> int:
           f"< {SUCCESS_SPEED} m/s ({args.episodes} episodes per agent; an agent passes at >= {PASS_RATE:.0%} "
           "with none leaving the box)")
     print(f"{'algo':5s} {'seed':>4s} {'steps':>7s} {'policy at':>9s} {'wall s':>7s} {'CPU s':>7s} {'return':>8s} {'success':>8s} "
-          f"{'survived':>9s} {'final m':>8s} {'m/s':>6s} {'passed':>7s} {'int8 success':>13s} "
+          f"{'survived':>9s} {'final m':>8s} {'m/s':>6s} {'passed':>7s} {'crashes':>9s} {'int8 success':>13s} "
           f"{'last state success':>19s}")
     for r in rows:
         final = "-" if r["final_distance_m"] is None else f"{r['final_distance_m']:.3f}"
         speed = "-" if r["final_speed_m_s"] is None else f"{r['final_speed_m_s']:.3f}"
         print(f"{r['algo']:5s} {r['seed']:4d} {r['steps']:7d} {r['best_step']:9d} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
               f"{r['eval_return_mean']:8.1f} {r['success_rate']:8.0%} {r['survived']:9.0%} {final:>8s} {speed:>6s} "
-              f"{'yes' if r['passed'] else 'no':>7s} "
+              f"{'yes' if r['passed'] else 'no':>7s} {r['crashes']:>4d}/{args.crash_episodes:<4d} "
               f"{int8_cell(r):>13s} "
               f"{r['last_success_rate']:19.0%}")
     for algo in args.algos.split(","):
         mine = [r for r in rows if r["algo"] == algo]
-        print(f"{algo}: {sum(r['passed'] for r in mine)} of {len(mine)} seeds pass")
+        crashes = sum(r["crashes"] for r in mine) / max(1, len(mine) * args.crash_episodes)
+        print(f"{algo}: {sum(r['passed'] for r in mine)} of {len(mine)} seeds pass; the run's policies left the box "
+              f"from {crashes:.1%} of {args.crash_episodes} other starts")
         for r in mine:
             if r["left_box"]:
                 print(f"  seed {r['seed']}: starts that left the box {r['left_box']}")
@@ -236,7 +252,8 @@ def main(argv=None) -> int:
                   f"{f['ended_early']} ended early, {f['success_rate']:.0%} succeed by this criterion against its own reference")
         else:
             print("  it saved no evaluation flights: its success is not measured")
-    path = write_json(args.out, {"episodes": args.episodes, "env_kwargs": args.env_kwargs, "rows": rows, "rltools": peer, "env_speed": speed,
+    path = write_json(args.out, {"episodes": args.episodes, "crash_episodes": args.crash_episodes,
+                                 "crash_seed0": CRASH_SEED0, "env_kwargs": args.env_kwargs, "rows": rows, "rltools": peer, "env_speed": speed,
                                  "success_distance_m": SUCCESS_DISTANCE, "success_speed_m_s": SUCCESS_SPEED,
                                  "pass_rate": PASS_RATE})
     print(f"wrote {path}")

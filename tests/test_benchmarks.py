@@ -134,3 +134,28 @@ def test_quadrotor_success_needs_the_whole_episode_and_a_still_end_on_the_target
     # a trained hover (tests/data/README.md) passes: every drone ends near the target and still
     trained = quad.success(read_policy(Path(__file__).parent / "data" / "quadrotor_hover.nmp").forward, 100, {})
     assert trained["passed"] and trained["success_rate"] >= 0.95 and trained["final_distance_m"] < 0.1
+
+
+def test_the_quadrotor_bound_counts_train_quadrotors_preset(bench):
+    from neuromotor.algos.sac import SAC
+    from neuromotor.envs.quadrotor import QuadrotorVec
+
+    ab = bench("arithmetic_bound")
+    shape, scheme = ab.sac_quadrotor()
+    cfg, run = SAC.defaults("quadrotor")
+    assert (shape.obs, shape.act, shape.hidden, shape.batch, shape.steps, shape.learning_starts) == (
+        QuadrotorVec(1).obs_dim, 4, tuple(cfg.critic_hidden), cfg.batch_size, run["steps"], cfg.learning_starts)
+    assert scheme == ("shared" if cfg.shared_minibatch else "rltools")
+    # the native update's products exceed the minimum by one critic's backward to the action
+    # columns (the actor's gradient through both critics, not the smaller alone): no more
+    native, minimum = (ab.sac_update(shape, kind, scheme) for kind in ("native", "minimum"))
+    h1, h2 = shape.hidden
+    assert native["per_update_madds"] - minimum["per_update_madds"] == shape.batch * (h2 + h1 * h2 + shape.act * h1)
+
+
+def test_quadrotor_benchmark_refuses_no_episodes(bench):
+    quad = bench("quadrotor")
+    for flag in ("--episodes", "--crash-episodes"):
+        with pytest.raises(SystemExit) as exc:
+            quad.main([flag, "0"])
+        assert exc.value.code == 2
