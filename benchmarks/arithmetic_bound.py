@@ -683,7 +683,7 @@ def main():
                        f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
     p.add_argument("--rltools-l2f-s", type=float, default=6.5,
                    help="RLtools' L2F SAC zoo run's seconds, one thread (benchmarks/quadrotor.py --rltools)")
-    p.add_argument("--ours-quadrotor-s", type=float, default=65.4,
+    p.add_argument("--ours-quadrotor-s", type=float, default=63.8,
                    help="our `train quadrotor` CPU s per seed (benchmarks/quadrotor.py)")
     p.add_argument("--sac-pendulum-ratio", type=float, default=3.0, help="required NumPy / native time ratio")
     p.add_argument("--td3-steps", type=int, default=10_000, help="TD3 steps of the targets")

@@ -266,10 +266,12 @@ def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli
 
     config = json.loads((run / "config.json").read_text())
     assert config["algo"] == "sac"
-    keys = ("episode_steps", "lr_decay_start", "lr_decay_end", "start_draws", "batch_size", "shared_minibatch")
+    keys = ("episode_steps", "lr_decay_start", "lr_decay_end", "start_draws", "batch_size", "shared_minibatch",
+            "policy_average")
     assert {k: config["algo_config"][k] for k in keys} == {"episode_steps": 200, "lr_decay_start": 150_000,
                                                           "lr_decay_end": 300_000, "start_draws": 3,
-                                                          "batch_size": 64, "shared_minibatch": True}
+                                                          "batch_size": 64, "shared_minibatch": True,
+                                                          "policy_average": 30_000}
     assert neuromotor.load_policy(run).obs_dim == 22 + 4 * 4
     code, out, err = cli("export", run, "-o", tmp_path / "q8.nmp", "--quantize", "int8", "--calibration", 200,
                          "--heldout", 200)  # judged on flights: both policies fly the same 100 held-out starts
