@@ -32,9 +32,9 @@ fresh-check:
 venv: $(VENV)/.installed
 
 # After `system`: on a minimal Debian, python3's venv module comes from there (and gcc
-# with Python's headers, which build the extension neuromotor._nm_host from
+# with Python's headers, which build the extension neuromotor.native._nm_host from
 # device/native: an edit there reinstalls).
-$(VENV)/.installed: pyproject.toml setup.py device/native/nm_host/nm_host.c $(wildcard device/native/include/*.h) | system
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard device/native/nm_host/*) $(wildcard device/native/include/*.h) | system
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev,device,mujoco,platformio,ray,docs]'

@@ -1,5 +1,5 @@
 """The compiled part of neuromotor: the training kernels of device/native/include as
-neuromotor._nm_host; and, in a wheel, what the package reads of the source tree
+neuromotor.native._nm_host; and, in a wheel, what the package reads of the source tree
 (everything else is in pyproject.toml).
 
 A wheel (`python -m build`) carries in neuromotor/data/: the device library
@@ -37,7 +37,7 @@ class build_py_with_data(build_py):
 
 
 setup(cmdclass={"build_py": build_py_with_data}, ext_modules=[Extension(
-    "neuromotor._nm_host",
+    "neuromotor.native._nm_host",
     sources=["device/native/nm_host/nm_host.c"],
     include_dirs=["device/native/include"],
     depends=sorted(str(p.relative_to(HERE)) for p in (HERE / "device" / "native").glob("*/*.h")),

@@ -509,7 +509,7 @@ def run_td3(agents: int, steps: int) -> dict:
     """CPU and wall seconds per agent-step of the TD3 trainer (native backend, built-in
     pendulum, one thread) after its warm-up."""
     from neuromotor.algos.td3 import TD3, Config
-    from neuromotor.algos.native_family import _nm_host
+    from neuromotor.native import _nm_host
     from neuromotor.envs import env_class
 
     cfg = Config()
@@ -539,7 +539,7 @@ def run_sac_pendulum(steps: int, rounds: int) -> dict:
     pendulum with its default config (benchmarks/sac.py's pendulum rows), per backend and scheme,
     one thread, after the warm-up: the fastest of `rounds` runs, the four taking turns."""
     from neuromotor.algos.sac import SAC, Config
-    from neuromotor.algos.native_family import NATIVE_ERROR
+    from neuromotor.native import NATIVE_ERROR
     from neuromotor.envs import env_class
 
     rows = [(b, sch) for b in ("numpy", "native")[:1 + (NATIVE_ERROR is None)] for sch in SCHEMES]

@@ -61,7 +61,7 @@ from threadpoolctl import threadpool_limits
 
 from benchutil import RESULTS, plt, save_png, write_json
 from neuromotor.algos.td3 import TD3, Config
-from neuromotor.algos.native_family import _nm_host
+from neuromotor.native import _nm_host
 from neuromotor.envs import env_class
 from neuromotor.training.evaluation import Evaluator
 from neuromotor.training.parallel import Sharded

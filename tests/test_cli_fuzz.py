@@ -67,6 +67,17 @@ BAD = {
     ("eval", "--render"): ["", "x.png", "MISSING/x.gif", "TEXT/x.gif", "DIR.gif", "RUN/config.json"],
     ("eval", "--agent"): INT + ["1"],
     ("eval", "--seed"): INT,
+    ("eval", "--env"): ["", "cartpole", "../pendulum"],
+    ("eval", "--env-kwargs"): ["", "[1]", "{x", '{"g": 2}'],
+    ("import", "file"): PATH_IN,
+    ("import", "-o"): PATH_OUT + ["BINARY"],
+    ("import", "--format"): ["", "nmp"],
+    ("import", "--obs-mean"): ["", "x", "1,,2", "nan", "inf"],
+    ("import", "--obs-std"): ["", "x", "1,,2", "nan", "-inf"],
+    ("import", "--action-low"): ["", "x", "nan", "1,inf"],
+    ("import", "--action-high"): ["", "x", "nan", "1,inf"],
+    ("import", "--env"): ["", "cartpole", "../pendulum"],
+    ("import", "--env-kwargs"): ["", "[1]", "{x", '{"g": 2}'],
     ("export", "run"): PATH_IN,
     ("export", "-o"): PATH_OUT + ["RUN/checkpoint.npz", "RUN/config.json", "RUN/metrics.jsonl", "NULL"],
     ("export", "--format"): ["", "onnx"],
@@ -126,6 +137,7 @@ BASE = {
               "--quiet"],
     "eval": ["eval", "RUN", "--episodes", "1"],
     "export": ["export", "RUN", "-o", "OUT/p.nmp"],
+    "import": ["import", "BINARY", "-o", "OUT/p.nmp", "--format", "onnx"],
     "runs": ["runs"],
     "bench": ["bench", "--port", "PORT", "--out", "OUT/bench"],
     "hil": ["hil", "RUN", "--port", "PORT", "--episodes", "1"],
@@ -219,7 +231,7 @@ def _argv(cmd, opt, value):
             del argv[i:i + 2]
         argv += [opt, value]
     else:
-        positional = {"env": 1, "run_dir": 1, "run": 1, "source": 1, "root": 1, "name": 2, "pio_args": 2}[opt]
+        positional = {"env": 1, "run_dir": 1, "run": 1, "source": 1, "file": 1, "root": 1, "name": 2, "pio_args": 2}[opt]
         if cmd in ("runs", "board check", "board pio"):
             argv.append(value)
         else:

@@ -24,8 +24,16 @@ def _one_line_error(code, err, *words):
 @pytest.mark.parametrize("cls", [config.RunConfig, TD3Config, PPOConfig, SACConfig])
 def test_every_field_has_a_rule_and_the_defaults_pass(cls):
     for f in dataclasses.fields(cls):
-        assert f.name in config.RULES, f"{cls.__name__}.{f.name} has no validation rule"
+        assert f.name in cls.RULES, f"{cls.__name__}.{f.name} has no validation rule"
     config.validate(cls())
+
+
+def test_a_setting_shared_by_algorithms_has_one_rule():
+    wants = {}
+    for cls in (TD3Config, PPOConfig, SACConfig):
+        for name, (_, said) in cls.RULES.items():
+            wants.setdefault(name, set()).add(said)
+    assert {name: said for name, said in wants.items() if len(said) > 1} == {}
 
 
 @pytest.mark.parametrize("preset", ["ant-paper", "pendulum"])

@@ -10,7 +10,7 @@ from neuromotor.algos.td3 import TD3
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 
-pytest.importorskip("neuromotor._nm_host")
+pytest.importorskip("neuromotor.native._nm_host")
 
 
 def _agents(algo, backend, env, episode_steps):

@@ -11,13 +11,14 @@ PACKAGE = REPO / "host" / "neuromotor"
 
 # Bottom to top: a module imports only from its own layer's package or from layers below.
 LAYERS = [
-    ("errors", "limits", "paths", "rng", "registry", "reading", "safe_write", "_nm_host"),
+    ("errors", "limits", "paths", "rng", "registry", "reading", "rules", "safe_write", "native", "version"),
     ("nn", "envs"),
     ("policy",),
     ("algos",),
     ("training",),
     ("boards",),
     ("api",),
+    ("__init__",),  # the package itself: the API's names, imported lazily
     ("cli", "__main__"),
 ]
 
@@ -47,7 +48,7 @@ def import_graph() -> dict:
     modules = _modules()
 
     def known(name):
-        while name and name not in modules and name != "neuromotor._nm_host":
+        while name and name not in modules:
             name = name.rpartition(".")[0]
         return name
 
@@ -62,7 +63,7 @@ def import_graph() -> dict:
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(up + ([base] if base else []))
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules or a.name == "_nm_host" else base
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
                            for a in node.names]
             for t in targets:
                 if t.startswith("neuromotor") and known(t) not in ("", name):
@@ -70,11 +71,9 @@ def import_graph() -> dict:
     return graph
 
 
-def layer(module: str):
+def layer(module: str) -> int:
     parts = module.split(".")
-    if len(parts) == 1:
-        return None  # the package's own __init__: lazy names of the API on top
-    return next(i for i, names in enumerate(LAYERS) if parts[1] in names)
+    return next(i for i, names in enumerate(LAYERS) if (parts[1] if len(parts) > 1 else "__init__") in names)
 
 
 def test_every_top_level_module_has_a_layer():
@@ -100,8 +99,7 @@ def test_the_cli_uses_only_the_public_api():
 
 
 def test_no_module_imports_from_a_layer_above():
-    up = [f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
-          if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)]
+    up = [f"{a} -> {b}" for a, targets in import_graph().items() for b in targets if layer(b) > layer(a)]
     assert up == []
 
 

@@ -10,7 +10,7 @@ from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 from neuromotor.errors import UserError
 
-pytest.importorskip("neuromotor._nm_host")
+pytest.importorskip("neuromotor.native._nm_host")
 
 DECAY = dict(lr_decay_start=10, lr_decay_end=20, lr_decay_factor=0.25)
 

@@ -165,7 +165,7 @@ def test_the_native_step_is_the_numpy_step(randomize, history, reward, rotors, s
 
 
 def test_the_native_step_checks_its_arrays():
-    from neuromotor import _nm_host
+    from neuromotor.native import _nm_host
 
     env = QuadrotorVec(3, 2)
     env.reset([np.random.default_rng(k) for k in range(3)])

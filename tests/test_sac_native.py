@@ -1,4 +1,4 @@
-"""SAC's native backend (neuromotor._nm_host's sac_update and sac_act) against the NumPy
+"""SAC's native backend (neuromotor.native._nm_host's sac_update and sac_act) against the NumPy
 reference: the same update, agents independent of each other, exact resume, and every bad
 array refused with a ValueError before anything is written."""
 
@@ -10,7 +10,7 @@ from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 from neuromotor.nn.mlp import with_ones
 
-_nm_host = pytest.importorskip("neuromotor._nm_host")
+_nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
 KEYS = ["actor", "critic", "critic_target", "log_alpha", "actor_opt_m", "actor_opt_v", "critic_opt_m",
         "critic_opt_v", "alpha_opt_m", "alpha_opt_v", "replay"]  # replay: the transitions, native actions included

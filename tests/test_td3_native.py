@@ -1,4 +1,4 @@
-"""TD3's native backend (neuromotor._nm_host, the training kernels of device/native/include)
+"""TD3's native backend (neuromotor.native._nm_host, the training kernels of device/native/include)
 against the NumPy reference: the same update, agents independent of each other, exact
 resume, and every bad array refused with a ValueError before anything is written."""
 
@@ -12,7 +12,7 @@ import pytest
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs.pendulum import PendulumVec
 
-_nm_host = pytest.importorskip("neuromotor._nm_host")
+_nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
 
 def _td3(seeds, backend, **cfg):

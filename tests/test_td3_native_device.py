@@ -1,4 +1,4 @@
-"""The host's native TD3 update (neuromotor._nm_host) is the board's arithmetic bit for bit:
+"""The host's native TD3 update (neuromotor.native._nm_host) is the board's arithmetic bit for bit:
 one update of one agent, computed by the extension and, from the same numbers, by a
 MicroPython script on the unix build calling nm_train's kernels in the same order (target
 actor, smoothing, both target critics, Bellman targets, each critic's forward, gradient,
@@ -18,7 +18,7 @@ from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.nn import MLP
 from neuromotor.paths import cache_dir
 
-_nm_host = pytest.importorskip("neuromotor._nm_host")
+_nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
 pytestmark = pytest.mark.device
 

@@ -90,7 +90,7 @@ def test_td3_writes_its_losses_per_agent(cli, tmp_path, backend):
     """loss/critic and loss/actor of TD3 (either backend) at every evaluation after learning
     starts: the last update's values, as the same training in this process gives them."""
     from neuromotor.algos.td3 import TD3, Config
-    from neuromotor.algos.native_family import _nm_host
+    from neuromotor.native import _nm_host
     from neuromotor.envs import env_class
     if backend == "native" and _nm_host is None:
         pytest.fail("the compiled extension is missing: pip install -e .")

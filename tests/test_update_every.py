@@ -10,7 +10,7 @@ from neuromotor.algos.td3 import TD3
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 
-pytest.importorskip("neuromotor._nm_host")
+pytest.importorskip("neuromotor.native._nm_host")
 
 # learning_starts 10, update_every 3, 40 steps: updates at steps 10, 13, ..., 37 (10 of them);
 # TD3's actor where step // 3 is even: 12 // 3 .. 36 // 3 gives 13, 19, 25, 31, 37 (5 of them)

@@ -41,7 +41,7 @@ def test_the_wheel_carries_what_the_package_reads(wheel):
         assert f"neuromotor/data/{rel}" in names, rel
     built = {f"neuromotor/data/natmods/{p.parent.name}/{p.name}" for p in (cache_dir() / "natmods").glob("*/*.mpy")}
     assert built and built <= names  # every module `make natmods` built, for every architecture
-    assert any(n.startswith("neuromotor/_nm_host") for n in names)
+    assert any(n.startswith("neuromotor/native/_nm_host") for n in names)
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,8 @@ them. They are imported on first use, so `import neuromotor` (and the command) s
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
 from neuromotor.api import __all__ as _api_names
+from neuromotor.version import __version__
 
 __all__ = [*_api_names, "__version__"]
 

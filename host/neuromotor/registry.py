@@ -1,10 +1,13 @@
-"""Name -> class tables whose entries are imported only when chosen.
+"""Name -> class tables whose entries are imported only when chosen, and the user's own
+classes named "module:attr".
 
 Lazy imports keep `neuromotor --help` fast and let the MuJoCo envs live
 behind an optional extra.
 """
 
 import importlib
+import os
+import sys
 
 from neuromotor.errors import UserError
 
@@ -15,3 +18,20 @@ def lookup(table: dict, kind: str, name: str):
         raise UserError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
     module, cls = table[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def plugin(name: str, kind: str):
+    """The attribute a user's "module:attr" names, the module imported from the working directory
+    or the installed packages; anything that cannot be imported is a UserError."""
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise UserError(f"{kind} {name!r}: give module:attr, e.g. mypackage.module:MyClass")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:  # an import error, a missing name, or any error the module raises importing
+        raise UserError(f"{kind} {name!r}: cannot import it ({type(exc).__name__}: {exc})") from None
+    return obj

@@ -1,6 +1,6 @@
 """The native backends' networks: a family in the training layout of the compiled kernels.
 
-The compiled kernels (neuromotor._nm_host, device/native/include) train a network
+The compiled kernels (neuromotor.native._nm_host, device/native/include) train a network
 family as one flat float32 vector, member after member, each member's layers as
 W (in, out) row-major then b (out,) (nm_mlp_train.h). neuromotor.nn.mlp keeps the
 same numbers as augmented matrices, layer after layer. `TrainFamily` holds a
@@ -19,13 +19,6 @@ import numpy as np
 from neuromotor.algos.offpolicy import F32, Net
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
-
-try:
-    from neuromotor import _nm_host
-    NATIVE_ERROR = None
-except ImportError as exc:  # a source tree without the compiled extension
-    _nm_host = None
-    NATIVE_ERROR = exc
 
 # What nm_host/nm_pendulum.h compiles in: a PendulumVec steps natively only when it has these.
 NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "m": 1.0, "l": 1.0,

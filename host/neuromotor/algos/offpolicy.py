@@ -8,13 +8,30 @@ agent k's minibatches depend only on its own stream.
 
 import numpy as np
 
+from neuromotor import rules
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT, MAX_START_DRAWS, MAX_STEPS
 from neuromotor.nn import F32, MLP, Adam, polyak
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
 
 ACT_CODES = {"identity": 0, "relu": 1, "tanh": 2}  # nm_kernels.h's NM_ACT_*
+
+# The rules of the settings TD3's and SAC's Configs share (neuromotor.rules).
+RULES = {
+    **rules.ACTOR_CRITIC,
+    "batch_size": rules.integer(1, MAX_COUNT),
+    "buffer_size": rules.integer(1, MAX_COUNT),
+    "learning_starts": rules.integer(0, MAX_STEPS),
+    "warmup_actions": rules.choice("uniform", "policy"),
+    "tau": rules.number(0, 1, lo_open=True),
+    "update_every": rules.integer(1, MAX_COUNT),
+    "episode_steps": rules.integer(0, MAX_STEPS),
+    "start_draws": rules.integer(1, MAX_START_DRAWS),
+    "shared_minibatch": rules.BOOL,
+    "backend": rules.choice("native", "numpy"),
+}
 
 
 class Net:

@@ -30,9 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from neuromotor import rules
 from neuromotor.algos import named_config
+from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT
 from neuromotor.nn import F32, MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
@@ -65,6 +68,33 @@ class Config:
     lr_factor: float = 1.5
     lr_min: float = 1e-6
     lr_max: float = 1e-2
+
+    RULES = {
+        **rules.ACTOR_CRITIC,
+        "num_envs": rules.integer(1, MAX_COUNT),
+        "num_steps": rules.integer(1, MAX_COUNT),
+        "minibatch_size": rules.integer(1, MAX_COUNT),
+        "epochs": rules.integer(1, MAX_COUNT),
+        "gae_lambda": rules.number(0, 1),
+        "clip_coef": rules.number(0, lo_open=True),
+        "ent_coef": rules.number(0),
+        "init_std": rules.number(0, lo_open=True),
+        "normalize_advantage": rules.BOOL,
+        "normalize_obs": rules.BOOL,
+        "adaptive_lr": rules.BOOL,
+        "target_kl": rules.number(0, lo_open=True),
+        "lr_factor": rules.number(1, lo_open=True),
+        "lr_min": rules.RATE,
+        "lr_max": rules.RATE,
+    }
+
+    def check(self):
+        rollout = self.num_envs * self.num_steps
+        if rollout % self.minibatch_size:
+            raise UserError(f"a rollout's num_envs x num_steps ({self.num_envs} x {self.num_steps} "
+                            f"= {rollout}) must be a multiple of minibatch_size ({self.minibatch_size})")
+        if self.lr_min > self.lr_max:
+            raise UserError(f"lr_min ({self.lr_min}) must not exceed lr_max ({self.lr_max})")
 
 
 # Named configurations: hyperparameters, plus run settings (env steps per agent,
@@ -383,6 +413,22 @@ class PPO:
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):
         return self.episodes.pop_episode_returns()
+
+    @staticmethod
+    def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
+        """({part: bytes} of the arrays a population allocates, training envs): see neuromotor.training.memory."""
+        actor = [obs_dim, *cfg.actor_hidden, act_dim]
+        critic = [obs_dim, *cfg.critic_hidden, 1]
+        rows, f = cfg.num_envs * cfg.num_steps, F32_BYTES
+        return {
+            # normalised obs, actions, means, log-probs, values, rewards, dones, float64 raw obs
+            "rollout storage": agents * rows * ((obs_dim + 1) * f + 2 * act_dim * f + 3 * f + 1 + 8 * obs_dim),
+            # exploration noise, advantages, returns, the minibatch permutation, float64 obs statistics
+            "update temporaries": agents * rows * (act_dim * f + 2 * f + 8 + 16 * obs_dim),
+            "networks": agents * 5 * f * (net_params(actor) + net_params(critic) + act_dim),
+            "batch workspaces": agents * (cfg.minibatch_size + cfg.num_envs)
+                                * (workspace_row(actor) + workspace_row(critic)),
+        }, agents * cfg.num_envs
 
     @staticmethod
     def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:

@@ -32,7 +32,7 @@ too. Either way the critics' targets and the actor use alpha before this step's
 alpha update, and there is no actor target network.
 
 Two backends compute the same update: `native` (the default where the compiled
-extension neuromotor._nm_host imports) runs the whole population's update, and the
+extension neuromotor.native._nm_host imports) runs the whole population's update, and the
 sampled actions, in one call each through the training kernels (device/native/include),
 with the networks kept in the kernels' training layout between updates
 (neuromotor.algos.sac_native); on the built-in pendulum and quadrotor one call also acts,
@@ -51,11 +51,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, block_updates, deployable
-from neuromotor.algos import named_config
-from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor import rules
+from neuromotor.algos import named_config, offpolicy
+from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, ReplayRow, block_updates, deployable
 from neuromotor.algos.sac_native import NativeSAC
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_STEPS
+from neuromotor.native import NATIVE_ERROR
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
@@ -115,6 +118,22 @@ class Config:
     policy_average: int = 0
     backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
 
+    RULES = {
+        **offpolicy.RULES,
+        "alpha_lr": rules.RATE,
+        "init_alpha": rules.number(0, lo_open=True),
+        "log_std_min": rules.number(-50, 10),
+        "log_std_max": rules.number(-50, 10),
+        "lr_decay_start": rules.integer(0, MAX_STEPS),
+        "lr_decay_end": rules.integer(0, MAX_STEPS),
+        "lr_decay_factor": rules.number(0, 1, lo_open=True),
+        "policy_average": rules.integer(0, MAX_STEPS),
+    }
+
+    def check(self):
+        if self.log_std_min >= self.log_std_max:
+            raise UserError(f"log_std_min ({self.log_std_min}) must be below log_std_max ({self.log_std_max})")
+
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.
 CONFIGS = {
@@ -124,24 +143,8 @@ CONFIGS = {
     "mujoco": (Config(actor_hidden=(256, 256), critic_hidden=(256, 256), batch_size=256, buffer_size=1_000_000,
                       learning_starts=10_000, actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4),
                {"steps": 1_000_000, "eval_every": 10_000, "checkpoint_every": 50_000}),
-    # The quadrotor: the pendulum's networks at a lower learning rate and with a larger replay.
-    # Training episodes time out after 2 s (a drone has settled by then, and more episodes mean
-    # more of the hard starts to learn from: with the task's 5 s, seeds 0-2 ended at 0-11%
-    # success after 150k steps, with 2 s at 64-98%). The rates fall to a tenth over the second
-    # half, which holds the hover the first half found (without: seeds 0-4 ended at
-    # 96/64/98/26/0% after 150k steps; with: 95/99/96/91/95%), and 300k steps rather than 150k
-    # turned seeds 5-7 from 0/68/6% into 99/99/4% (best.npz 99/99/100%). Training starts from
-    # the harder of two initial states: the final policies of seeds 0-9 crashed from 9 of the
-    # benchmark's 1000 starts without it (and without the observed rotor speeds and scaled
-    # position), from none with all three (benchmarks/quadrotor.py). Batch 64 and one minibatch
-    # per update (SB3's scheme) take 0.6 of the time of the pendulum's batch 100 and three
-    # (RLtools'); from the harder of two starts they passed 8 of seeds 0-9 (a crash from 1 of
-    # 100 starts in two), from the hardest of three 18 of seeds 0-19 (10 + 8), where batch 100
-    # and three minibatches passed 19 (10 + 9). The policy is the actor's weights averaged over
-    # about 30k steps (policy_average): the actor's success swings between ~99% and ~0% from one
-    # evaluation to the next late in training. With the average seeds 0-19 passed 20 of 20
-    # (the actor: 18), their policies left the box from 1.6% of 1000 other starts (the actor's:
-    # 1.9%; lower on 13 seeds, higher on 3), and the last state passed on 16 seeds (the actor: 9).
+    # The quadrotor: 2 s training episodes, rates falling to a tenth over the second half, the
+    # hardest of three starts and a policy averaged over 30k steps, each measured in docs/algorithms.md.
     "quadrotor": (Config(batch_size=64, shared_minibatch=True, actor_lr=5e-4, critic_lr=5e-4, alpha_lr=5e-4,
                          buffer_size=100_000, episode_steps=200, lr_decay_start=150_000, lr_decay_end=300_000,
                          lr_decay_factor=0.1, start_draws=3, policy_average=30_000),
@@ -196,8 +199,7 @@ class SAC(OffPolicyAgents):
         return named_config(CONFIGS, "sac", env_name, preset, mujoco="mujoco")
 
     def __init__(self, cfg: Config, env_factory, seeds, dtype=F32):
-        if not cfg.log_std_min < cfg.log_std_max:
-            raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
+        cfg.check()
         if cfg.lr_decay_end and not cfg.lr_decay_start < cfg.lr_decay_end:
             raise UserError(f"lr_decay_start ({cfg.lr_decay_start}) must be below lr_decay_end ({cfg.lr_decay_end})")
         if cfg.backend == "native" and NATIVE_ERROR is not None:
@@ -352,39 +354,39 @@ class SAC(OffPolicyAgents):
         """batch (P, 2, B, row): critic c learns from minibatch c, its soft Bellman targets from
         both target critics and next-action samples (noise next_noise[:, c]) on that minibatch.
         batch (P, 1, B, row) and next_noise (P, 1, B, a) (shared_minibatch): both critics learn
-        from the one minibatch and the same targets."""
+        from the one minibatch and the same targets. Names as in CleanRL's sac_continuous_action."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
         P, M, B, _ = batch.shape
-        reward, not_done = batch[..., f.reward], batch[..., f.not_done]
-        next_obs = batch[..., f.next_actor_input].reshape(P, M * B, -1)
+        rewards, not_dones = batch[..., f.reward], batch[..., f.not_done]
+        next_observations = batch[..., f.next_actor_input].reshape(P, M * B, -1)
 
         # a' ~ pi(s') from the online actor, with its log-probability
-        out = actor.mlp.forward(actor.layers, next_obs, self._ws_actor2)
-        nxt = TanhGaussian(out, next_noise.reshape(P, M * B, a), cfg.log_std_min, cfg.log_std_max)
-        x_next = self._x_next
-        x_next[..., f.act] = nxt.action[:, None]
-        x_next[..., f.actor_input] = next_obs[:, None]
+        out = actor.mlp.forward(actor.layers, next_observations, self._ws_actor2)
+        next_pi = TanhGaussian(out, next_noise.reshape(P, M * B, a), cfg.log_std_min, cfg.log_std_max)
+        target_input = self._x_next
+        target_input[..., f.act] = next_pi.action[:, None]
+        target_input[..., f.actor_input] = next_observations[:, None]
 
-        # y = r + gamma * not_done * (min(Q1'(s', a'), Q2'(s', a')) - alpha log pi(a'|s'))
-        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, M B, 1)
-        v = np.minimum(q_next[:, 0], q_next[:, 1])
-        v -= self.alpha.astype(self.dtype)[:, None, None] * nxt.log_prob
-        y = v.reshape(P, M, B, 1)
-        y *= not_done
-        y *= self.dtype(cfg.gamma)
-        y += reward
+        # next_q_value = r + gamma * not_done * (min(Q1'(s', a'), Q2'(s', a')) - alpha log pi(a'|s'))
+        qf_next_target = critic.mlp.forward(critic.target_layers, target_input, self._ws_critic2)  # (P, 2, M B, 1)
+        min_qf_next_target = np.minimum(qf_next_target[:, 0], qf_next_target[:, 1])
+        min_qf_next_target -= self.alpha.astype(self.dtype)[:, None, None] * next_pi.log_prob
+        next_q_value = min_qf_next_target.reshape(P, M, B, 1)  # a view: the rest is in place
+        next_q_value *= not_dones
+        next_q_value *= self.dtype(cfg.gamma)
+        next_q_value += rewards
 
-        # L = 1/2 mean (Q1(s, a) - y1)^2 + 1/2 mean (Q2(s, a) - y2)^2
+        # qf_loss = 1/2 mean (Q1(s, a) - y1)^2 + 1/2 mean (Q2(s, a) - y2)^2
         x = self._x_critic
         x[...] = batch[..., f.critic_input]
-        q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
-        dq = q - y
-        loss = 0.5 * (dq * dq).mean(axis=(2, 3)).sum(axis=1) if want_loss else None
+        qf_a_values = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
+        dq = qf_a_values - next_q_value  # d qf_loss / d qf_a_values, scaled below
+        qf_loss = 0.5 * (dq * dq).mean(axis=(2, 3)).sum(axis=1) if want_loss else None
         dq *= self.dtype(1.0 / B)
         self._last_critic_dq = dq  # the backward below leaves it as is (identity output layer)
         critic.mlp.backward(critic.layers, self._ws_critic, dq, critic.grad_layers)
-        return loss
+        return qf_loss
 
     def _actor_loss(self, batch, noise, want_loss=False):
         """batch (P, B, row), noise (P, B, a): L = mean (alpha log pi(a~|s) - min(Q1, Q2)(s, a~))
@@ -441,6 +443,22 @@ class SAC(OffPolicyAgents):
                 "policy/entropy": -log_prob.mean(axis=(1, 2), dtype=np.float64),
             })
         return out
+
+    @staticmethod
+    def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
+        """({part: bytes} of the arrays a population allocates, training envs): see neuromotor.training.memory."""
+        actor = [obs_dim, *cfg.actor_hidden, 2 * act_dim]
+        critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
+        B = cfg.batch_size
+        return {
+            "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32_BYTES,
+            # actor: parameters, gradient, two Adam moments; critics also a target and a scratch copy
+            "networks": agents * F32_BYTES * (4 * net_params(actor) + 12 * net_params(critic)),
+            "batch workspaces": agents * B * (3 * workspace_row(actor) + 6 * workspace_row(critic)
+                                              + 12 * F32_BYTES * (obs_dim + act_dim + 1)),
+            "pre-drawn random numbers": agents * F32_BYTES * (block_updates(cfg.update_every) * (3 * B + 3 * B * act_dim)
+                                                              + RNG_BLOCK * 2 * act_dim),
+        }, agents
 
     @staticmethod
     def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int, dtype=F32) -> MLP:

@@ -1,6 +1,6 @@
 """SAC's native backend: the update (and on the built-in pendulum and quadrotor the whole step) in one call.
 
-The arithmetic is sac.py's NumPy update, compiled (neuromotor._nm_host's sac_update:
+The arithmetic is sac.py's NumPy update, compiled (neuromotor.native._nm_host's sac_update:
 nm_host/nm_host_sac.h over nm_mlp_train.h and nm_sac_steps.h); tests/test_sac_native.py
 holds the two to agreement per update. `NativeSAC` makes the calls and keeps the
 networks in the training layout between updates (neuromotor.algos.native_family);
@@ -9,8 +9,9 @@ log_alpha and its Adam moments are the host's own arrays, which the call updates
 
 import numpy as np
 
-from neuromotor.algos.native_family import NativeAgents, _nm_host
+from neuromotor.algos.native_family import NativeAgents
 from neuromotor.algos.offpolicy import F32
+from neuromotor.native import _nm_host
 
 
 class NativeSAC(NativeAgents):

@@ -1,40 +1,17 @@
 """TD3 (Fujimoto et al. 2018) for a population of agents, in NumPy.
 
-Defaults are the RLtools paper's Pendulum configuration. Every array has a
-leading population axis P (one agent per seed, one env per agent); the twin
-critics are one network family with population shape (P, 2), so both critics
-of every agent are evaluated by one batched matmul per layer.
+Defaults are the RLtools paper's Pendulum configuration, and so are the minibatches: each
+critic learns from its own, the actor from a third (`shared_minibatch` selects SB3's one);
+docs/algorithms.md lists what was checked against RLtools. Every array has a leading
+population axis P (one agent per seed, one env per agent); the twin critics are one network
+family with population shape (P, 2), so both critics of every agent are evaluated by one
+batched matmul per layer. Actions live in [-1, 1] inside the algorithm and are mapped to the
+env's bounds only when stepping the env, so the noise scales are in units of the action range.
 
-Actions live in [-1, 1] inside the algorithm (tanh actor, noise, replay) and
-are mapped to the env's bounds only when stepping the env, so the noise scales
-are in units of the action range, as in the reference implementations.
-
-Minibatches follow RLtools (rl/algorithms/td3 and the pendulum TD3 training loop
-of the paper's code): every step each critic learns from its own minibatch with
-its own target policy noise (its Bellman targets still use both target critics,
-on that minibatch), and the actor from a third minibatch. The three are one
-gather; the target nets evaluate both critic minibatches in one matmul per layer.
-The other differences checked against RLtools: none in initialisation (PyTorch's
-U(+-1/sqrt(fan_in))), noise units, Adam, polyak, observations, rewards or float32.
-RLtools acts with the (untrained) policy plus noise before learning starts; the
-default here is uniform random warm-up actions, as in the TD3 paper and CleanRL
-(`warmup_actions` selects either).
-
-`shared_minibatch = True` is Stable-Baselines3's (and CleanRL's) scheme instead of
-RLtools': one minibatch per update, from which both critics (with one set of target
-policy noise) and the actor learn, so the target nets evaluate one minibatch, not
-two. The random streams advance alike either way (the shared minibatch takes the
-first minibatch's draws).
-
-Two backends compute the same update: `native` (the default where the compiled
-extension neuromotor._nm_host imports) runs the whole population's update in one
-call through the training kernels the boards use (device/native/include), with
-the networks kept in the kernels' training layout between updates
-(neuromotor.algos.td3_native); on the built-in pendulum and quadrotor the same call
-also acts, steps the envs (nm_host/nm_pendulum.h and nm_quadrotor.h, as PendulumVec and
-QuadrotorVec step, bit for bit) and stores the transitions, so a training step of the
-whole population is one call (episode restarts excepted). `numpy` is
-the readable reference below, about 150 array operations per step.
+Two backends compute the same update: `native` (the default where neuromotor.native._nm_host
+imports; neuromotor.algos.td3_native) runs the whole population's update, and on the built-in
+envs the whole step, in one call through the kernels the boards use; `numpy` is the readable
+reference below.
 
 Per agent, all randomness of a block of `RNG_BLOCK` steps is drawn at once from
 the agent's own Generator (exploration noise and warm-up actions per step, replay
@@ -46,11 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuromotor.algos import named_config
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, block_updates, deployable
-from neuromotor.algos.native_family import NATIVE_ERROR
+from neuromotor import rules
+from neuromotor.algos import named_config, offpolicy
+from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
+from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, ReplayRow, block_updates, deployable
 from neuromotor.algos.td3_native import NativeTD3
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT
+from neuromotor.native import NATIVE_ERROR
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
@@ -81,6 +61,14 @@ class Config:
                                     # (an env that ranks them: the quadrotor); evaluation from the task's
     shared_minibatch: bool = False  # one minibatch per update for the critics and the actor
     backend: str = "native" if NATIVE_ERROR is None else "numpy"  # the update's arithmetic: "native" or "numpy"
+
+    RULES = {
+        **offpolicy.RULES,
+        "exploration_noise": rules.number(0),
+        "policy_noise": rules.number(0),
+        "noise_clip": rules.number(0),
+        "policy_delay": rules.integer(1, MAX_COUNT),
+    }
 
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.
@@ -244,34 +232,35 @@ class TD3(OffPolicyAgents):
         """batch (P, 2, B, row): critic c learns from minibatch c, its Bellman targets from both
         target critics on that minibatch; target_noise (P, 2, B, a) likewise per minibatch.
         batch (P, 1, B, row) and target_noise (P, 1, B, a) (shared_minibatch): both critics
-        learn from the one minibatch and the same targets."""
+        learn from the one minibatch and the same targets. Names as in CleanRL's td3_continuous_action."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
         P, M, B, _ = batch.shape
-        reward, not_done = batch[..., f.reward], batch[..., f.not_done]
-        next_obs = batch[..., f.next_actor_input].reshape(P, M * B, -1)
+        rewards, not_dones = batch[..., f.reward], batch[..., f.not_done]
+        next_observations = batch[..., f.next_actor_input].reshape(P, M * B, -1)
 
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
-        next_act = actor.mlp.forward(actor.target_layers, next_obs, self._ws_actor2)
-        noise = target_noise.reshape(P, M * B, a) * F32(cfg.policy_noise)
-        next_act += _clip(noise, cfg.noise_clip, out=noise)
-        x_next = self._x_next
-        _clip(next_act[:, None], 1, out=x_next[..., f.act])
-        x_next[..., f.actor_input] = next_obs[:, None]
+        next_state_actions = actor.mlp.forward(actor.target_layers, next_observations, self._ws_actor2)
+        clipped_noise = target_noise.reshape(P, M * B, a) * F32(cfg.policy_noise)
+        next_state_actions += _clip(clipped_noise, cfg.noise_clip, out=clipped_noise)
+        target_input = self._x_next
+        _clip(next_state_actions[:, None], 1, out=target_input[..., f.act])
+        target_input[..., f.actor_input] = next_observations[:, None]
 
-        # Clipped double Q-learning: y = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
-        q_next = critic.mlp.forward(critic.target_layers, x_next, self._ws_critic2)  # (P, 2, M B, 1)
-        y = np.minimum(q_next[:, 0], q_next[:, 1]).reshape(P, M, B, 1)
-        y *= not_done
-        y *= F32(cfg.gamma)
-        y += reward
+        # Clipped double Q-learning: next_q_value = r + gamma * not_done * min(Q1'(s', a'), Q2'(s', a'))
+        # (the minimum first, then the rest in place)
+        qf_next_target = critic.mlp.forward(critic.target_layers, target_input, self._ws_critic2)  # (P, 2, M B, 1)
+        next_q_value = np.minimum(qf_next_target[:, 0], qf_next_target[:, 1]).reshape(P, M, B, 1)
+        next_q_value *= not_dones
+        next_q_value *= F32(cfg.gamma)
+        next_q_value += rewards
 
-        # Critic c regresses on its y: L = mean (Q1(s, a) - y1)^2 + mean (Q2(s, a) - y2)^2
+        # Critic c regresses on its target: qf_loss = mean (Q1(s, a) - y1)^2 + mean (Q2(s, a) - y2)^2
         x = self._x_critic
         x[...] = batch[..., f.critic_input]
-        q = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
-        dq = self._dq
-        np.subtract(q, y, out=dq)
+        qf_a_values = critic.mlp.forward(critic.layers, x, self._ws_critic)  # (P, 2, B, 1)
+        dq = self._dq  # d qf_loss / d qf_a_values
+        np.subtract(qf_a_values, next_q_value, out=dq)
         dq *= F32(2.0 / cfg.batch_size)
         critic.mlp.backward(critic.layers, self._ws_critic, dq, critic.grad_layers)
         critic.step()
@@ -313,6 +302,22 @@ class TD3(OffPolicyAgents):
         if self.actor.opt.t and actor is not None:
             out["loss/actor"] = actor.astype(np.float64)
         return out
+
+    @staticmethod
+    def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
+        """({part: bytes} of the arrays a population allocates, training envs): see neuromotor.training.memory."""
+        actor = [obs_dim, *cfg.actor_hidden, act_dim]
+        critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
+        B = cfg.batch_size
+        return {
+            "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32_BYTES,
+            # parameters, target, gradient, two Adam moments, one scratch copy
+            "networks": agents * 6 * F32_BYTES * (net_params(actor) + 2 * net_params(critic)),
+            "batch workspaces": agents * B * (3 * workspace_row(actor) + 7 * workspace_row(critic)
+                                              + 12 * F32_BYTES * (obs_dim + act_dim + 1)),
+            "pre-drawn random numbers": agents * F32_BYTES * (block_updates(cfg.update_every) * (3 * B + 2 * B * act_dim)
+                                                              + RNG_BLOCK * 2 * act_dim),
+        }, agents
 
     @staticmethod
     def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:

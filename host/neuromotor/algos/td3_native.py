@@ -1,6 +1,6 @@
 """TD3's native backend: the update (and on the built-in pendulum and quadrotor the whole step) in one call.
 
-The arithmetic is td3.py's NumPy update, compiled (neuromotor._nm_host, the training
+The arithmetic is td3.py's NumPy update, compiled (neuromotor.native._nm_host, the training
 kernels the boards use); tests/test_td3_native.py holds the two to agreement per update.
 `NativeTD3` makes the calls, and keeps the networks in the training layout between updates
 (neuromotor.algos.native_family).
@@ -8,8 +8,9 @@ kernels the boards use); tests/test_td3_native.py holds the two to agreement per
 
 import numpy as np
 
-from neuromotor.algos.native_family import NativeAgents, _nm_host
+from neuromotor.algos.native_family import NativeAgents
 from neuromotor.algos.offpolicy import F32
+from neuromotor.native import _nm_host
 
 
 class NativeTD3(NativeAgents):

@@ -24,7 +24,9 @@ _HOME = {
     "resume": "neuromotor.api._run", "load_run": "neuromotor.api._run", "list_runs": "neuromotor.api._run",
     "load_policy": "neuromotor.api._run",
     "Run": "neuromotor.api._run", "evaluate": "neuromotor.api._run", "Evaluation": "neuromotor.api._run",
-    "export": "neuromotor.api._export",
+    "export": "neuromotor.api._export", "import_policy": "neuromotor.api._import",
+    **{name: "neuromotor.api._formats" for name in ("PolicyFormat", "policy_formats", "policy_format",
+                                                    "register_format")},
     "sweep": "neuromotor.api._sweep", "resume_sweep": "neuromotor.api._sweep", "SweepResult": "neuromotor.api._sweep",
     "TD3": "neuromotor.algos.td3", "SAC": "neuromotor.algos.sac", "PPO": "neuromotor.algos.ppo",
     "env_factory": "neuromotor.api._env", "parse_kwargs": "neuromotor.api._env",
@@ -52,6 +54,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
                                        web_server)
     from neuromotor.api._env import env_factory, parse_kwargs
     from neuromotor.api._export import export
+    from neuromotor.api._import import import_policy
+    from neuromotor.api._formats import PolicyFormat, policy_format, policy_formats, register_format
     from neuromotor.api._ondevice import train_on_device
     from neuromotor.api._run import Evaluation, Run, evaluate, list_runs, load_policy, load_run, resume
     from neuromotor.api._sweep import SweepResult, resume_sweep, sweep

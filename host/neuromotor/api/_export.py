@@ -3,15 +3,14 @@
 import os
 from pathlib import Path
 
+from neuromotor.api import _formats
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
-from neuromotor.policy import FINETUNE_STEPS, quantize_checked, write_c_header, write_policy
-from neuromotor.policy.platformio import check_project_dir, write_platformio_project
+from neuromotor.policy import FINETUNE_STEPS, quantize_checked
+from neuromotor.policy.policy_file import needs_version4
 from neuromotor.safe_write import check_target
 from neuromotor.training.run_policy import load_spec
 from neuromotor.training.runs import CONFIG, own_paths
-
-FORMATS = ("nmp", "c-header", "platformio")
 
 
 def protected_paths(source, output) -> list:
@@ -31,8 +30,9 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     """Write the policy of `source` (a run directory or a .nmp file) to `path`.
 
     Returns (the written path, the PolicySpec written, the int8 accuracy report or {}).
-    `format` is "nmp", "c-header" or "platformio" (default: c-header for *.h, else nmp);
-    platformio makes `path` a PlatformIO project directory. `quantize="int8"` calibrates
+    `format` is one of the export formats of neuromotor.api._formats: "nmp", "c-header" or
+    "platformio" (default: chosen by the suffix, c-header for *.h, else nmp); platformio makes
+    `path` a PlatformIO project directory. Only nmp holds GRU layers, sigmoid and fast_tanh. `quantize="int8"` calibrates
     integer weights and activations on rollouts of the run's env (`calibration` steps of 8
     episodes, as many of 64 episode starts, and a perturbed copy), rounds the weights with
     error compensation and fine-tunes them `finetune_steps` steps (default FINETUNE_STEPS) to
@@ -43,8 +43,7 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     file is written atomically and only over a regular file that is neither the source nor a
     run's own file."""
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
-    if format is not None and format not in FORMATS:
-        raise UserError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    fmt = _formats.policy_format(_formats.EXPORT, format, path)
     if isinstance(agent, bool) or not isinstance(agent, int) or agent < 0:
         raise UserError(f"agent must be a non-negative integer, got {agent!r}")
     for name, value, lo, hi in (("calibration", calibration, 1, MAX_COUNT), ("heldout", heldout, 1, MAX_COUNT),
@@ -56,27 +55,36 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     if quantize is not None:
         if quantize != "int8":
             raise UserError(f"quantize must be 'int8' (or None for float32), got {quantize!r}")
-        if format == "platformio":
-            raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
+        if not fmt.int8:
+            raise UserError(f"--quantize int8 writes a policy file or a C header, not {fmt.name}")
         if max_error is not None and not 0 < max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {max_error}")
     elif max_error is not None or finetune_steps is not None:
         raise UserError(f"--{'max-error' if max_error is not None else 'finetune-steps'} applies to "
                         "--quantize int8 only")
-    if format == "platformio":
-        check_project_dir(path)
-        spec = load_spec(source, agent)
-        if getattr(spec, "dtype", "float32") != "float32":
-            raise UserError(f"{os.fspath(source)}: the PlatformIO project runs float32 policies; this one is "
-                            f"{spec.dtype} (use --format c-header)")
-        return Path(write_platformio_project(spec, path)), spec, {}
-    target = check_target(path, protected=protected_paths(source, path), follow=True)
+    if fmt.directory:
+        _formats.resolve(fmt.check)(path)
+    else:
+        target = check_target(path, protected=protected_paths(source, path), follow=True)
     spec = load_spec(source, agent)
-    fmt = format or ("c-header" if path.endswith(".h") else "nmp")
+    dtype = getattr(spec, "dtype", "float32")
+    if dtype != "float32" and not fmt.int8:
+        raise UserError(f"{os.fspath(source)}: {fmt.name} holds float32 policies; this one is {dtype} "
+                        "(use --format c-header)")
+    if dtype == "float32" and needs_version4(spec) and (quantize or not fmt.recurrent):
+        what = "int8" if quantize else fmt.name
+        raise UserError(f"{os.fspath(source)}: {what} runs MLPs of identity, relu and tanh layers; this policy has "
+                        f"{_v4_features(spec)} (write it as nmp, float32)")
     report = {}
     if quantize:
-        if not getattr(spec, "has_limits", False) or getattr(spec, "dtype", "float32") != "float32":
+        if not getattr(spec, "has_limits", False) or dtype != "float32":
             raise UserError(f"{source}: --quantize needs a float policy with action limits (a run directory)")
         spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
-    (write_c_header if fmt == "c-header" else write_policy)(spec, target)
-    return Path(path), spec, report
+    written = _formats.resolve(fmt.handler)(spec, path if fmt.directory else target)
+    return Path(written if fmt.directory else path), spec, report
+
+
+def _v4_features(spec) -> str:
+    parts = [f"{spec.kinds.count('gru')} GRU layer(s)"] if spec.recurrent else []
+    parts += sorted({a for a in spec.activations if a not in ("identity", "relu", "tanh")})
+    return ", ".join(parts)

@@ -14,11 +14,11 @@ from neuromotor.api._board import Board, HilResult, as_board
 from neuromotor.api._export import export
 from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
-from neuromotor.policy.spec import PolicySpec
+from neuromotor.policy.spec import PolicySpec, env_for
 from neuromotor.safe_write import check_target
 from neuromotor.training import run_policy, runs, session
 from neuromotor.training.config import check_seed
-from neuromotor.training.evaluation import Evaluator
+from neuromotor.training.evaluation import Evaluator, evaluate_spec
 
 
 def _count(name: str, value, lo: int) -> int:
@@ -33,7 +33,9 @@ class Evaluation:
 
     `returns[k, e]` is agent k's return in episode e. `frames` is the number of rendered
     frames when a GIF was written (`render`), else None; `plot` the PNG of the episode over
-    time written beside it, for environments that draw one (the quadrotor)."""
+    time written beside it, for environments that draw one (the quadrotor). `success[k, e]`
+    says whether the episode met the env's success criterion, for envs that judge one (the
+    quadrotor's hover), else None."""
 
     returns: np.ndarray
     seeds: list
@@ -44,6 +46,7 @@ class Evaluation:
     render: "str | None" = None
     frames: "int | None" = None
     plot: "str | None" = None
+    success: "np.ndarray | None" = None
 
     @property
     def mean(self) -> float:
@@ -59,12 +62,17 @@ class Evaluation:
     def as_dict(self) -> dict:
         """What `neuromotor eval --json` prints: steps, wall_s, episodes, eval_return_mean/std,
         run_dir and one row per agent."""
-        return {
+        out = {
             "steps": self.steps, "wall_s": round(self.wall_s, 3), "episodes": self.episodes,
             "eval_return_mean": self.mean, "eval_return_std": self.std, "run_dir": self.run_dir,
             "agents": [{"seed": s, "eval_return_mean": float(self.returns[k].mean()),
                         "eval_return_std": float(self.returns[k].std())} for k, s in enumerate(self.seeds)],
         }
+        if self.success is not None:
+            out["success_rate"] = float(self.success.mean())
+            for k, row in enumerate(out["agents"]):
+                row["success_rate"] = float(self.success[k].mean())
+        return out
 
 
 def load_policy(source: "str | os.PathLike", agent: int = 0) -> PolicySpec:
@@ -75,11 +83,19 @@ def load_policy(source: "str | os.PathLike", agent: int = 0) -> PolicySpec:
 
 
 def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
-                 render=None, agent: int = 0) -> Evaluation:
-    """Evaluate every agent of the run in `run_dir` (see Run.evaluate)."""
+                 render=None, agent: int = 0, env: "str | None" = None, env_kwargs: "dict | None" = None) -> Evaluation:
+    """Evaluate every agent of the run in `run_dir` (see Run.evaluate), or the policy of a policy
+    file (.nmp) in `env` (with `env_kwargs`; default pendulum): `episodes` episodes from initial
+    states seeded by `seed`, a recurrent policy starting each from its initial state."""
     episodes = _count("episodes", episodes, 1)
     agent = _count("agent", agent, 0)
     check_seed(seed)
+    if os.path.isfile(run_dir):
+        if gymnasium or render is not None:
+            raise UserError("a policy file is evaluated in neuromotor's env, without rendering")
+        return _evaluate_file(run_dir, episodes, seed, env, env_kwargs)
+    if env is not None or env_kwargs is not None:
+        raise UserError("--env goes with a policy file (a run evaluates in its own env)")
     if render is not None:
         render = os.fspath(render)
         if not render.endswith(".gif"):
@@ -121,6 +137,17 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
             episode_plot(env_cls.plot_episode, env_cls.plot_rows, states, plot, title)
     return Evaluation(np.asarray(returns), list(seeds), steps, episodes, wall, str(run_dir), render,
                       len(states) if render else None, plot)
+
+
+def _evaluate_file(path, episodes: int, seed: int, env, env_kwargs) -> Evaluation:
+    spec = run_policy.load_spec(os.fspath(path))
+    if getattr(spec, "dtype", "float32") != "float32":
+        raise UserError(f"{os.fspath(path)}: evaluation runs float32 policies; this one is {spec.dtype}")
+    _, factory = env_for(spec, env or "pendulum", env_kwargs)
+    t0 = time.perf_counter()
+    returns, success = evaluate_spec(spec, factory, episodes, seed)
+    return Evaluation(returns.reshape(1, -1), [seed], 0, episodes, time.perf_counter() - t0, os.fspath(path),
+                      success=None if success is None else success.reshape(1, -1))
 
 
 class Run:
@@ -201,7 +228,8 @@ class Run:
     def policy(self) -> PolicySpec:
         """Agent 0's deterministic policy (on an env that judges success, its best evaluation's:
         best.npz): call it on observations to get actions (NumPy, float32, clamped to the action
-        limits), or export it."""
+        limits; a recurrent policy steps its own state: `reset()` it as each episode starts, or
+        use `step(obs, state)`), or export it."""
         return self.policy_of(0)
 
     def policy_of(self, agent: int) -> PolicySpec:

@@ -4,6 +4,7 @@
 import json
 import os
 
+from neuromotor import api
 from neuromotor.cli import checks
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_FINETUNE_STEPS
@@ -25,9 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", required=True,
                    help="output path, written atomically; it must be a regular file or new (a symlink to a "
                    "regular file is written through) and never the source or a file the run needs (see above)")
-    p.add_argument("--format", choices=("nmp", "c-header", "platformio"), default=None,
-                   help="output format (default: c-header for *.h, else nmp); platformio: -o is a directory "
-                   "that gets a PlatformIO project for the real boards around the C header")
+    p.add_argument("--format", choices=[f.name for f in api.policy_formats("export")], default=None,
+                   help="output format (default: by -o's suffix, else nmp): " + "; ".join(f.describe() for f in api.policy_formats("export")))
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
     p.add_argument("--quantize", choices=("int8",), default=None,
                    help="int8: integer weights and activations (docs/policy-format.md, version 3), calibrated "
@@ -53,8 +53,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from neuromotor import api  # NumPy and the algorithms: imported once there is work
-
     # Checked before the (slow) load, under the options' own names.
     checks.source("source", args.run)
     checks.int_range("--agent", args.agent, 0)
@@ -66,18 +64,19 @@ def run(args) -> int:
     if args.quantize:
         if args.max_error is not None and not 0 < args.max_error < float("inf"):
             raise UserError(f"--max-error must be a fraction > 0 of the action range, got {args.max_error}")
-        if args.format == "platformio":
-            raise UserError("--quantize int8 writes a policy file or a C header, not a PlatformIO project")
+        fmt = api.policy_format("export", args.format, args.output)
+        if not fmt.int8:
+            raise UserError(f"--quantize int8 writes a policy file or a C header, not {fmt.name}")
     elif args.max_error is not None or args.finetune_steps is not None:
         raise UserError(f"--{'max-error' if args.max_error is not None else 'finetune-steps'} applies to "
                         "--quantize int8 only")
     out, spec, report = api.export(args.run, args.output, args.format, args.agent, args.quantize,
                                    args.max_error, args.calibration, args.heldout, args.seed, args.finetune_steps)
-    if args.format == "platformio":
-        print(f"wrote the PlatformIO project {out} (network {' -> '.join(str(s) for s in spec.sizes)}; "
-              f"environments teensy41, esp32, esp32c3, stm32f405, stm32h743)")
-        return 0
-    fmt = args.format or ("c-header" if args.output.endswith(".h") else "nmp")
+    fmt = api.policy_format("export", args.format, args.output)
+    if fmt.summary is not None:
+        print(fmt.summary(out, spec))
+        if fmt.directory:
+            return 0
     target = os.path.realpath(out)
     if report:
         print(f"int8: calibrated on {report['calibration_obs']} rollout observations, weights rounded with error "
@@ -91,9 +90,10 @@ def run(args) -> int:
             print(f"int8: succeeds in {100 * report['int8_success']:.0f}% of {report['success_episodes']} held-out "
                   f"episodes, the float policy in {100 * report['float_success']:.0f}% (the contract on this env)")
     dtype = getattr(spec, "dtype", "float32")
-    print(f"wrote {args.output} ({fmt}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
-          f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")
+    if fmt.summary is None:
+        print(f"wrote {args.output} ({fmt.name}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
+              f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")
     if args.json:
-        print(json.dumps({"output": args.output, "format": fmt, "dtype": dtype, "sizes": spec.sizes,
+        print(json.dumps({"output": args.output, "format": fmt.name, "dtype": dtype, "sizes": spec.sizes,
                           "bytes": os.path.getsize(target), **report}))
     return 0

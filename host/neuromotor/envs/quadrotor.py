@@ -58,10 +58,7 @@ import numpy as np
 
 from neuromotor.errors import UserError
 
-try:
-    from neuromotor import _nm_host
-except ImportError:  # a checkout without the built extension steps in NumPy alone
-    _nm_host = None
+from neuromotor.native import _nm_host  # None in a checkout without the built extension: NumPy steps
 
 MASS = 0.027
 GRAVITY = 9.81

@@ -4,22 +4,21 @@ own settings, RunConfig, and the algorithm's hyperparameter dataclass).
 Both are set from defaults, then a TOML file (`--config f.toml`, flat keys or
 tables [run] / [algo]), then `--set key=value` on the command line. Any key that
 is not a field of either dataclass is an error, as is a value of the wrong type;
-`validate` then checks every field's range (RULES: finite numbers only) before
-anything is written, for new runs and for configs read back from a run directory
-(RunSpec.from_document: config.json's one reader).
+`validate` then checks every field against its dataclass's RULES (neuromotor.rules:
+finite numbers only) before anything is written, for new runs and for configs read
+back from a run directory (RunSpec.from_document: config.json's one reader).
 """
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 
-from neuromotor import reading
+from neuromotor import reading, rules
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
 from neuromotor.errors import UserError
-from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_LAYER, MAX_LAYERS, MAX_SEED, MAX_START_DRAWS, MAX_STEPS
+from neuromotor.limits import MAX_AGENTS, MAX_COUNT, MAX_SEED, MAX_STEPS
 
 
 @dataclass
@@ -30,113 +29,33 @@ class RunConfig:
     checkpoint_every: int = 1000    # 0: only at the end
     shards: int = 0                 # population shards stepped in parallel processes; 0: one per CPU
 
+    RULES = {
+        "steps": rules.integer(1, MAX_STEPS),
+        "eval_every": rules.integer(1, MAX_STEPS),
+        "eval_episodes": rules.integer(1, MAX_COUNT),
+        "checkpoint_every": rules.integer(0, MAX_STEPS),
+        "shards": rules.integer(0, 4096),
+    }
+
     def validate(self):
         validate(self)
 
 
-# Rules for every field of RunConfig and of each algorithm's Config, by field name
-# (a name means the same thing in every algorithm). Each rule is (check, what it wants).
-
-
-def _int(lo, hi):
-    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
-            f"an integer from {lo} to {hi}")
-
-
-def _float(lo, hi=math.inf, lo_open=False, hi_open=False):
-    def ok(v):
-        return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                and (lo < v if lo_open else lo <= v) and (v < hi if hi_open else v <= hi))
-    left, right = "(" if lo_open else "[", ")" if hi_open or hi == math.inf else "]"
-    return ok, f"a finite number in {left}{lo:g}, {hi:g}{right}"
-
-
-def _choice(*options):
-    return (lambda v: v in options), "one of " + ", ".join(options)
-
-
-_BOOL = (lambda v: isinstance(v, bool)), "true or false"
-_HIDDEN = (lambda v: isinstance(v, tuple) and 1 <= len(v) <= MAX_LAYERS
-           and all(isinstance(n, int) and 1 <= n <= MAX_LAYER for n in v),
-           f"1 to {MAX_LAYERS} hidden layer sizes, each from 1 to {MAX_LAYER}")
-_LR = _float(0, lo_open=True)
-
-RULES = {
-    # run
-    "steps": _int(1, MAX_STEPS),
-    "eval_every": _int(1, MAX_STEPS),
-    "eval_episodes": _int(1, MAX_COUNT),
-    "checkpoint_every": _int(0, MAX_STEPS),
-    "shards": _int(0, 4096),
-    # networks
-    "actor_hidden": _HIDDEN,
-    "critic_hidden": _HIDDEN,
-    "activation": _choice("relu", "tanh"),
-    "actor_lr": _LR,
-    "critic_lr": _LR,
-    "gamma": _float(0, 1),
-    # TD3
-    "batch_size": _int(1, MAX_COUNT),
-    "buffer_size": _int(1, MAX_COUNT),
-    "learning_starts": _int(0, MAX_STEPS),
-    "warmup_actions": _choice("uniform", "policy"),
-    "exploration_noise": _float(0),
-    "policy_noise": _float(0),
-    "noise_clip": _float(0),
-    "tau": _float(0, 1, lo_open=True),
-    "policy_delay": _int(1, MAX_COUNT),
-    "update_every": _int(1, MAX_COUNT),
-    "episode_steps": _int(0, MAX_STEPS),
-    "start_draws": _int(1, MAX_START_DRAWS),
-    "backend": _choice("native", "numpy"),
-    # SAC (with TD3's replay, warm-up and target fields)
-    "alpha_lr": _LR,
-    "init_alpha": _float(0, lo_open=True),
-    "log_std_min": _float(-50, 10),
-    "log_std_max": _float(-50, 10),
-    "shared_minibatch": _BOOL,
-    "lr_decay_start": _int(0, MAX_STEPS),
-    "lr_decay_end": _int(0, MAX_STEPS),
-    "lr_decay_factor": _float(0, 1, lo_open=True),
-    "policy_average": _int(0, MAX_STEPS),
-    # PPO
-    "num_envs": _int(1, MAX_COUNT),
-    "num_steps": _int(1, MAX_COUNT),
-    "minibatch_size": _int(1, MAX_COUNT),
-    "epochs": _int(1, MAX_COUNT),
-    "gae_lambda": _float(0, 1),
-    "clip_coef": _float(0, lo_open=True),
-    "ent_coef": _float(0),
-    "init_std": _float(0, lo_open=True),
-    "normalize_advantage": _BOOL,
-    "normalize_obs": _BOOL,
-    "adaptive_lr": _BOOL,
-    "target_kl": _float(0, lo_open=True),
-    "lr_factor": _float(1, lo_open=True),
-    "lr_min": _LR,
-    "lr_max": _LR,
-}
-
-
 def validate(*configs) -> None:
-    """Check every field against RULES, then the rules that tie fields together; UserError on the first bad one."""
-    values = {}
+    """Check every field of each config against its class's RULES, then the config's own `check()`
+    (the rules that tie its fields together); UserError on the first bad one."""
     for cfg in configs:
+        own = getattr(type(cfg), "RULES", {})
         for f in dataclasses.fields(cfg):
+            if f.name not in own:
+                raise UserError(f"{type(cfg).__module__}.{type(cfg).__qualname__} has no rule for its setting "
+                                f"{f.name!r}: add one to its RULES (see neuromotor.rules)")
+            ok, wants = own[f.name]
             value = getattr(cfg, f.name)
-            ok, wants = RULES[f.name]
             if not ok(value):
                 raise UserError(f"{f.name} must be {wants}, got {value!r}")
-            values[f.name] = value
-    if {"num_envs", "num_steps", "minibatch_size"} <= values.keys():
-        rollout = values["num_envs"] * values["num_steps"]
-        if rollout % values["minibatch_size"]:
-            raise UserError(f"a rollout's num_envs x num_steps ({values['num_envs']} x {values['num_steps']} "
-                            f"= {rollout}) must be a multiple of minibatch_size ({values['minibatch_size']})")
-    if {"lr_min", "lr_max"} <= values.keys() and values["lr_min"] > values["lr_max"]:
-        raise UserError(f"lr_min ({values['lr_min']}) must not exceed lr_max ({values['lr_max']})")
-    if {"log_std_min", "log_std_max"} <= values.keys() and values["log_std_min"] >= values["log_std_max"]:
-        raise UserError(f"log_std_min ({values['log_std_min']}) must be below log_std_max ({values['log_std_max']})")
+        if hasattr(cfg, "check"):
+            cfg.check()
 
 
 def steps_per_iteration(algo_cfg) -> int:
@@ -274,7 +193,7 @@ class RunSpec:
         return env_class(self.env, self.env_kwargs, self.vector)
 
     def validate(self) -> None:
-        """Every field checked: the seeds, env and kwargs, then every setting against RULES."""
+        """Every field checked: the seeds, env and kwargs, then every setting against its rule."""
         check_seeds(self.seeds)
         check_kwargs(self.env_kwargs)
         check_vector(self.vector)

@@ -67,3 +67,33 @@ class Evaluator:
         returns, success = episode_outcomes(env, obs, act, env.max_episode_steps)
         return (returns.reshape(P, n), None if success is None else success.reshape(P, n),
                 np.array(states) if record_env is not None else None)
+
+
+def evaluate_spec(spec, env_factory, episodes: int, seed: int):
+    """(returns (episodes,), success (episodes,) bool or None) of a deployable policy (a
+    PolicySpec, e.g. a policy file's) acting deterministically, EVAL_MAX_ENVS episodes at once,
+    their initial states drawn in episode order from one Generator seeded by `seed`. A recurrent
+    policy keeps one state per env, each starting from the policy's initial state as its
+    episode starts."""
+    rng = np.random.default_rng([seed, EVAL_STREAM])
+    returns, success = [], []
+    for start in range(0, episodes, EVAL_MAX_ENVS):
+        n = min(EVAL_MAX_ENVS, episodes - start)
+        env = env_factory(n)
+        try:
+            obs = env.reset([rng] * n)
+            state = np.tile(spec.initial_state(), (n, 1))
+
+            def act(obs, t):
+                nonlocal state
+                action, state = spec.step(obs, state)
+                return action
+
+            chunk_returns, chunk_success = episode_outcomes(env, obs, act, env.max_episode_steps)
+        finally:
+            close = getattr(env, "close", None)
+            if close:
+                close()
+        returns.append(chunk_returns)
+        success = None if chunk_success is None else success + [chunk_success]
+    return np.concatenate(returns), None if success is None else np.concatenate(success)

@@ -82,7 +82,7 @@ def refuse_resume(run_dir) -> None:
 
 def default_name(env: str, algo: str, seeds: list) -> str:
     tag = f"s{seeds[0]}" if len(seeds) == 1 else f"s{seeds[0]}-{seeds[-1]}x{len(seeds)}"
-    env = re.sub(r"[^A-Za-z0-9._-]+", "_", env)  # gymnasium namespaces ("ns/Env-v0") and module:attr
+    env, algo = (re.sub(r"[^A-Za-z0-9._-]+", "_", name) for name in (env, algo))  # "ns/Env-v0", module:attr
     return f"{env}-{algo}-{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 

@@ -2,7 +2,7 @@
 
 import re
 
-from neuromotor import __version__
+from neuromotor.version import __version__
 
 RUNTIME = "neuromotor"
 VERSION = __version__
