@@ -9,6 +9,8 @@ from neuromotor.algos.sac import SAC, Config
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 from neuromotor.nn.mlp import with_ones
+from native_checks import alone_equals_inside_a_population, refuse_bad_cases, round_trip_continues_exactly, \
+    update_errors
 
 _nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
@@ -20,18 +22,6 @@ ACTOR = ("actor", "actor_opt_m", "actor_opt_v")  # what the actor's gradient rea
 
 def _sac(seeds, backend, **cfg):
     return SAC(Config(backend=backend, **cfg), lambda n: PendulumVec(n), seeds)
-
-
-def _sync(dst, src):
-    """dst continues from src's numbers: networks, targets, alpha, Adam, replay, envs."""
-    for key, arr in src._arrays().items():
-        dst._arrays()[key][...] = arr
-    for opt in ("actor", "critic"):
-        getattr(dst, opt).opt.t = getattr(src, opt).opt.t
-    dst.alpha_opt.t = src.alpha_opt.t
-    dst.env.set_state(src.env.get_state())
-    dst.obs = np.array(src.obs)
-    dst.native.load()
 
 
 @pytest.mark.parametrize("isa, shared", [(0, False), (2, False), (0, True)],
@@ -55,30 +45,10 @@ def test_native_update_equals_numpy_over_1000_updates(isa, shared):
     identical numbers. Either update scheme: three minibatches per step (RLtools') or one for
     both critics and the actor (shared_minibatch)."""
     updates = 1000 if isa == 0 else 200
-    best = _nm_host.isa()
-    worst, spread = {}, {}
-    try:
-        _nm_host.isa(isa)
-        kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
-        ref, nat = _sac([0, 3], "numpy", **kw), _sac([0, 3], "native", **kw)
-        assert nat.native and not ref.native
-        for _ in range(kw["learning_starts"] + updates):
-            _sync(nat, ref)
-            ref.advance()
-            nat.advance()
-            for key in KEYS:
-                a, b = ref._arrays()[key], nat._arrays()[key]
-                err = np.abs(a - b) / max(1.0, float(np.max(np.abs(a))))
-                worst[key] = max(worst.get(key, 0.0), float(err.max()))
-                spread[key] = max(spread.get(key, 0.0), float(np.mean(err > (1e-5 if key in ACTOR else 1e-6))))
-            # the losses TensorBoard shows, from the same numbers
-            want, got = ref.scalars(), nat.scalars()
-            assert want.keys() == got.keys()
-            for tag in {"loss/critic", "loss/actor", "loss/alpha", "policy/entropy"} & want.keys():
-                np.testing.assert_allclose(got[tag], want[tag], rtol=1e-3, atol=1e-5, err_msg=tag)
-        assert ref.critic.opt.t == nat.critic.opt.t == nat.actor.opt.t == nat.alpha_opt.t == updates
-    finally:
-        _nm_host.isa(best)
+    kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
+    tags = ("loss/critic", "loss/actor", "loss/alpha", "policy/entropy")
+    worst, spread, ref, nat = update_errors(_sac, isa, KEYS, tags, updates, loose=ACTOR, **kw)
+    assert ref.critic.opt.t == nat.critic.opt.t == nat.actor.opt.t == nat.alpha_opt.t == updates
     assert all(v <= (1e-3 if key in ACTOR[1:] else 1e-4) for key, v in worst.items()), worst
     assert all(v <= (0.1 if key in ACTOR else 0.01) for key, v in spread.items()), str(spread)
     # and the update did something on both sides
@@ -87,46 +57,14 @@ def test_native_update_equals_numpy_over_1000_updates(isa, shared):
     assert np.all(np.abs(nat.log_alpha - fresh.log_alpha) > 1e-3)
 
 
-def _agent(algo, k):
-    algo.sync_host()  # the native backend trains a copy in the kernels' layout
-    out = {"log_alpha": algo.log_alpha[k], "alpha_m": algo.alpha_opt.m[k], "replay": algo.replay.data[k]}
-    for name, net in (("actor", algo.actor), ("critic", algo.critic)):
-        for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
-            if flat is not None:
-                for i, layer in enumerate(net.mlp.views(flat)):
-                    out[f"{name}{part}{i}"] = np.array(layer[k])
-    return out
-
-
 @pytest.mark.parametrize("shared", [False, True], ids=["rltools", "shared_minibatch"])
 def test_agent_alone_equals_agent_inside_a_population(shared):
-    alone = _sac([5], "native", learning_starts=50, shared_minibatch=shared)
-    population = _sac([2, 5, 9], "native", learning_starts=50, shared_minibatch=shared)
-    for _ in range(260):  # an episode boundary (200)
-        alone.advance()
-        population.advance()
-    a, b = _agent(alone, 0), _agent(population, 1)
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert not np.array_equal(_agent(population, 0)["actor0"], a["actor0"])
+    alone_equals_inside_a_population(_sac, "native", shared)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["rltools", "shared_minibatch"])
 def test_native_state_dict_round_trip_continues_exactly(shared):
-    a = _sac([4, 6], "native", learning_starts=50, shared_minibatch=shared)
-    for _ in range(170):
-        a.advance()
-    saved = {k: np.array(v) for k, v in a.state_dict().items()}
-    for _ in range(90):
-        a.advance()
-    b = _sac([4, 6], "native", learning_starts=50, shared_minibatch=shared)
-    b.load_state_dict(saved)
-    for _ in range(90):
-        b.advance()
-    for key, value in a.state_dict().items():
-        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
-    for tag, value in a.scalars().items():
-        np.testing.assert_array_equal(value, b.scalars()[tag], err_msg=tag)
+    round_trip_continues_exactly(_sac, shared)
 
 
 def test_native_act_samples_as_numpy_does():
@@ -211,19 +149,7 @@ def test_bad_arrays_are_value_errors_and_nothing_changes():
     def state():
         return [np.array(x) for x in (*good["actor"], *good["critic"], *good["alpha"], good["losses"])]
     before = state()
-    checked = 0
-    for label, where, i, value, message in _bad_cases(good):
-        d = {k: (list(v) if isinstance(v, list) else v) for k, v in good.items()}
-        if i is None:
-            d[where] = value
-        else:
-            d[where][i] = value
-        with pytest.raises((ValueError, TypeError), match=message):
-            _call(d)
-        for x, y in zip(before, state()):
-            np.testing.assert_array_equal(x, y, err_msg=label)
-        checked += 1
-    assert checked == 24
+    assert refuse_bad_cases(good, _bad_cases(good), _call, state) == 24
     with pytest.raises(ValueError, match="tuple"):
         _call({**good, "alpha": good["alpha"][:4]})
     _call(good)  # and the good arguments do run

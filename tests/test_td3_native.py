@@ -11,22 +11,14 @@ import pytest
 
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs.pendulum import PendulumVec
+from native_checks import alone_equals_inside_a_population, refuse_bad_cases, round_trip_continues_exactly, \
+    update_errors
 
 _nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
 
 def _td3(seeds, backend, **cfg):
     return TD3(Config(backend=backend, **cfg), lambda n: PendulumVec(n), seeds)
-
-
-def _sync(dst, src):
-    """dst continues from src's numbers: networks, targets, Adam, replay, envs."""
-    for key, arr in src._arrays().items():
-        dst._arrays()[key][...] = arr
-    dst.actor.opt.t, dst.critic.opt.t = src.actor.opt.t, src.critic.opt.t
-    dst.env.set_state(src.env.get_state())
-    dst.obs = np.array(src.obs)
-    dst.native.load()
 
 
 @pytest.mark.parametrize("isa, shared", [(0, False), (2, False), (0, True)],
@@ -47,75 +39,24 @@ def test_native_update_equals_numpy_over_1000_updates(isa, shared):
     updates = 1000 if isa == 0 else 200
     keys = ["actor", "actor_target", "critic", "critic_target", "actor_opt_m", "actor_opt_v",
             "critic_opt_m", "critic_opt_v", "replay"]  # replay: the transitions, native actions included
-    best = _nm_host.isa()
-    worst, spread = {}, {}
-    try:
-        _nm_host.isa(isa)
-        kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
-        ref, nat = _td3([0, 3], "numpy", **kw), _td3([0, 3], "native", **kw)
-        assert nat.native and not ref.native
-        for _ in range(kw["learning_starts"] + updates):
-            _sync(nat, ref)
-            ref.advance()
-            nat.advance()
-            for key in keys:
-                a, b = ref._arrays()[key], nat._arrays()[key]
-                err = np.abs(a - b) / max(1.0, float(np.max(np.abs(a))))
-                worst[key] = max(worst.get(key, 0.0), float(err.max()))
-                spread[key] = max(spread.get(key, 0.0), float(np.mean(err > 1e-6)))
-            # the losses TensorBoard shows, from the same numbers
-            want, got = ref.scalars(), nat.scalars()
-            assert want.keys() == got.keys()
-            for tag in {"loss/critic", "loss/actor"} & want.keys():
-                np.testing.assert_allclose(got[tag], want[tag], rtol=1e-3, atol=1e-5, err_msg=tag)
-        assert ref.critic.opt.t == nat.critic.opt.t == updates
-        assert ref.actor.opt.t == nat.actor.opt.t == updates // 2
-    finally:
-        _nm_host.isa(best)
+    kw = dict(learning_starts=20, buffer_size=500, shared_minibatch=shared)
+    worst, spread, ref, nat = update_errors(_td3, isa, keys, ("loss/critic", "loss/actor"), updates, **kw)
+    assert ref.critic.opt.t == nat.critic.opt.t == updates
+    assert ref.actor.opt.t == nat.actor.opt.t == updates // 2
     assert all(v <= 1e-4 for v in worst.values()), worst
     assert all(v <= 0.02 for v in spread.values()), str(spread)
     # and the update did something on both sides
     assert np.max(np.abs(ref.critic.params - _td3([0, 3], "numpy", **kw).critic.params)) > 1e-3
 
 
-def _agent(algo, k):
-    algo.sync_host()  # the native backend trains a copy in the kernels' layout
-    out = {}
-    for name, net, members in (("actor", algo.actor, 1), ("critic", algo.critic, 2)):
-        for part, flat in (("", net.params), ("_target", net.target), ("_m", net.opt.m), ("_v", net.opt.v)):
-            for i, layer in enumerate(net.mlp.views(flat)):
-                out[f"{name}{part}{i}"] = np.array(layer[k])
-    out["replay"] = algo.replay.data[k]
-    return out
-
-
 @pytest.mark.parametrize("backend, shared", [("native", False), ("native", True), ("numpy", True)])
 def test_agent_alone_equals_agent_inside_a_population(backend, shared):
-    alone = _td3([5], backend, learning_starts=50, shared_minibatch=shared)
-    population = _td3([2, 5, 9], backend, learning_starts=50, shared_minibatch=shared)
-    for _ in range(260):  # an episode boundary (200), actor and target updates
-        alone.advance()
-        population.advance()
-    a, b = _agent(alone, 0), _agent(population, 1)
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert not np.array_equal(_agent(population, 0)["actor0"], a["actor0"])
+    alone_equals_inside_a_population(_td3, backend, shared)
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["rltools", "shared_minibatch"])
 def test_native_state_dict_round_trip_continues_exactly(shared):
-    a = _td3([4, 6], "native", learning_starts=50, shared_minibatch=shared)
-    for _ in range(170):
-        a.advance()
-    saved = {k: np.array(v) for k, v in a.state_dict().items()}
-    for _ in range(90):
-        a.advance()
-    b = _td3([4, 6], "native", learning_starts=50, shared_minibatch=shared)
-    b.load_state_dict(saved)
-    for _ in range(90):
-        b.advance()
-    for key, value in a.state_dict().items():
-        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+    round_trip_continues_exactly(_td3, shared)
 
 
 def _params(run_dir):
@@ -214,19 +155,8 @@ def test_bad_arrays_are_value_errors_and_nothing_changes():
         algo.advance()
     good = _call_args(algo)
     before = [np.array(x) for x in (*good["actor"], *good["critic"])]
-    checked = 0
-    for label, where, i, value, message in _bad_cases(good):
-        d = {k: (list(v) if isinstance(v, list) else v) for k, v in good.items()}
-        if i is None:
-            d[where] = value
-        else:
-            d[where][i] = value
-        with pytest.raises(ValueError, match=message):
-            _call(d)
-        for x, y in zip(before, (*good["actor"], *good["critic"])):
-            np.testing.assert_array_equal(x, y, err_msg=label)
-        checked += 1
-    assert checked == 24
+    assert refuse_bad_cases(good, _bad_cases(good), _call, lambda: (*good["actor"], *good["critic"]),
+                            ValueError) == 24
     with pytest.raises(ValueError, match="tuple"):
         _call({**good, "actor": good["actor"][:5]})
     _call(good)  # and the good arguments do run

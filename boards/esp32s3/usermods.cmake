@@ -3,12 +3,4 @@
 #   make -C ports/esp32 BOARD_DIR=<repo>/boards/esp32s3 \
 #        USER_C_MODULES=<repo>/boards/esp32s3/usermods.cmake [ULAB_DIR=<micropython-ulab>]
 include(${CMAKE_CURRENT_LIST_DIR}/../../device/native/micropython.cmake)
-
-if(DEFINED ENV{ULAB_DIR})
-    set(NEUROMOTOR_ULAB_DIR $ENV{ULAB_DIR})
-elseif(DEFINED ULAB_DIR)
-    set(NEUROMOTOR_ULAB_DIR ${ULAB_DIR})
-endif()
-if(NEUROMOTOR_ULAB_DIR)
-    include(${NEUROMOTOR_ULAB_DIR}/code/micropython.cmake)
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../esp32-common/ulab.cmake)

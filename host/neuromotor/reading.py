@@ -54,12 +54,26 @@ def read_bytes(path, what: str, limit: int = TEXT_LIMIT) -> bytes:
         if size > limit:
             raise UserError(f"{what} {os.fspath(path)} is {size} bytes, more than the {limit} such a file can be")
         try:
-            data = f.read(limit + 1)
+            data = _read_up_to(f, size, limit + 1)
         except OSError as exc:
             raise UserError(f"cannot read {what} {os.fspath(path)}: {exc.strerror}") from None
     if len(data) > limit:
         raise UserError(f"{what} {os.fspath(path)} grew past {limit} bytes while it was read")
     return data
+
+
+def _read_up_to(f, size: int, most: int) -> bytes:
+    """At most `most` bytes of f, in pieces: a read of `most` at once would allocate all of it
+    (hundreds of MiB for a metrics file's bound) however small the file is."""
+    chunks, total, want = [], 0, size + 1  # one byte more shows whether it grew since fstat
+    while total < most:
+        chunk = f.read(min(want, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = MIB
+    return b"".join(chunks)
 
 
 def read_text(path, what: str, limit: int = TEXT_LIMIT) -> str:

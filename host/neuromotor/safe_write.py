@@ -5,7 +5,9 @@ exported policies) goes through `atomic_write` or `atomic_open`:
 
 - the data goes to a temporary file in the target's directory, is fsync'd, and
   is then os.replace()d over the target, so a kill at any moment leaves either
-  the old file or the new one, never half of each;
+  the old file or the new one, never half of each. The temporary's name,
+  .<target>.<pid>.<random>.tmp, names its writer: one left by a writer that was
+  killed is removed by the next write of that target;
 - the target must be a regular file or not exist yet. Devices, FIFOs, sockets,
   directories and anything the kernel will not let us create a file beside
   (/proc, /sys) are refused with a UserError, as are an empty path and a
@@ -24,6 +26,7 @@ exported policies) goes through `atomic_write` or `atomic_open`:
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -83,12 +86,48 @@ def check_target(path, protected=(), follow: bool = False) -> Path:
         raise UserError(f"cannot write {given}: {_first_non_dir(given)} is not a directory")
     # Try the temporary file now: /proc, /sys or a read-only mount fail here, not after the work.
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=_tmp_prefix(target), suffix=".tmp", dir=parent)
     except OSError as exc:
         raise UserError(f"cannot write {given}: {exc.strerror}") from None
     os.close(fd)
     os.unlink(probe)
     return target
+
+
+def _tmp_prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}."
+
+
+_TMP_TAIL = re.compile(r"(\d+)\.[a-z0-9_]{8}\.tmp")  # <pid>.<mkstemp's 8 characters>.tmp
+
+
+def remove_stale_temporaries(target) -> list:
+    """Remove the temporaries of `target` whose writer no longer runs (killed between writing
+    and renaming); returns their paths. A live writer's temporary is left alone."""
+    target = Path(target)
+    head = f".{target.name}."
+    removed = []
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(head)]
+    except OSError:
+        return removed
+    for name in names:
+        m = _TMP_TAIL.fullmatch(name[len(head):])
+        if m and not _runs(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(target.parent / name)
+                removed.append(target.parent / name)
+    return removed
+
+
+def _runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # OverflowError: past any pid there can be
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _first_non_dir(path: Path) -> Path:
@@ -102,8 +141,9 @@ def _first_non_dir(path: Path) -> Path:
 def atomic_open(path, mode: str = "wb", protected=(), follow: bool = False):
     """A file object whose contents replace `path` when the block ends without an exception."""
     target = check_target(path, protected, follow)
+    remove_stale_temporaries(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(target), suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror}") from None
     try:

@@ -13,12 +13,12 @@ OUT ?= $(error OUT=<build directory>)
 CC := NM_XTENSAWIN_EXTRA_FEATURES=timers1 $(XTENSAWIN)/xtensawin-gcc
 LD := xtensa-lx106-elf-ld
 MC := llvm-mc-22
-# -Os and -g as the MicroPython port builds; -DNM_PROGRAM: port.c's start-up runs this program
+# -Os and -g as the MicroPython port builds; -DNM_PROGRAM: ../xtensa/port.c's start-up runs this program
 CFLAGS := -Os -g $(EXTRA_CFLAGS) -std=gnu99 -Wall -Werror -ffreestanding -fdata-sections -I$(HERE) -I$(HERE)/varargs \
 	-DNM_PROGRAM=nm_varargs_run
 MATTR := +windowed,+density,+loop,+nsa,+minmax,+sext,+clamps,+mul16,+mul32,+div32,+mac16,+bool,+fp,+exception,+coprocessor,+debug,+interrupt
 ELF := $(OUT)/nm_varargs.elf
-C_SRC := $(HERE)/port.c $(HERE)/varargs/nm_varargs_callee.c $(HERE)/varargs/nm_varargs_run.c
+C_SRC := $(HERE)/../xtensa/port.c $(HERE)/varargs/nm_varargs_callee.c $(HERE)/varargs/nm_varargs_run.c
 DEPS := $(HERE)/nm_port.h $(HERE)/varargs/nm_varargs.h $(HERE)/xtensawin.ld $(HERE)/varargs.mk \
 	$(XTENSAWIN)/xtensawin-gcc $(XTENSAWIN)/include/stdarg.h
 OBJS := $(OUT)/start.o $(patsubst %.c,$(OUT)/%.o,$(notdir $(C_SRC)))

@@ -23,6 +23,248 @@
         NM_MADD_4X4(a0, a1, a2, a3, b0, b1, b2, b3); \
 } while (0)
 
+// The ReLU gate of one output on its way out.
+NM_HOT static inline float nm_tn_gate(float v, int relu) {
+    return relu ? NM_RELU(v) : v;
+}
+
+// K <= 2 without acc (gradients through a 1-2 output layer, 1-2 inputs): one pass over C with
+// the A values in registers.
+NM_HOT static inline void nm_tn_k2(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+    size_t M, size_t N, size_t K, const float *bias, int relu) {
+    for (size_t m = 0; m < M; m++) {
+        const float a0 = A[m], a1 = K > 1 ? A[lda + m] : 0.0f, init = bias ? bias[m] : 0.0f;
+        const float *b0 = B, *b1 = K > 1 ? B + ldb : B;
+        float *c = C + m * ldc;
+        if (K > 1) {
+            for (size_t n = 0; n < N; n++) {
+                c[n] = nm_tn_gate(NM_MADD(a1, b1[n], NM_MADD(a0, b0[n], init)), relu);
+            }
+        } else {
+            for (size_t n = 0; n < N; n++) {
+                c[n] = nm_tn_gate(NM_MADD(a0, b0[n], init), relu);
+            }
+        }
+    }
+}
+
+// K of 3 or 4 without acc (input layers of 3-4 features): 4 rows of A in registers, one column
+// of outputs per step, no tile set-up. Returns the rows done (M rounded down to 4).
+NM_HOT static inline size_t nm_tn_k4(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+    size_t M, size_t N, size_t K, const float *bias, int relu) {
+    size_t m = 0;
+    for (; m + 4 <= M; m += 4) {
+        float a[4][4];
+        for (size_t k = 0; k < 4; k++) {
+            for (size_t i = 0; i < 4; i++) {
+                a[k][i] = k < K ? A[k * lda + m + i] : 0.0f;
+            }
+        }
+        const float i0 = bias ? bias[m] : 0.0f, i1 = bias ? bias[m + 1] : 0.0f;
+        const float i2 = bias ? bias[m + 2] : 0.0f, i3 = bias ? bias[m + 3] : 0.0f;
+        const float *b0 = B, *b1 = B + ldb, *b2 = B + 2 * ldb, *b3 = K > 3 ? B + 3 * ldb : B;
+        // b3 aliases b0 when K == 3 (and a[3] is 0). K is 3 or 4 here: K - 3, not
+        // K > 3 ? 1.0f : 0.0f, which clang 22 turns into a constant-pool load of the two
+        // floats that its Xtensa back end cannot emit.
+        const float k3 = (float)(K - 3);
+        float *c = C + m * ldc;
+        for (size_t n = 0; n < N; n++) {
+            const float x0 = b0[n], x1 = b1[n], x2 = b2[n], x3 = b3[n] * k3;
+            float v0 = NM_MADD(a[0][0], x0, i0), v1 = NM_MADD(a[0][1], x0, i1);
+            float v2 = NM_MADD(a[0][2], x0, i2), v3 = NM_MADD(a[0][3], x0, i3);
+            v0 = NM_MADD(a[1][0], x1, v0), v1 = NM_MADD(a[1][1], x1, v1);
+            v2 = NM_MADD(a[1][2], x1, v2), v3 = NM_MADD(a[1][3], x1, v3);
+            v0 = NM_MADD(a[2][0], x2, v0), v1 = NM_MADD(a[2][1], x2, v1);
+            v2 = NM_MADD(a[2][2], x2, v2), v3 = NM_MADD(a[2][3], x2, v3);
+            v0 = NM_MADD(a[3][0], x3, v0), v1 = NM_MADD(a[3][1], x3, v1);
+            v2 = NM_MADD(a[3][2], x3, v2), v3 = NM_MADD(a[3][3], x3, v3);
+            c[n] = nm_tn_gate(v0, relu), c[ldc + n] = nm_tn_gate(v1, relu);
+            c[2 * ldc + n] = nm_tn_gate(v2, relu), c[3 * ldc + n] = nm_tn_gate(v3, relu);
+        }
+    }
+    return m;
+}
+
+// The tiles below compute 4 rows of C from column a of A (a[k * lda + i], i < 4) and the
+// columns b.. of B; bias is the 4 rows' (or NULL: the sums start from c with acc, else from 0).
+#if NM_SIMD4
+// 4 x 8 outputs in SIMD registers.
+NM_HOT static inline void nm_tn_tile_4x8(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, int relu) {
+    nm_v4 c00, c01, c10, c11, c20, c21, c30, c31;
+    if (bias) {
+        c00 = c01 = (nm_v4) {bias[0], bias[0], bias[0], bias[0]};
+        c10 = c11 = (nm_v4) {bias[1], bias[1], bias[1], bias[1]};
+        c20 = c21 = (nm_v4) {bias[2], bias[2], bias[2], bias[2]};
+        c30 = c31 = (nm_v4) {bias[3], bias[3], bias[3], bias[3]};
+    } else if (acc) {
+        c00 = NM_LOAD4(c), c01 = NM_LOAD4(c + 4);
+        c10 = NM_LOAD4(c + ldc), c11 = NM_LOAD4(c + ldc + 4);
+        c20 = NM_LOAD4(c + 2 * ldc), c21 = NM_LOAD4(c + 2 * ldc + 4);
+        c30 = NM_LOAD4(c + 3 * ldc), c31 = NM_LOAD4(c + 3 * ldc + 4);
+    } else {
+        c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = (nm_v4) {0.0f, 0.0f, 0.0f, 0.0f};
+    }
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const nm_v4 b0 = NM_LOAD4(b), b1 = NM_LOAD4(b + 4);
+        const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        c00 += b0 * a0;
+        c01 += b1 * a0;
+        c10 += b0 * a1;
+        c11 += b1 * a1;
+        c20 += b0 * a2;
+        c21 += b1 * a2;
+        c30 += b0 * a3;
+        c31 += b1 * a3;
+    }
+    NM_STORE4(c, nm_relu4(c00, relu));
+    NM_STORE4(c + 4, nm_relu4(c01, relu));
+    NM_STORE4(c + ldc, nm_relu4(c10, relu));
+    NM_STORE4(c + ldc + 4, nm_relu4(c11, relu));
+    NM_STORE4(c + 2 * ldc, nm_relu4(c20, relu));
+    NM_STORE4(c + 2 * ldc + 4, nm_relu4(c21, relu));
+    NM_STORE4(c + 3 * ldc, nm_relu4(c30, relu));
+    NM_STORE4(c + 3 * ldc + 4, nm_relu4(c31, relu));
+}
+#else
+// 4 x 6 outputs: 24 accumulators + 4 + 2 operands fit the 32 FPU registers.
+NM_HOT static inline void nm_tn_tile_4x6(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, int relu) {
+    float c00, c01, c02, c03, c04, c05, c10, c11, c12, c13, c14, c15;
+    float c20, c21, c22, c23, c24, c25, c30, c31, c32, c33, c34, c35;
+    if (bias) {
+        c00 = c01 = c02 = c03 = c04 = c05 = bias[0];
+        c10 = c11 = c12 = c13 = c14 = c15 = bias[1];
+        c20 = c21 = c22 = c23 = c24 = c25 = bias[2];
+        c30 = c31 = c32 = c33 = c34 = c35 = bias[3];
+    } else if (acc) {
+        const float *r = c;
+        c00 = r[0], c01 = r[1], c02 = r[2], c03 = r[3], c04 = r[4], c05 = r[5];
+        r += ldc;
+        c10 = r[0], c11 = r[1], c12 = r[2], c13 = r[3], c14 = r[4], c15 = r[5];
+        r += ldc;
+        c20 = r[0], c21 = r[1], c22 = r[2], c23 = r[3], c24 = r[4], c25 = r[5];
+        r += ldc;
+        c30 = r[0], c31 = r[1], c32 = r[2], c33 = r[3], c34 = r[4], c35 = r[5];
+    } else {
+        c00 = c01 = c02 = c03 = c04 = c05 = c10 = c11 = c12 = c13 = c14 = c15 = 0.0f;
+        c20 = c21 = c22 = c23 = c24 = c25 = c30 = c31 = c32 = c33 = c34 = c35 = 0.0f;
+    }
+    for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
+        const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+        NM_MADD_4X6(a0, a1, a2, a3, b[0], b[1], b[2], b[3], b[4], b[5]);
+    }
+    if (relu) {
+        c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03), c04 = NM_RELU(c04), c05 = NM_RELU(c05);
+        c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13), c14 = NM_RELU(c14), c15 = NM_RELU(c15);
+        c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23), c24 = NM_RELU(c24), c25 = NM_RELU(c25);
+        c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33), c34 = NM_RELU(c34), c35 = NM_RELU(c35);
+    }
+    NM_STORE_4X6(c);
+}
+#endif
+
+// 4 x 4 outputs.
+NM_HOT static inline void nm_tn_tile_4x4(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, int relu) {
+    float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
+    if (bias) {
+        c00 = c01 = c02 = c03 = bias[0];
+        c10 = c11 = c12 = c13 = bias[1];
+        c20 = c21 = c22 = c23 = bias[2];
+        c30 = c31 = c32 = c33 = bias[3];
+    } else if (acc) {
+        c00 = c[0], c01 = c[1], c02 = c[2], c03 = c[3];
+        c10 = c[ldc], c11 = c[ldc + 1], c12 = c[ldc + 2], c13 = c[ldc + 3];
+        c20 = c[2 * ldc], c21 = c[2 * ldc + 1], c22 = c[2 * ldc + 2], c23 = c[2 * ldc + 3];
+        c30 = c[3 * ldc], c31 = c[3 * ldc + 1], c32 = c[3 * ldc + 2], c33 = c[3 * ldc + 3];
+    } else {
+        c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = 0.0f;
+        c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0f;
+    }
+    for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
+        NM_TN_STEP(a, b);
+    }
+    if (relu) {
+        c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03);
+        c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13);
+        c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23);
+        c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33);
+    }
+    NM_STORE_4X4(c);
+}
+
+// The column tail: 4 rows, one column.
+NM_HOT static inline void nm_tn_tile_4x1(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+    size_t K, int acc, const float *bias, int relu) {
+    float c0, c1, c2, c3;
+    if (bias) {
+        c0 = bias[0], c1 = bias[1], c2 = bias[2], c3 = bias[3];
+    } else {
+        c0 = acc ? c[0] : 0.0f, c1 = acc ? c[ldc] : 0.0f;
+        c2 = acc ? c[2 * ldc] : 0.0f, c3 = acc ? c[3 * ldc] : 0.0f;
+    }
+    for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
+        const float bk = b[0];
+        c0 = NM_MADD(a[0], bk, c0);
+        c1 = NM_MADD(a[1], bk, c1);
+        c2 = NM_MADD(a[2], bk, c2);
+        c3 = NM_MADD(a[3], bk, c3);
+    }
+    c[0] = nm_tn_gate(c0, relu), c[ldc] = nm_tn_gate(c1, relu);
+    c[2 * ldc] = nm_tn_gate(c2, relu), c[3 * ldc] = nm_tn_gate(c3, relu);
+}
+
+// 4 rows of C, all N columns: the widest tiles first, then the narrower ones for what is left.
+NM_HOT static inline void nm_tn_rows4(float *c, size_t ldc, const float *a, size_t lda, const float *B, size_t ldb,
+    size_t N, size_t K, int acc, const float *bias, int relu) {
+    size_t n = 0;
+    #if NM_SIMD4
+    for (; n + 8 <= N; n += 8) {
+        nm_tn_tile_4x8(c + n, ldc, a, lda, B + n, ldb, K, acc, bias, relu);
+    }
+    #else
+    for (; n + 6 <= N; n += 6) {
+        nm_tn_tile_4x6(c + n, ldc, a, lda, B + n, ldb, K, acc, bias, relu);
+    }
+    #endif
+    for (; n + 4 <= N; n += 4) {
+        nm_tn_tile_4x4(c + n, ldc, a, lda, B + n, ldb, K, acc, bias, relu);
+    }
+    for (; n < N; n++) {
+        nm_tn_tile_4x1(c + n, ldc, a, lda, B + n, ldb, K, acc, bias, relu);
+    }
+}
+
+// The row tail: one row of C, 4 columns at a time, then one; init is the row's bias or 0, and
+// with load the sums start from c instead.
+NM_HOT static inline void nm_tn_row(float *c, const float *a, size_t lda, const float *B, size_t ldb, size_t N, size_t K,
+    float init, int load, int relu) {
+    size_t n = 0;
+    for (; n + 4 <= N; n += 4) {
+        float c0 = load ? c[n] : init, c1 = load ? c[n + 1] : init;
+        float c2 = load ? c[n + 2] : init, c3 = load ? c[n + 3] : init;
+        const float *ak = a, *b = B + n;
+        for (size_t k = 0; k < K; k++, ak += lda, b += ldb) {
+            const float x = ak[0];
+            c0 = NM_MADD(x, b[0], c0);
+            c1 = NM_MADD(x, b[1], c1);
+            c2 = NM_MADD(x, b[2], c2);
+            c3 = NM_MADD(x, b[3], c3);
+        }
+        c[n] = nm_tn_gate(c0, relu), c[n + 1] = nm_tn_gate(c1, relu);
+        c[n + 2] = nm_tn_gate(c2, relu), c[n + 3] = nm_tn_gate(c3, relu);
+    }
+    for (; n < N; n++) {
+        float c0 = load ? c[n] : init;
+        const float *ak = a, *b = B + n;
+        for (size_t k = 0; k < K; k++, ak += lda, b += ldb) {
+            c0 = NM_MADD(ak[0], b[0], c0);
+        }
+        c[n] = nm_tn_gate(c0, relu);
+    }
+}
+
 NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_t lda,
     const float *B, size_t ldb, size_t M, size_t N, size_t K, int acc, const float *bias, int relu) {
     #if NM_AVX2
@@ -31,225 +273,16 @@ NM_HOT static inline void nm_gemm_tn(float *C, size_t ldc, const float *A, size_
         return;
     }
     #endif
-    size_t m = 0;
     if (K <= 2 && !acc) {
-        // outer-product-like shapes (gradients through a 1-2 output layer, 1-2
-        // inputs): one pass over C with the A values in registers
-        for (; m < M; m++) {
-            const float a0 = A[m], a1 = K > 1 ? A[lda + m] : 0.0f, init = bias ? bias[m] : 0.0f;
-            const float *b0 = B, *b1 = K > 1 ? B + ldb : B;
-            float *c = C + m * ldc;
-            if (K > 1) {
-                for (size_t n = 0; n < N; n++) {
-                    const float v = NM_MADD(a1, b1[n], NM_MADD(a0, b0[n], init));
-                    c[n] = relu ? NM_RELU(v) : v;
-                }
-            } else {
-                for (size_t n = 0; n < N; n++) {
-                    const float v = NM_MADD(a0, b0[n], init);
-                    c[n] = relu ? NM_RELU(v) : v;
-                }
-            }
-        }
+        nm_tn_k2(C, ldc, A, lda, B, ldb, M, N, K, bias, relu);
         return;
     }
-    if (K <= 4 && !acc) {
-        // short sums (input layers of 3-4 features): 4 rows of A in registers,
-        // one column of outputs per step, no tile set-up
-        for (; m + 4 <= M; m += 4) {
-            float a[4][4];
-            for (size_t k = 0; k < 4; k++) {
-                for (size_t i = 0; i < 4; i++) {
-                    a[k][i] = k < K ? A[k * lda + m + i] : 0.0f;
-                }
-            }
-            const float i0 = bias ? bias[m] : 0.0f, i1 = bias ? bias[m + 1] : 0.0f;
-            const float i2 = bias ? bias[m + 2] : 0.0f, i3 = bias ? bias[m + 3] : 0.0f;
-            const float *b0 = B, *b1 = B + ldb, *b2 = B + 2 * ldb, *b3 = K > 3 ? B + 3 * ldb : B;
-            // b3 aliases b0 when K == 3 (and a[3] is 0). K is 3 or 4 here: K - 3, not
-            // K > 3 ? 1.0f : 0.0f, which clang 22 turns into a constant-pool load of the two
-            // floats that its Xtensa back end cannot emit.
-            const float k3 = (float)(K - 3);
-            float *c = C + m * ldc;
-            for (size_t n = 0; n < N; n++) {
-                const float x0 = b0[n], x1 = b1[n], x2 = b2[n], x3 = b3[n] * k3;
-                float v0 = NM_MADD(a[0][0], x0, i0), v1 = NM_MADD(a[0][1], x0, i1);
-                float v2 = NM_MADD(a[0][2], x0, i2), v3 = NM_MADD(a[0][3], x0, i3);
-                v0 = NM_MADD(a[1][0], x1, v0), v1 = NM_MADD(a[1][1], x1, v1);
-                v2 = NM_MADD(a[1][2], x1, v2), v3 = NM_MADD(a[1][3], x1, v3);
-                v0 = NM_MADD(a[2][0], x2, v0), v1 = NM_MADD(a[2][1], x2, v1);
-                v2 = NM_MADD(a[2][2], x2, v2), v3 = NM_MADD(a[2][3], x2, v3);
-                v0 = NM_MADD(a[3][0], x3, v0), v1 = NM_MADD(a[3][1], x3, v1);
-                v2 = NM_MADD(a[3][2], x3, v2), v3 = NM_MADD(a[3][3], x3, v3);
-                if (relu) {
-                    v0 = NM_RELU(v0), v1 = NM_RELU(v1), v2 = NM_RELU(v2), v3 = NM_RELU(v3);
-                }
-                c[n] = v0, c[ldc + n] = v1, c[2 * ldc + n] = v2, c[3 * ldc + n] = v3;
-            }
-        }
-    }
+    size_t m = K <= 4 && !acc ? nm_tn_k4(C, ldc, A, lda, B, ldb, M, N, K, bias, relu) : 0;
     for (; m + 4 <= M; m += 4) {
-        size_t n = 0;
-        #if NM_SIMD4
-        for (; n + 8 <= N; n += 8) {
-            float *c = C + m * ldc + n;
-            nm_v4 c00, c01, c10, c11, c20, c21, c30, c31;
-            if (bias) {
-                c00 = c01 = (nm_v4) {bias[m], bias[m], bias[m], bias[m]};
-                c10 = c11 = (nm_v4) {bias[m + 1], bias[m + 1], bias[m + 1], bias[m + 1]};
-                c20 = c21 = (nm_v4) {bias[m + 2], bias[m + 2], bias[m + 2], bias[m + 2]};
-                c30 = c31 = (nm_v4) {bias[m + 3], bias[m + 3], bias[m + 3], bias[m + 3]};
-            } else if (acc) {
-                c00 = NM_LOAD4(c), c01 = NM_LOAD4(c + 4);
-                c10 = NM_LOAD4(c + ldc), c11 = NM_LOAD4(c + ldc + 4);
-                c20 = NM_LOAD4(c + 2 * ldc), c21 = NM_LOAD4(c + 2 * ldc + 4);
-                c30 = NM_LOAD4(c + 3 * ldc), c31 = NM_LOAD4(c + 3 * ldc + 4);
-            } else {
-                c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = (nm_v4) {0.0f, 0.0f, 0.0f, 0.0f};
-            }
-            const float *a = A + m, *b = B + n;
-            for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-                const nm_v4 b0 = NM_LOAD4(b), b1 = NM_LOAD4(b + 4);
-                const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-                c00 += b0 * a0;
-                c01 += b1 * a0;
-                c10 += b0 * a1;
-                c11 += b1 * a1;
-                c20 += b0 * a2;
-                c21 += b1 * a2;
-                c30 += b0 * a3;
-                c31 += b1 * a3;
-            }
-            NM_STORE4(c, nm_relu4(c00, relu));
-            NM_STORE4(c + 4, nm_relu4(c01, relu));
-            NM_STORE4(c + ldc, nm_relu4(c10, relu));
-            NM_STORE4(c + ldc + 4, nm_relu4(c11, relu));
-            NM_STORE4(c + 2 * ldc, nm_relu4(c20, relu));
-            NM_STORE4(c + 2 * ldc + 4, nm_relu4(c21, relu));
-            NM_STORE4(c + 3 * ldc, nm_relu4(c30, relu));
-            NM_STORE4(c + 3 * ldc + 4, nm_relu4(c31, relu));
-        }
-        #endif
-        #if !NM_SIMD4
-        // 4 x 6 outputs: 24 accumulators + 4 + 2 operands fit the 32 FPU registers
-        for (; n + 6 <= N; n += 6) {
-            float *c = C + m * ldc + n;
-            float c00, c01, c02, c03, c04, c05, c10, c11, c12, c13, c14, c15;
-            float c20, c21, c22, c23, c24, c25, c30, c31, c32, c33, c34, c35;
-            if (bias) {
-                c00 = c01 = c02 = c03 = c04 = c05 = bias[m];
-                c10 = c11 = c12 = c13 = c14 = c15 = bias[m + 1];
-                c20 = c21 = c22 = c23 = c24 = c25 = bias[m + 2];
-                c30 = c31 = c32 = c33 = c34 = c35 = bias[m + 3];
-            } else if (acc) {
-                const float *r = c;
-                c00 = r[0], c01 = r[1], c02 = r[2], c03 = r[3], c04 = r[4], c05 = r[5];
-                r += ldc;
-                c10 = r[0], c11 = r[1], c12 = r[2], c13 = r[3], c14 = r[4], c15 = r[5];
-                r += ldc;
-                c20 = r[0], c21 = r[1], c22 = r[2], c23 = r[3], c24 = r[4], c25 = r[5];
-                r += ldc;
-                c30 = r[0], c31 = r[1], c32 = r[2], c33 = r[3], c34 = r[4], c35 = r[5];
-            } else {
-                c00 = c01 = c02 = c03 = c04 = c05 = c10 = c11 = c12 = c13 = c14 = c15 = 0.0f;
-                c20 = c21 = c22 = c23 = c24 = c25 = c30 = c31 = c32 = c33 = c34 = c35 = 0.0f;
-            }
-            const float *a = A + m, *b = B + n;
-            for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
-                const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-                NM_MADD_4X6(a0, a1, a2, a3, b[0], b[1], b[2], b[3], b[4], b[5]);
-            }
-            if (relu) {
-                c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03), c04 = NM_RELU(c04), c05 = NM_RELU(c05);
-                c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13), c14 = NM_RELU(c14), c15 = NM_RELU(c15);
-                c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23), c24 = NM_RELU(c24), c25 = NM_RELU(c25);
-                c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33), c34 = NM_RELU(c34), c35 = NM_RELU(c35);
-            }
-            NM_STORE_4X6(c);
-        }
-        #endif
-        for (; n + 4 <= N; n += 4) {
-            float *c = C + m * ldc + n;
-            float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
-            if (bias) {
-                c00 = c01 = c02 = c03 = bias[m];
-                c10 = c11 = c12 = c13 = bias[m + 1];
-                c20 = c21 = c22 = c23 = bias[m + 2];
-                c30 = c31 = c32 = c33 = bias[m + 3];
-            } else if (acc) {
-                c00 = c[0], c01 = c[1], c02 = c[2], c03 = c[3];
-                c10 = c[ldc], c11 = c[ldc + 1], c12 = c[ldc + 2], c13 = c[ldc + 3];
-                c20 = c[2 * ldc], c21 = c[2 * ldc + 1], c22 = c[2 * ldc + 2], c23 = c[2 * ldc + 3];
-                c30 = c[3 * ldc], c31 = c[3 * ldc + 1], c32 = c[3 * ldc + 2], c33 = c[3 * ldc + 3];
-            } else {
-                c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = 0.0f;
-                c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = 0.0f;
-            }
-            const float *a = A + m, *b = B + n;
-            for (const float *b_end = b + K * ldb; b != b_end; a += lda, b += ldb) {
-                NM_TN_STEP(a, b);
-            }
-            if (relu) {
-                c00 = NM_RELU(c00), c01 = NM_RELU(c01), c02 = NM_RELU(c02), c03 = NM_RELU(c03);
-                c10 = NM_RELU(c10), c11 = NM_RELU(c11), c12 = NM_RELU(c12), c13 = NM_RELU(c13);
-                c20 = NM_RELU(c20), c21 = NM_RELU(c21), c22 = NM_RELU(c22), c23 = NM_RELU(c23);
-                c30 = NM_RELU(c30), c31 = NM_RELU(c31), c32 = NM_RELU(c32), c33 = NM_RELU(c33);
-            }
-            NM_STORE_4X4(c);
-        }
-        for (; n < N; n++) { // column tail: 4 rows, one column
-            float *c = C + m * ldc + n;
-            float c0, c1, c2, c3;
-            if (bias) {
-                c0 = bias[m], c1 = bias[m + 1], c2 = bias[m + 2], c3 = bias[m + 3];
-            } else {
-                c0 = acc ? c[0] : 0.0f, c1 = acc ? c[ldc] : 0.0f;
-                c2 = acc ? c[2 * ldc] : 0.0f, c3 = acc ? c[3 * ldc] : 0.0f;
-            }
-            const float *a = A + m, *b = B + n;
-            for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-                const float bk = b[0];
-                c0 = NM_MADD(a[0], bk, c0);
-                c1 = NM_MADD(a[1], bk, c1);
-                c2 = NM_MADD(a[2], bk, c2);
-                c3 = NM_MADD(a[3], bk, c3);
-            }
-            if (relu) {
-                c0 = NM_RELU(c0), c1 = NM_RELU(c1), c2 = NM_RELU(c2), c3 = NM_RELU(c3);
-            }
-            c[0] = c0, c[ldc] = c1, c[2 * ldc] = c2, c[3 * ldc] = c3;
-        }
+        nm_tn_rows4(C + m * ldc, ldc, A + m, lda, B, ldb, N, K, acc, bias ? bias + m : NULL, relu);
     }
-    for (; m < M; m++) { // row tail: one row, 4 columns at a time
-        const float init = bias ? bias[m] : 0.0f;
-        const int load = !bias && acc;
-        size_t n = 0;
-        for (; n + 4 <= N; n += 4) {
-            float *c = C + m * ldc + n;
-            float c0 = load ? c[0] : init, c1 = load ? c[1] : init;
-            float c2 = load ? c[2] : init, c3 = load ? c[3] : init;
-            const float *a = A + m, *b = B + n;
-            for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-                const float ak = a[0];
-                c0 = NM_MADD(ak, b[0], c0);
-                c1 = NM_MADD(ak, b[1], c1);
-                c2 = NM_MADD(ak, b[2], c2);
-                c3 = NM_MADD(ak, b[3], c3);
-            }
-            if (relu) {
-                c0 = NM_RELU(c0), c1 = NM_RELU(c1), c2 = NM_RELU(c2), c3 = NM_RELU(c3);
-            }
-            c[0] = c0, c[1] = c1, c[2] = c2, c[3] = c3;
-        }
-        for (; n < N; n++) {
-            float *c = C + m * ldc + n;
-            float c0 = load ? c[0] : init;
-            const float *a = A + m, *b = B + n;
-            for (size_t k = 0; k < K; k++, a += lda, b += ldb) {
-                c0 = NM_MADD(a[0], b[0], c0);
-            }
-            c[0] = relu ? NM_RELU(c0) : c0;
-        }
+    for (; m < M; m++) {
+        nm_tn_row(C + m * ldc, A + m, lda, B, ldb, N, K, bias ? bias[m] : 0.0f, !bias && acc, relu);
     }
 }
 

@@ -23,8 +23,8 @@
 
 #include "nm_train.h"
 #include "nm_host_args.h"
+#include "nm_host_agents.h"
 #include "nm_host_env.h"
-#include "nm_host_replay.h"
 #include "nm_host_sac.h"
 #include "nm_host_quadrotor.h"
 
@@ -32,15 +32,10 @@
  * The TD3 update of every agent.
  */
 typedef struct {
-    nmh_net actor, critic;
-    nmh_fam a, c;
-    const float *replay, *noise;
-    const uint32_t *idx;
-    float *losses;    // (P, 2): critic loss (both critics' mean squared errors), actor loss
-    size_t P, cap, width, B, o, na, size;
+    nmh_agents ag;    // losses (P, 2): critic loss (both critics' mean squared errors), actor loss
+    const float *noise;
     int update_actor;
-    int shared;       // one minibatch (the first of idx) for both critics and the actor
-    float gamma, tau, policy_noise, noise_clip;
+    float gamma, tau, policy_noise, noise_clip, explore;
 } nmh_td3;
 
 // Workspace of one agent's passes (floats): see nmh_critics and nmh_actor for the uses. The
@@ -59,101 +54,70 @@ static size_t nmh_max(size_t a, size_t b) {
 #define NMH_WS_PARTS 13
 
 // The update's intermediates (floats, each part padded to 64 bytes); returns their total.
-static size_t nmh_ws_lens(const nmh_td3 *t, size_t lens[NMH_WS_PARTS]) {
-    const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t B = t->B, B2 = 2 * B, in = t->o + t->na;
+static size_t nmh_ws_lens(const nmh_agents *ag, size_t lens[NMH_WS_PARTS]) {
+    const nmh_net *an = &ag->actor, *cn = &ag->critic;
+    const size_t B = ag->B, B2 = 2 * B, in = ag->o + ag->na;
     size_t sa = 0, sc = 0;
     nm_train_scratch_size(an->sizes, an->n_layers, B, &sa);
     nm_train_scratch_size(cn->sizes, cn->n_layers, B, &sc);
     const size_t tape = nmh_max(nmh_max(an->tape_per_sample, cn->tape_per_sample) * B2,
         (an->tape_per_sample + cn->tape_per_sample) * B);
     const size_t l[NMH_WS_PARTS] = {
-        nmh_max(sa, sc), in * B2, t->na * B2, tape, B2, B2, in * B, B, B, B, B, in * B, in * B,
+        nmh_max(sa, sc), in * B2, ag->na * B2, tape, B2, B2, in * B, B, B, B, B, in * B, in * B,
     };
-    size_t total = 0;
-    for (size_t i = 0; i < NMH_WS_PARTS; i++) {
-        lens[i] = (l[i] + 15) & ~(size_t)15; // 64-byte steps keep every buffer aligned as the first
-        total += lens[i];
-    }
-    return total;
+    return nmh_pad_parts(l, NMH_WS_PARTS, lens);
 }
 
-static void nmh_ws_split(nmh_ws *w, float *mem, const nmh_td3 *t) {
+static void nmh_ws_split(nmh_ws *w, float *mem, const nmh_agents *ag) {
     size_t lens[NMH_WS_PARTS];
-    nmh_ws_lens(t, lens);
-    float **ptrs[NMH_WS_PARTS] = {
+    nmh_ws_lens(ag, lens);
+    float **const ptrs[NMH_WS_PARTS] = {
         &w->scratch, &w->x_next, &w->noise_t, &w->tape_ta, &w->q_next[0], &w->q_next[1],
         &w->xc, &w->r, &w->nd, &w->y, &w->dq, &w->xa, &w->dx,
     };
-    for (size_t i = 0; i < NMH_WS_PARTS; i++) {
-        *ptrs[i] = mem;
-        mem += lens[i];
-    }
+    nmh_split_parts(mem, lens, ptrs, NMH_WS_PARTS);
     w->tape_tc = w->tape_c = w->tape_a = w->tape_ta;
-    w->tape_q = w->tape_ta + t->actor.tape_per_sample * t->B;
+    w->tape_q = w->tape_ta + ag->actor.tape_per_sample * ag->B;
 }
 
 // Workspace floats of a call: the update's, or a step's actions (P x na) and acting tape, which
 // are done with before the update starts.
-static size_t nmh_td3_need(const nmh_td3 *t) {
+static size_t nmh_td3_need(const nmh_agents *ag) {
     size_t lens[NMH_WS_PARTS];
-    return nmh_max(nmh_ws_lens(t, lens), t->P * t->na + t->actor.tape_per_sample);
+    return nmh_max(nmh_ws_lens(ag, lens), ag->P * ag->na + ag->actor.tape_per_sample);
 }
 
-// The draws of minibatch `which` (0, 1: the critics', 2: the actor's; all 0 when shared) of agent k.
-static const uint32_t *nmh_draws(const nmh_td3 *t, size_t k, size_t which) {
-    return t->idx + (k * 3 + (t->shared ? 0 : which)) * t->B;
-}
-
-static const float *nmh_row(const nmh_td3 *t, size_t k, size_t which, size_t b) {
-    return nmh_replay_row(t->replay + k * t->cap * t->width, nmh_draws(t, k, which), t->size, t->width, b);
-}
-
-// Entries from..from+count-1 of minibatch `which`'s rows into dst, feature-major (row stride ld).
-static void nmh_gather(const nmh_td3 *t, size_t k, size_t which, size_t from, size_t count, float *dst, size_t ld) {
-    nmh_replay_gather(t->replay + k * t->cap * t->width, nmh_draws(t, k, which), t->size, t->width, t->B, from,
-        count, dst, ld);
-}
-
-// Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
 static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
-    const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t M = t->shared ? 1 : 2, B = t->B, B2 = M * B, o = t->o, na = t->na, in = o + na;
-    const float *atw = t->a.t + k * an->net_len;
+    const nmh_agents *ag = &t->ag;
+    const nmh_net *an = &ag->actor, *cn = &ag->critic;
+    const size_t M = ag->shared ? 1 : 2, B = ag->B, B2 = M * B, o = ag->o, na = ag->na, in = o + na;
+    const float *atw = ag->a.t + k * an->net_len;
     // the rows are random: ask for all of them before the gathers wait on each in turn
-    for (size_t which = 0; which < (t->shared ? 1 : 3); which++) {
+    for (size_t which = 0; which < (ag->shared ? 1 : 3); which++) {
         for (size_t b = 0; b < B; b++) {
-            __builtin_prefetch(nmh_row(t, k, which, b));
+            __builtin_prefetch(nmh_row(ag, k, which, b));
         }
     }
     // the target networks see all minibatches at once: samples [minibatch 0 | minibatch 1]
     for (size_t c = 0; c < M; c++) {
-        nmh_gather(t, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
-        for (size_t b = 0; b < B; b++) {
-            for (size_t j = 0; j < na; j++) {
-                w->noise_t[j * B2 + c * B + b] = t->noise[((k * 2 + c) * B + b) * na + j];
-            }
-        }
+        nmh_gather(ag, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
+        nmh_gather_noise(ag, t->noise, k, c, w->noise_t, B2);
     }
     // target policy smoothing: a' = clip(pi'(s') + clip(noise * sigma, -c, c), -1, 1)
     nm_train_forward(atw, an->sizes, an->acts, an->n_layers, w->x_next + na * B2, w->tape_ta, B2);
     memcpy(w->x_next, w->tape_ta + (an->tape_per_sample - na) * B2, na * B2 * sizeof(float));
     nm_td3_smooth(w->x_next, w->noise_t, na * B2, t->policy_noise, t->noise_clip);
-    for (size_t c = 0; c < 2; c++) {
-        const float *ctw = t->c.t + (2 * k + c) * cn->net_len;
-        nm_train_forward(ctw, cn->sizes, cn->acts, cn->n_layers, w->x_next, w->tape_tc, B2);
-        memcpy(w->q_next[c], w->tape_tc + (cn->tape_per_sample - 1) * B2, B2 * sizeof(float));
-    }
+    nmh_target_q(ag, k, w->x_next, w->tape_tc, w->q_next, B2);
     // critic c regresses on y = r + gamma * not_done * min(Q1', Q2') of its own minibatch
     // (shared: both on minibatch 0 and its one y)
     float loss = 0.0f;
     for (size_t c = 0; c < 2; c++) {
         const size_t member = 2 * k + c;
-        const float *cw = t->c.p + member * cn->net_len;
+        const float *cw = ag->c.p + member * cn->net_len;
         if (c < M) {
-            nmh_gather(t, k, c, 0, in, w->xc, B);
+            nmh_gather(ag, k, c, 0, in, w->xc, B);
             for (size_t b = 0; b < B; b++) {
-                const float *row = nmh_row(t, k, c, b);
+                const float *row = nmh_row(ag, k, c, b);
                 w->r[b] = row[in + 1];
                 w->nd[b] = row[in + 2];
             }
@@ -162,17 +126,18 @@ static void nmh_critics(const nmh_td3 *t, nmh_ws *w, size_t k) {
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, B);
         loss += nm_td3_critic_grad(w->dq, w->tape_c + (cn->tape_per_sample - 1) * B, w->y, B, (float)(2.0 / (double)B));
         nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape_c, w->dq,
-            t->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
+            ag->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
     }
-    t->losses[2 * k] = loss;
+    ag->losses[2 * k] = loss;
 }
 
 // Deterministic policy gradient through critic 1: minimise -mean Q1(s, pi(s)).
 static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
-    const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t B = t->B, o = t->o, na = t->na;
-    const float *aw = t->a.p + k * an->net_len, *cw = t->c.p + 2 * k * cn->net_len;
-    nmh_gather(t, k, 2, na, o, w->xa + na * B, B);
+    const nmh_agents *ag = &t->ag;
+    const nmh_net *an = &ag->actor, *cn = &ag->critic;
+    const size_t B = ag->B, o = ag->o, na = ag->na;
+    const float *aw = ag->a.p + k * an->net_len, *cw = ag->c.p + 2 * k * cn->net_len;
+    nmh_gather(ag, k, 2, na, o, w->xa + na * B, B);
     nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, B);
     memcpy(w->xa, w->tape_a + (an->tape_per_sample - na) * B, na * B * sizeof(float));
     nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, B);
@@ -181,7 +146,7 @@ static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
     for (size_t b = 0; b < B; b++) {
         q_sum += q[b];
     }
-    t->losses[2 * k + 1] = -nm_divf(q_sum, (float)B);
+    ag->losses[2 * k + 1] = -nm_divf(q_sum, (float)B);
     const float d = (float)(-1.0 / (double)B);
     for (size_t b = 0; b < B; b++) {
         w->dq[b] = d;
@@ -190,106 +155,56 @@ static void nmh_actor(const nmh_td3 *t, nmh_ws *w, size_t k) {
     nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, w->tape_q, w->dq, NULL, w->dx, na,
         w->scratch, B);
     nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape_a, w->dx,
-        t->a.g + k * an->net_len, NULL, 0, w->scratch, B);
+        ag->a.g + k * an->net_len, NULL, 0, w->scratch, B);
 }
 
-static void nmh_td3_run(const nmh_td3 *t, nmh_ws *w) {
-    for (size_t k = 0; k < t->P; k++) {
+static void nmh_td3_run(const nmh_agents *ag, float *mem) {
+    const nmh_td3 *t = (const nmh_td3 *)ag;
+    nmh_ws ws, *w = &ws;
+    nmh_ws_split(w, mem, ag);
+    for (size_t k = 0; k < ag->P; k++) {
         nmh_critics(t, w, k);
     }
-    nm_adam(t->c.p, t->c.g, t->c.m, t->c.v, t->critic.len, t->c.st);
+    nm_adam(ag->c.p, ag->c.g, ag->c.m, ag->c.v, ag->critic.len, ag->c.st);
     if (t->update_actor) {
-        for (size_t k = 0; k < t->P; k++) {
+        for (size_t k = 0; k < ag->P; k++) {
             nmh_actor(t, w, k);
         }
-        nm_adam(t->a.p, t->a.g, t->a.m, t->a.v, t->actor.len, t->a.st);
-        nm_polyak(t->a.t, t->a.p, t->actor.len, t->tau);
-        nm_polyak(t->c.t, t->c.p, t->critic.len, t->tau);
+        nm_adam(ag->a.p, ag->a.g, ag->a.m, ag->a.v, ag->actor.len, ag->a.st);
+        nm_polyak(ag->a.t, ag->a.p, ag->actor.len, t->tau);
+        nm_polyak(ag->c.t, ag->c.p, ag->critic.len, t->tau);
     }
 }
 
-// nets = (actor, critic, actor_layout, critic_layout, losses): the layouts, then the families of
-// P agents (P from the replay) and the losses (P, 2). With `store`, the replay is written (one
-// more row) and size counts the rows before it.
-static int nmh_parse_nets(nmh_bufs *bs, PyObject *nets, PyObject *replay, Py_ssize_t size, int store, nmh_td3 *t) {
-    PyObject *actor, *critic, *alayout, *clayout, *losses;
-    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
-        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
-        return 0;
+// The actors' actions: out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1).
+static void nmh_act_all(const float *p, const nmh_net *an, const float *x, const float *eps, float scale, float *a,
+    float *tape) {
+    const size_t o = an->sizes[0], na = an->sizes[an->n_layers];
+    for (size_t k = 0; k < an->members; k++) {
+        nm_train_forward(p + k * an->net_len, an->sizes, an->acts, an->n_layers, x + k * o, tape, 1);
+        memcpy(a + k * na, tape + an->tape_per_sample - na, na * sizeof(float));
+        // exploration: the smoothing step with no clip on the noise
+        nm_td3_smooth(a + k * na, eps + k * na, na, scale, INFINITY);
     }
-    actor = PyTuple_GET_ITEM(nets, 0);
-    critic = PyTuple_GET_ITEM(nets, 1);
-    alayout = PyTuple_GET_ITEM(nets, 2);
-    clayout = PyTuple_GET_ITEM(nets, 3);
-    losses = PyTuple_GET_ITEM(nets, 4);
-    if (!nmh_parse_net(alayout, "actor_layout", 1, &t->actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t->critic)) {
-        return 0;
-    }
-    t->o = t->actor.sizes[0];
-    t->na = t->actor.sizes[t->actor.n_layers];
-    if (t->critic.sizes[0] != t->o + t->na || t->critic.sizes[t->critic.n_layers] != 1) {
-        PyErr_SetString(PyExc_ValueError, "critic_layout must take obs + act inputs to one output");
-        return 0;
-    }
-    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t->o + t->na + 4)};
-    t->replay = nmh_get(bs, replay, "replay", 'f', store, 3, rshape);
-    if (!t->replay) {
-        return 0;
-    }
-    t->P = (size_t)rshape[0];
-    t->cap = (size_t)rshape[1];
-    t->width = (size_t)rshape[2];
-    if (t->P < 1 || t->P > (1 << 20) || t->cap < 1) {
-        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
-        return 0;
-    }
-    if (size < !store || (size_t)size > t->cap) {
-        PyErr_Format(PyExc_ValueError, "replay_size must be from %d to the capacity %zu, got %zd", !store, t->cap, size);
-        return 0;
-    }
-    // an update after a store samples from the rows stored so far, the new one included
-    t->size = store && (size_t)size < t->cap ? (size_t)size + 1 : (size_t)size;
-    nmh_set_members(&t->actor, t->P);
-    nmh_set_members(&t->critic, 2 * t->P);
-    Py_ssize_t lshape[2] = {(Py_ssize_t)t->P, 2};
-    if (!nmh_get_family(bs, actor, "actor", &t->actor, &t->a) || !nmh_get_family(bs, critic, "critic", &t->critic, &t->c)
-        || !(t->losses = nmh_get(bs, losses, "losses", 'f', 1, 2, lshape))) {
-        return 0;
-    }
-    return 1;
 }
 
-// idx (P, 3, B) and noise (P, 2, B, na) at `at` (from axis `skip` on: one update of a block).
-static int nmh_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *noise, int skip, Py_ssize_t *at, nmh_td3 *t) {
-    Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1}, nshape[5] = {-1, (Py_ssize_t)t->P, 2, -1, (Py_ssize_t)t->na};
-    const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + skip, ishape + 1 - skip);
-    if (!ip) {
-        return 0;
-    }
-    t->B = (size_t)ishape[3];
-    if (t->B < 1 || t->B > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
-        return 0;
-    }
-    nshape[3] = (Py_ssize_t)t->B;
-    if (skip) {
-        nshape[0] = ishape[0];
-    }
-    const float *np_ = nmh_get(bs, noise, "noise", 'f', 0, 4 + skip, nshape + 1 - skip);
-    if (!np_) {
-        return 0;
-    }
-    if (skip && (*at < 0 || *at >= ishape[0])) {
-        PyErr_Format(PyExc_ValueError, "update %zd of a block of %zd", *at, ishape[0]);
-        return 0;
-    }
-    const size_t i = skip ? (size_t)*at : 0;
-    t->idx = ip + i * t->P * 3 * t->B;
-    t->noise = np_ + i * t->P * 2 * t->B * t->na;
-    return 1;
+// A step's actions: the smoothing step with exploration_noise and no clip on the noise.
+static void nmh_td3_step_act(const nmh_agents *ag, const nmh_env *e, float *action, float *tape) {
+    nmh_act_all(ag->a.p, &ag->actor, e->obs, e->explore, ((const nmh_td3 *)ag)->explore, action, tape);
 }
 
-static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *explore, float *scale, float *offset) {
+static const nmh_algo nmh_td3_algo = {nmh_td3_need, nmh_td3_run, nmh_td3_step_act};
+
+// noise (P, 2, B, na); with `block`, (U, P, 2, B, na) of which update `at` is used.
+static int nmh_parse_noise(nmh_bufs *bs, PyObject *noise, int block, Py_ssize_t at, Py_ssize_t updates, nmh_td3 *t) {
+    const nmh_agents *ag = &t->ag;
+    Py_ssize_t nshape[5] = {updates, (Py_ssize_t)ag->P, 2, (Py_ssize_t)ag->B, (Py_ssize_t)ag->na};
+    return (t->noise = nmh_get_draws(bs, noise, "noise", block, at, 5, nshape)) != NULL;
+}
+
+// hyper = (gamma, tau, policy_noise, noise_clip), and a step's (exploration_noise, action_scale,
+// action_offset) after them.
+static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *scale, float *offset) {
     double g, tau, pn, nc, ex = 0.0, sc = 1.0, of = 0.0;
     if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "dddd|ddd;hyper must be (gamma, tau, policy_noise, "
             "noise_clip[, exploration_noise, action_scale, action_offset])", &g, &tau, &pn, &nc, &ex, &sc, &of)) {
@@ -302,9 +217,7 @@ static int nmh_parse_hyper(PyObject *hyper, nmh_td3 *t, float *explore, float *s
     t->tau = (float)tau;
     t->policy_noise = (float)pn;
     t->noise_clip = (float)nc;
-    if (explore) {
-        *explore = (float)ex, *scale = (float)sc, *offset = (float)of;
-    }
+    t->explore = (float)ex, *scale = (float)sc, *offset = (float)of;
     return 1;
 }
 
@@ -327,47 +240,24 @@ static const char td3_update_doc[] =
 static PyObject *nmh_td3_update(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *nets, *replay, *idx, *noise, *hyper, *work;
-    Py_ssize_t size, zero = 0;
+    Py_ssize_t size, updates;
     int update_actor, shared;
     if (!PyArg_ParseTuple(args, "OOnOOppOO:td3_update", &nets, &replay, &size, &idx, &noise, &update_actor, &shared,
             &hyper, &work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
-    nmh_td3 t;
-    float *mem;
-    PyObject *result = NULL;
-    if (!nmh_parse_hyper(hyper, &t, NULL, NULL, NULL) || !nmh_parse_nets(&bs, nets, replay, size, 0, &t)
-        || !nmh_parse_draws(&bs, idx, noise, 0, &zero, &t) || !(mem = nmh_parse_work(&bs, work, nmh_td3_need(&t)))) {
-        goto out;
-    }
-    t.update_actor = update_actor;
-    t.shared = shared;
-    nmh_ws w;
-    nmh_ws_split(&w, mem, &t);
-    Py_BEGIN_ALLOW_THREADS
-    nmh_td3_run(&t, &w);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-out:
-    nmh_release(&bs);
-    return result;
+    nmh_td3 t = {.ag.shared = shared, .update_actor = update_actor};
+    float scale, offset;
+    const int ok = nmh_parse_hyper(hyper, &t, &scale, &offset)
+        && nmh_parse_agents(&bs, nets, replay, size, 0, 1, 2, &t.ag) && nmh_parse_idx(&bs, idx, 0, 0, &t.ag, &updates)
+        && nmh_parse_noise(&bs, noise, 0, 0, updates, &t);
+    return nmh_finish_update(&bs, ok, &t.ag, &nmh_td3_algo, work);
 }
 
 /* ---------------------------------------------------------------------------
  * Acting: out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1).
  */
-static void nmh_act_all(const float *p, const nmh_net *an, const float *x, const float *eps, float scale, float *a,
-    float *tape) {
-    const size_t o = an->sizes[0], na = an->sizes[an->n_layers];
-    for (size_t k = 0; k < an->members; k++) {
-        nm_train_forward(p + k * an->net_len, an->sizes, an->acts, an->n_layers, x + k * o, tape, 1);
-        memcpy(a + k * na, tape + an->tape_per_sample - na, na * sizeof(float));
-        // exploration: the smoothing step with no clip on the noise
-        nm_td3_smooth(a + k * na, eps + k * na, na, scale, INFINITY);
-    }
-}
-
 static const char act_doc[] =
     "act(params, actor_layout, obs, noise, scale, out, workspace)\n\n"
     "out[k] = clip(pi_k(obs[k]) + noise[k] * scale, -1, 1) for the P actors of a family in the\n"
@@ -381,38 +271,15 @@ static PyObject *nmh_act(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOdOO:act", &params, &layout, &obs, &noise, &scale, &out, &work)) {
         return NULL;
     }
-    nmh_net an;
-    if (!nmh_parse_net(layout, "actor_layout", 1, &an)) {
-        return NULL;
-    }
     nmh_bufs bs = {.n = 0};
+    nmh_acting ac;
     PyObject *result = NULL;
-    const size_t o = an.sizes[0], na = an.sizes[an.n_layers];
-    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o};
-    const float *x = nmh_get(&bs, obs, "obs", 'f', 0, 2, oshape);
-    if (!x) {
-        goto out;
+    if (nmh_parse_acting(&bs, params, layout, obs, noise, out, work, 1, &ac)) {
+        Py_BEGIN_ALLOW_THREADS
+        nmh_act_all(ac.params, &ac.an, ac.obs, ac.noise, (float)scale, ac.out, ac.tape);
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
     }
-    const size_t P = (size_t)oshape[0];
-    if (P < 1 || P > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "obs must hold from 1 to 2^20 agents");
-        goto out;
-    }
-    nmh_set_members(&an, P);
-    Py_ssize_t pshape[1] = {(Py_ssize_t)an.len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
-    Py_ssize_t ashape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
-    const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
-    const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
-    float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
-    float *tape = a ? nmh_parse_work(&bs, work, an.tape_per_sample) : NULL;
-    if (!tape) {
-        goto out;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    nmh_act_all(p, &an, x, eps, (float)scale, a, tape);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-out:
     nmh_release(&bs);
     return result;
 }
@@ -421,17 +288,6 @@ out:
  * td3_step: one training step of every agent on the built-in pendulum: act, step the
  * env, count the episode, store the transition, then (from learning_starts on) update.
  */
-// The actors' actions (uniform: the block's), then the env step and the store.
-static size_t nmh_env_step(const nmh_td3 *t, const nmh_env *e, size_t pos, int uniform, float explore,
-    float scale, float offset, float *tape, float *action) {
-    if (uniform) {
-        memcpy(action, e->uniform, t->P * t->na * sizeof(float));
-    } else {
-        nmh_act_all(t->a.p, &t->actor, e->obs, e->explore, explore, action, tape);
-    }
-    return nmh_env_store(e, (float *)t->replay, t->P, t->cap, t->width, pos, action, scale, offset);
-}
-
 static const char td3_step_doc[] =
     "td3_step(nets, replay, env, block, i, u, pos, size, uniform, learn, update_actor, shared_minibatch,\n"
     "         hyper, workspace) -> ended\n\n"
@@ -450,51 +306,22 @@ static const char td3_step_doc[] =
 
 static PyObject *nmh_td3_step(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *nets, *replay, *env, *block, *hyper, *work;
-    Py_ssize_t i, u, pos, size;
-    int uniform, learn, update_actor, shared;
-    if (!PyArg_ParseTuple(args, "OOOOnnnnppppOO:td3_step", &nets, &replay, &env, &block, &i, &u, &pos, &size,
-            &uniform, &learn, &update_actor, &shared, &hyper, &work)) {
+    PyObject *nets, *replay, *block, *hyper, *idx, *noise;
+    nmh_step_args st;
+    int update_actor, shared;
+    if (!PyArg_ParseTuple(args, "OOOOnnnnppppOO:td3_step", &nets, &replay, &st.env, &block, &st.i, &st.u, &st.pos,
+            &st.size, &st.uniform, &st.learn, &update_actor, &shared, &hyper, &st.work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
-    nmh_td3 t;
-    nmh_env e;
-    float explore, scale, offset;
-    PyObject *result = NULL, *explore_a, *uniform_a, *idx, *noise;
-    if (!nmh_parse_hyper(hyper, &t, &explore, &scale, &offset) || !nmh_parse_nets(&bs, nets, replay, size, 1, &t)) {
-        goto out;
-    }
-    if (pos < 0 || (size_t)pos >= t.cap) {
-        PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
-        goto out;
-    }
-    if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOO;block must be (explore, uniform, idx, noise)",
-            &explore_a, &uniform_a, &idx, &noise)) {
-        goto out;
-    }
-    float *mem;
-    if (!nmh_parse_draws(&bs, idx, noise, 1, &u, &t)
-        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e)
-        || !(mem = nmh_parse_work(&bs, work, nmh_td3_need(&t)))) {
-        goto out;
-    }
-    t.update_actor = update_actor;
-    t.shared = shared;
-    nmh_ws w;
-    nmh_ws_split(&w, mem, &t);
-    size_t ended;
-    Py_BEGIN_ALLOW_THREADS
-    // the actions and their tape are stored before the update reuses the workspace
-    ended = nmh_env_step(&t, &e, (size_t)pos, uniform, explore, scale, offset, mem + t.P * t.na, mem);
-    if (learn) {
-        nmh_td3_run(&t, &w);
-    }
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromSize_t(ended);
-out:
-    nmh_release(&bs);
-    return result;
+    nmh_td3 t = {.ag.shared = shared, .update_actor = update_actor};
+    Py_ssize_t updates;
+    const int ok = nmh_parse_hyper(hyper, &t, &st.scale, &st.offset)
+        && nmh_parse_agents(&bs, nets, replay, st.size, 1, 1, 2, &t.ag)
+        && PyTuple_Check(block) && PyArg_ParseTuple(block, "OOOO;block must be (explore, uniform, idx, noise)",
+            &st.explore, &st.uniform_draws, &idx, &noise)
+        && nmh_parse_idx(&bs, idx, 1, st.u, &t.ag, &updates) && nmh_parse_noise(&bs, noise, 1, st.u, updates, &t);
+    return nmh_finish_step(&bs, ok, &t.ag, &nmh_td3_algo, &st);
 }
 
 static const char td3_workspace_doc[] =
@@ -503,22 +330,8 @@ static const char td3_workspace_doc[] =
 
 static PyObject *nmh_td3_workspace(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *alayout, *clayout;
-    Py_ssize_t B, P;
-    if (!PyArg_ParseTuple(args, "OOnn:td3_workspace", &alayout, &clayout, &B, &P)) {
-        return NULL;
-    }
-    nmh_td3 t;
-    if (!nmh_parse_net(alayout, "actor_layout", 1, &t.actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t.critic)) {
-        return NULL;
-    }
-    if (B < 1 || B > (1 << 20) || P < 1 || P > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "the batch and the agents must be from 1 to 2^20");
-        return NULL;
-    }
-    t.o = t.actor.sizes[0], t.na = t.actor.sizes[t.actor.n_layers];
-    t.B = (size_t)B, t.P = (size_t)P;
-    return PyLong_FromSize_t(nmh_td3_need(&t));
+    nmh_agents ag;
+    return nmh_parse_workspace_args(args, "OOnn:td3_workspace", 1, &ag) ? PyLong_FromSize_t(nmh_td3_need(&ag)) : NULL;
 }
 
 /* ---------------------------------------------------------------------------

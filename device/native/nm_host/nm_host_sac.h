@@ -14,18 +14,13 @@
 #include "nm_train.h"
 #include "nm_sac_steps.h"
 #include "nm_host_args.h"
+#include "nm_host_agents.h"
 #include "nm_host_env.h"
-#include "nm_host_replay.h"
 
 typedef struct {
-    nmh_net actor, critic;
-    nmh_fam a, c;
+    nmh_agents ag;    // losses (P, 4): critic loss, actor loss, alpha loss, entropy estimate -mean log pi
     float *log_alpha, *alpha_g, *alpha_m, *alpha_v, *alpha_st;
-    const float *replay, *next_noise, *actor_noise;
-    const uint32_t *idx;
-    float *losses;    // (P, 4): critic loss, actor loss, alpha loss, entropy estimate -mean log pi
-    size_t P, cap, width, B, o, na, size;
-    int shared;       // one minibatch (the first of idx) for both critics and the actor
+    const float *next_noise, *actor_noise;
     float gamma, tau, log_std_min, log_std_max, target_entropy;
 } nmh_sac;
 
@@ -49,54 +44,30 @@ static size_t nmh_sac_lens(const nmh_net *an, const nmh_net *cn, size_t B, size_
         sa > sc ? sa : sc, in * B2, na * B2, B2, tape > actor_pass ? tape : actor_pass, B2, B2, B2, B2, B2,
         in * B, B, in * B, B, in * B, na * B,
     };
-    size_t total = 0;
-    for (size_t i = 0; i < NMH_SAC_WS_PARTS; i++) {
-        lens[i] = (l[i] + 15) & ~(size_t)15; // 64-byte steps keep every part aligned as the first
-        total += lens[i];
-    }
-    return total + an->sizes[an->n_layers] * B; // d_out (2 na x B) last, unpadded
+    return nmh_pad_parts(l, NMH_SAC_WS_PARTS, lens) + an->sizes[an->n_layers] * B; // d_out (2 na x B) last, unpadded
 }
 
-static void nmh_sac_ws_split(nmh_sac_ws *w, float *mem, const nmh_sac *t) {
+static void nmh_sac_ws_split(nmh_sac_ws *w, float *mem, const nmh_agents *ag) {
     size_t lens[NMH_SAC_WS_PARTS];
-    nmh_sac_lens(&t->actor, &t->critic, t->B, lens);
-    float **ptrs[NMH_SAC_WS_PARTS + 1] = {
+    nmh_sac_lens(&ag->actor, &ag->critic, ag->B, lens);
+    float **const ptrs[NMH_SAC_WS_PARTS] = {
         &w->scratch, &w->x_next, &w->eps_n, &w->logp_n, &w->tape, &w->q_next[0], &w->q_next[1], &w->r, &w->nd,
-        &w->y, &w->xc, &w->dq, &w->xa, &w->logp_a, &w->dx, &w->d_act, &w->d_out,
+        &w->y, &w->xc, &w->dq, &w->xa, &w->logp_a, &w->dx, &w->d_act,
     };
-    for (size_t i = 0; i <= NMH_SAC_WS_PARTS; i++) {
-        *ptrs[i] = mem;
-        mem += i < NMH_SAC_WS_PARTS ? lens[i] : 0;
-    }
-}
-
-// The draws of minibatch `which` (0, 1: the critics', 2: the actor's; all 0 when shared) of agent k.
-static const uint32_t *nmh_sac_draws(const nmh_sac *t, size_t k, size_t which) {
-    return t->idx + (k * 3 + (t->shared ? 0 : which)) * t->B;
-}
-
-static const float *nmh_sac_row(const nmh_sac *t, size_t k, size_t which, size_t b) {
-    return nmh_replay_row(t->replay + k * t->cap * t->width, nmh_sac_draws(t, k, which), t->size, t->width, b);
-}
-
-// Entries from..from+count-1 of minibatch `which`'s rows into dst, feature-major (row stride ld).
-static void nmh_sac_gather(const nmh_sac *t, size_t k, size_t which, size_t from, size_t count, float *dst, size_t ld) {
-    nmh_replay_gather(t->replay + k * t->cap * t->width, nmh_sac_draws(t, k, which), t->size, t->width, t->B, from,
-        count, dst, ld);
+    w->d_out = nmh_split_parts(mem, lens, ptrs, NMH_SAC_WS_PARTS);
 }
 
 // Replay rows are [act (na), obs (o), 1, reward, not_done, next_obs (o), 1].
 static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha) {
-    const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t M = t->shared ? 1 : 2, B = t->B, B2 = M * B, o = t->o, na = t->na, in = o + na;
-    const float *aw = t->a.p + k * an->net_len;
+    const nmh_agents *ag = &t->ag;
+    const nmh_net *an = &ag->actor, *cn = &ag->critic;
+    const size_t M = ag->shared ? 1 : 2, B = ag->B, B2 = M * B, o = ag->o, na = ag->na, in = o + na;
+    const float *aw = ag->a.p + k * an->net_len;
     for (size_t c = 0; c < M; c++) {
-        nmh_sac_gather(t, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
+        nmh_gather(ag, k, c, in + 3, o, w->x_next + na * B2 + c * B, B2);
+        nmh_gather_noise(ag, t->next_noise, k, c, w->eps_n, B2);
         for (size_t b = 0; b < B; b++) {
-            const float *row = nmh_sac_row(t, k, c, b);
-            for (size_t j = 0; j < na; j++) {
-                w->eps_n[j * B2 + c * B + b] = t->next_noise[((k * 2 + c) * B + b) * na + j];
-            }
+            const float *row = nmh_row(ag, k, c, b);
             w->r[c * B + b] = row[in + 1];
             w->nd[c * B + b] = row[in + 2];
         }
@@ -105,38 +76,35 @@ static void nmh_sac_critics(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alp
     nm_train_forward(aw, an->sizes, an->acts, an->n_layers, w->x_next + na * B2, w->tape, B2);
     nm_sac_sample(w->tape + (an->tape_per_sample - 2 * na) * B2, w->eps_n, na, B2, t->log_std_min, t->log_std_max,
         w->x_next, w->logp_n);
-    for (size_t c = 0; c < 2; c++) {
-        const float *ctw = t->c.t + (2 * k + c) * cn->net_len;
-        nm_train_forward(ctw, cn->sizes, cn->acts, cn->n_layers, w->x_next, w->tape, B2);
-        memcpy(w->q_next[c], w->tape + (cn->tape_per_sample - 1) * B2, B2 * sizeof(float));
-    }
+    nmh_target_q(ag, k, w->x_next, w->tape, w->q_next, B2);
     nm_sac_bellman(w->y, w->q_next[0], w->q_next[1], w->logp_n, alpha, w->r, w->nd, B2, t->gamma);
     // critic c regresses on the y of its own minibatch (shared: both on minibatch 0)
     float loss = 0.0f;
     for (size_t c = 0; c < 2; c++) {
         const size_t member = 2 * k + c;
-        const float *cw = t->c.p + member * cn->net_len;
+        const float *cw = ag->c.p + member * cn->net_len;
         if (c < M) {
-            nmh_sac_gather(t, k, c, 0, in, w->xc, B);
+            nmh_gather(ag, k, c, 0, in, w->xc, B);
         }
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, B);
         // dq = (q - y) / B: the gradient of 1/2 mean (q - y)^2
         loss += 0.5f * nm_td3_critic_grad(w->dq, w->tape + (cn->tape_per_sample - 1) * B, w->y + (c < M ? c : 0) * B,
             B, (float)(1.0 / (double)B));
         nm_train_backward(cw, cn->sizes, cn->acts, cn->n_layers, w->xc, w->tape, w->dq,
-            t->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
+            ag->c.g + member * cn->net_len, NULL, 0, w->scratch, B);
     }
-    t->losses[4 * k] = loss;
+    ag->losses[4 * k] = loss;
 }
 
 // L = mean (alpha log pi(a~|s) - min(Q1, Q2)(s, a~)) through the reparameterised sample a~,
 // and the entropy coefficient's gradient from the same log-probabilities.
 static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha) {
-    const nmh_net *an = &t->actor, *cn = &t->critic;
-    const size_t B = t->B, o = t->o, na = t->na;
-    const float *aw = t->a.p + k * an->net_len;
+    const nmh_agents *ag = &t->ag;
+    const nmh_net *an = &ag->actor, *cn = &ag->critic;
+    const size_t B = ag->B, o = ag->o, na = ag->na;
+    const float *aw = ag->a.p + k * an->net_len;
     float *tape_q[2] = {w->tape + an->tape_per_sample * B, w->tape + (an->tape_per_sample + cn->tape_per_sample) * B};
-    nmh_sac_gather(t, k, 2, na, o, w->xa + na * B, B);
+    nmh_gather(ag, k, 2, na, o, w->xa + na * B, B);
     const float *eps = t->actor_noise + k * B * na;
     // the noise is (B, na) sample-major: the sample and its backward read it feature-major
     float *eps_a = w->eps_n;
@@ -149,7 +117,7 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
     const float *out = w->tape + (an->tape_per_sample - 2 * na) * B;
     nm_sac_sample(out, eps_a, na, B, t->log_std_min, t->log_std_max, w->xa, w->logp_a);
     for (size_t c = 0; c < 2; c++) {
-        const float *cw = t->c.p + (2 * k + c) * cn->net_len;
+        const float *cw = ag->c.p + (2 * k + c) * cn->net_len;
         nm_train_forward(cw, cn->sizes, cn->acts, cn->n_layers, w->xa, tape_q[c], B);
     }
     const float *q1 = tape_q[0] + (cn->tape_per_sample - 1) * B, *q2 = tape_q[1] + (cn->tape_per_sample - 1) * B;
@@ -162,9 +130,9 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
         logp_sum += lp;
         alpha_loss += old_log_alpha * (lp + t->target_entropy);
     }
-    t->losses[4 * k + 1] = nm_divf(actor_loss, (float)B);
-    t->losses[4 * k + 2] = -nm_divf(alpha_loss, (float)B);
-    t->losses[4 * k + 3] = -nm_divf(logp_sum, (float)B);
+    ag->losses[4 * k + 1] = nm_divf(actor_loss, (float)B);
+    ag->losses[4 * k + 2] = -nm_divf(alpha_loss, (float)B);
+    ag->losses[4 * k + 3] = -nm_divf(logp_sum, (float)B);
     float ent = 0.0f;
     for (size_t b = 0; b < B; b++) {
         ent += w->logp_a[b] + t->target_entropy;
@@ -172,7 +140,7 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
     t->alpha_g[k] = -nm_divf(ent, (float)B);
     // the min passes the gradient to the smaller critic only
     for (size_t c = 0; c < 2; c++) {
-        const float *cw = t->c.p + (2 * k + c) * cn->net_len;
+        const float *cw = ag->c.p + (2 * k + c) * cn->net_len;
         for (size_t b = 0; b < B; b++) {
             w->dq[b] = (c == 0) == (q1[b] <= q2[b]) ? scale : 0.0f;
         }
@@ -186,20 +154,23 @@ static void nmh_sac_actor(const nmh_sac *t, nmh_sac_ws *w, size_t k, float alpha
     nm_sac_sample_backward(out, eps_a, w->xa, w->d_act, nm_divf(alpha, (float)B), na, B, t->log_std_min,
         t->log_std_max, w->d_out);
     nm_train_backward(aw, an->sizes, an->acts, an->n_layers, w->xa + na * B, w->tape, w->d_out,
-        t->a.g + k * an->net_len, NULL, 0, w->scratch, B);
+        ag->a.g + k * an->net_len, NULL, 0, w->scratch, B);
 }
 
-static void nmh_sac_run(const nmh_sac *t, nmh_sac_ws *w) {
-    for (size_t k = 0; k < t->P; k++) {
+static void nmh_sac_run(const nmh_agents *ag, float *mem) {
+    const nmh_sac *t = (const nmh_sac *)ag;
+    nmh_sac_ws ws, *w = &ws;
+    nmh_sac_ws_split(w, mem, ag);
+    for (size_t k = 0; k < ag->P; k++) {
         nmh_sac_critics(t, w, k, nm_expf(t->log_alpha[k]));
     }
-    nm_adam(t->c.p, t->c.g, t->c.m, t->c.v, t->critic.len, t->c.st);
-    for (size_t k = 0; k < t->P; k++) {
+    nm_adam(ag->c.p, ag->c.g, ag->c.m, ag->c.v, ag->critic.len, ag->c.st);
+    for (size_t k = 0; k < ag->P; k++) {
         nmh_sac_actor(t, w, k, nm_expf(t->log_alpha[k]));
     }
-    nm_adam(t->a.p, t->a.g, t->a.m, t->a.v, t->actor.len, t->a.st);
-    nm_adam(t->log_alpha, t->alpha_g, t->alpha_m, t->alpha_v, t->P, t->alpha_st);
-    nm_polyak(t->c.t, t->c.p, t->critic.len, t->tau);
+    nm_adam(ag->a.p, ag->a.g, ag->a.m, ag->a.v, ag->actor.len, ag->a.st);
+    nm_adam(t->log_alpha, t->alpha_g, t->alpha_m, t->alpha_v, ag->P, t->alpha_st);
+    nm_polyak(ag->c.t, ag->c.p, ag->critic.len, t->tau);
 }
 
 // out[k] = tanh(mean_k + std_k * eps[k]) of the P actors (net: members set), the actor's tape and a
@@ -215,29 +186,20 @@ static void nmh_sac_act_all(const float *p, const nmh_net *an, const float *x, c
     }
 }
 
-// The layouts: an actor of 2 na outputs ([mean, log_std]), critics of o + na inputs and one output.
-static int nmh_sac_parse_layouts(PyObject *alayout, PyObject *clayout, nmh_sac *t) {
-    if (!nmh_parse_net(alayout, "actor_layout", 1, &t->actor) || !nmh_parse_net(clayout, "critic_layout", 2, &t->critic)) {
-        return 0;
-    }
-    const size_t out = t->actor.sizes[t->actor.n_layers];
-    t->o = t->actor.sizes[0];
-    t->na = out / 2;
-    if (out % 2 || t->critic.sizes[0] != t->o + t->na || t->critic.sizes[t->critic.n_layers] != 1) {
-        PyErr_SetString(PyExc_ValueError, "actor_layout must give [mean, log_std] (2 act outputs) and critic_layout "
-            "take obs + act inputs to one output");
-        return 0;
-    }
-    return 1;
-}
-
 // Workspace floats of a call: the update's, and a step's actions (P x na) and acting tape beside.
-static size_t nmh_sac_need(const nmh_sac *t, size_t P) {
+static size_t nmh_sac_need(const nmh_agents *ag) {
     size_t lens[NMH_SAC_WS_PARTS];
-    const size_t update = nmh_sac_lens(&t->actor, &t->critic, t->B, lens);
-    const size_t act = P * t->na + t->actor.tape_per_sample + 1;
+    const size_t update = nmh_sac_lens(&ag->actor, &ag->critic, ag->B, lens);
+    const size_t act = ag->P * ag->na + ag->actor.tape_per_sample + 1;
     return update > act ? update : act;
 }
+
+static void nmh_sac_step_act(const nmh_agents *ag, const nmh_env *e, float *action, float *tape) {
+    const nmh_sac *t = (const nmh_sac *)ag;
+    nmh_sac_act_all(ag->a.p, &ag->actor, e->obs, e->explore, t->log_std_min, t->log_std_max, action, tape);
+}
+
+static const nmh_algo nmh_sac_algo = {nmh_sac_need, nmh_sac_run, nmh_sac_step_act};
 
 static const char sac_workspace_doc[] =
     "sac_workspace(actor_layout, critic_layout, batch, agents) -> floats of the workspace of sac_update,\n"
@@ -245,28 +207,11 @@ static const char sac_workspace_doc[] =
 
 static PyObject *nmh_sac_workspace(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *alayout, *clayout;
-    Py_ssize_t B, P;
-    if (!PyArg_ParseTuple(args, "OOnn:sac_workspace", &alayout, &clayout, &B, &P)) {
-        return NULL;
-    }
-    nmh_sac t;
-    if (!nmh_sac_parse_layouts(alayout, clayout, &t)) {
-        return NULL;
-    }
-    if (B < 1 || B > (1 << 20) || P < 1 || P > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "the batch and the agents must be from 1 to 2^20");
-        return NULL;
-    }
-    nmh_set_members(&t.actor, (size_t)P);
-    t.B = (size_t)B;
-    return PyLong_FromSize_t(nmh_sac_need(&t, (size_t)P));
+    nmh_agents ag;
+    return nmh_parse_workspace_args(args, "OOnn:sac_workspace", 2, &ag) ? PyLong_FromSize_t(nmh_sac_need(&ag)) : NULL;
 }
 
-// hyper, layouts, replay (written with `store`: one more row, size counting the rows before it),
-// the families, the losses and alpha's arrays.
-static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject *replay, Py_ssize_t size, int store,
-    PyObject *hyper, nmh_sac *t, float *scale, float *offset) {
+static int nmh_sac_parse_hyper(PyObject *hyper, nmh_sac *t, float *scale, float *offset) {
     double g, tau, lo, hi, te, sc = 1.0, of = 0.0;
     if (!PyTuple_Check(hyper) || !PyArg_ParseTuple(hyper, "ddddd|dd;hyper must be (gamma, tau, log_std_min, "
             "log_std_max, target_entropy[, action_scale, action_offset])", &g, &tau, &lo, &hi, &te, &sc, &of)) {
@@ -274,44 +219,19 @@ static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject
     }
     t->gamma = (float)g, t->tau = (float)tau, t->log_std_min = (float)lo, t->log_std_max = (float)hi;
     t->target_entropy = (float)te, *scale = (float)sc, *offset = (float)of;
-    if (!PyTuple_Check(nets) || PyTuple_GET_SIZE(nets) != 5) {
-        PyErr_SetString(PyExc_ValueError, "nets must be a tuple (actor, critic, actor_layout, critic_layout, losses)");
-        return 0;
-    }
+    return 1;
+}
+
+// alpha = (log_alpha, grad, adam_m, adam_v) (P,) and adam_state, float32.
+static int nmh_sac_parse_alpha(nmh_bufs *bs, PyObject *alpha, nmh_sac *t) {
     if (!PyTuple_Check(alpha) || PyTuple_GET_SIZE(alpha) != 5) {
         PyErr_SetString(PyExc_ValueError, "alpha must be a tuple (log_alpha, grad, adam_m, adam_v, adam_state)");
-        return 0;
-    }
-    if (!nmh_sac_parse_layouts(PyTuple_GET_ITEM(nets, 2), PyTuple_GET_ITEM(nets, 3), t)) {
-        return 0;
-    }
-    Py_ssize_t rshape[3] = {-1, -1, (Py_ssize_t)(2 * t->o + t->na + 4)};
-    if (!(t->replay = nmh_get(bs, replay, "replay", 'f', store, 3, rshape))) {
-        return 0;
-    }
-    t->P = (size_t)rshape[0], t->cap = (size_t)rshape[1], t->width = (size_t)rshape[2];
-    if (t->P < 1 || t->P > (1 << 20) || t->cap < 1) {
-        PyErr_SetString(PyExc_ValueError, "replay must hold at least one agent (at most 2^20) and one row");
-        return 0;
-    }
-    if (size < !store || (size_t)size > t->cap) {
-        PyErr_Format(PyExc_ValueError, "replay_size must be from %d to the capacity %zu, got %zd", !store, t->cap, size);
-        return 0;
-    }
-    // an update after a store samples from the rows stored so far, the new one included
-    t->size = store && (size_t)size < t->cap ? (size_t)size + 1 : (size_t)size;
-    nmh_set_members(&t->actor, t->P);
-    nmh_set_members(&t->critic, 2 * t->P);
-    Py_ssize_t lshape[2] = {(Py_ssize_t)t->P, 4};
-    if (!nmh_get_family(bs, PyTuple_GET_ITEM(nets, 0), "actor", &t->actor, &t->a)
-        || !nmh_get_family(bs, PyTuple_GET_ITEM(nets, 1), "critic", &t->critic, &t->c)
-        || !(t->losses = nmh_get(bs, PyTuple_GET_ITEM(nets, 4), "losses", 'f', 1, 2, lshape))) {
         return 0;
     }
     static const char *const names[5] = {"log_alpha", "alpha grad", "alpha adam_m", "alpha adam_v", "alpha adam_state"};
     float **dst[5] = {&t->log_alpha, &t->alpha_g, &t->alpha_m, &t->alpha_v, &t->alpha_st};
     for (int i = 0; i < 5; i++) {
-        Py_ssize_t shape[1] = {i == 4 ? NM_ADAM_STATE : (Py_ssize_t)t->P};
+        Py_ssize_t shape[1] = {i == 4 ? NM_ADAM_STATE : (Py_ssize_t)t->ag.P};
         if (!(*dst[i] = nmh_get(bs, PyTuple_GET_ITEM(alpha, i), names[i], 'f', 1, 1, shape))) {
             return 0;
         }
@@ -319,37 +239,27 @@ static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject
     return 1;
 }
 
+// hyper, nets, the replay (written with `store`: one more row, size counting the rows before it)
+// and alpha's arrays.
+static int nmh_sac_parse(nmh_bufs *bs, PyObject *nets, PyObject *alpha, PyObject *replay, Py_ssize_t size, int store,
+    PyObject *hyper, nmh_sac *t, float *scale, float *offset) {
+    return nmh_sac_parse_hyper(hyper, t, scale, offset) && nmh_parse_agents(bs, nets, replay, size, store, 2, 4, &t->ag)
+        && nmh_sac_parse_alpha(bs, alpha, t);
+}
+
 // idx (P, 3, B), next_noise (P, 2, B, na), actor_noise (P, B, na); with `block`, each with a leading
 // axis of a block's updates, of which update `at` is used.
 static int nmh_sac_parse_draws(nmh_bufs *bs, PyObject *idx, PyObject *next_noise, PyObject *actor_noise, int block,
     Py_ssize_t at, nmh_sac *t) {
-    const int s = !block;
-    Py_ssize_t ishape[4] = {-1, (Py_ssize_t)t->P, 3, -1};
-    const uint32_t *ip = nmh_get(bs, idx, "idx", 'I', 0, 3 + block, ishape + s);
-    if (!ip) {
+    const nmh_agents *ag = &t->ag;
+    Py_ssize_t updates;
+    if (!nmh_parse_idx(bs, idx, block, at, &t->ag, &updates)) {
         return 0;
     }
-    t->B = (size_t)ishape[3];
-    if (t->B < 1 || t->B > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "idx: the batch must be from 1 to 2^20 samples");
-        return 0;
-    }
-    Py_ssize_t nshape[5] = {ishape[0], (Py_ssize_t)t->P, 2, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
-    Py_ssize_t ashape[4] = {ishape[0], (Py_ssize_t)t->P, (Py_ssize_t)t->B, (Py_ssize_t)t->na};
-    const float *np_ = nmh_get(bs, next_noise, "next_noise", 'f', 0, 4 + block, nshape + s);
-    const float *ap = np_ ? nmh_get(bs, actor_noise, "actor_noise", 'f', 0, 3 + block, ashape + s) : NULL;
-    if (!ap) {
-        return 0;
-    }
-    if (block && (at < 0 || at >= ishape[0])) {
-        PyErr_Format(PyExc_ValueError, "update %zd of a block of %zd", at, ishape[0]);
-        return 0;
-    }
-    const size_t i = block ? (size_t)at : 0;
-    t->idx = ip + i * t->P * 3 * t->B;
-    t->next_noise = np_ + i * t->P * 2 * t->B * t->na;
-    t->actor_noise = ap + i * t->P * t->B * t->na;
-    return 1;
+    Py_ssize_t nshape[5] = {updates, (Py_ssize_t)ag->P, 2, (Py_ssize_t)ag->B, (Py_ssize_t)ag->na};
+    Py_ssize_t ashape[4] = {updates, (Py_ssize_t)ag->P, (Py_ssize_t)ag->B, (Py_ssize_t)ag->na};
+    return (t->next_noise = nmh_get_draws(bs, next_noise, "next_noise", block, at, 5, nshape))
+        && (t->actor_noise = nmh_get_draws(bs, actor_noise, "actor_noise", block, at, 4, ashape));
 }
 
 static const char sac_update_doc[] =
@@ -376,25 +286,11 @@ static PyObject *nmh_sac_update(PyObject *self, PyObject *args) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
-    nmh_sac t;
+    nmh_sac t = {.ag.shared = shared};
     float scale, offset;
-    PyObject *result = NULL;
-    t.shared = shared;
-    float *mem;
-    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
-        || !nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &t)
-        || !(mem = nmh_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
-        goto out;
-    }
-    nmh_sac_ws w;
-    nmh_sac_ws_split(&w, mem, &t);
-    Py_BEGIN_ALLOW_THREADS
-    nmh_sac_run(&t, &w);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-out:
-    nmh_release(&bs);
-    return result;
+    const int ok = nmh_sac_parse(&bs, nets, alpha, replay, size, 0, hyper, &t, &scale, &offset)
+        && nmh_sac_parse_draws(&bs, idx, next_noise, actor_noise, 0, 0, &t);
+    return nmh_finish_update(&bs, ok, &t.ag, &nmh_sac_algo, work);
 }
 
 static const char sac_step_doc[] =
@@ -412,55 +308,20 @@ static const char sac_step_doc[] =
 
 static PyObject *nmh_sac_step(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *nets, *alpha, *replay, *env, *block, *hyper, *work, *explore_a, *uniform_a, *idx, *nn, *an;
-    Py_ssize_t i, u, pos, size;
-    int uniform, learn, shared;
-    if (!PyArg_ParseTuple(args, "OOOOOnnnnpppOO:sac_step", &nets, &alpha, &replay, &env, &block, &i, &u, &pos,
-            &size, &uniform, &learn, &shared, &hyper, &work)) {
+    PyObject *nets, *alpha, *replay, *block, *hyper, *idx, *nn, *an;
+    nmh_step_args st;
+    int shared;
+    if (!PyArg_ParseTuple(args, "OOOOOnnnnpppOO:sac_step", &nets, &alpha, &replay, &st.env, &block, &st.i, &st.u,
+            &st.pos, &st.size, &st.uniform, &st.learn, &shared, &hyper, &st.work)) {
         return NULL;
     }
     nmh_bufs bs = {.n = 0};
-    nmh_sac t;
-    nmh_env e;
-    float scale, offset, *mem;
-    PyObject *result = NULL;
-    t.shared = shared;
-    if (!nmh_sac_parse(&bs, nets, alpha, replay, size, 1, hyper, &t, &scale, &offset)) {
-        goto out;
-    }
-    if (pos < 0 || (size_t)pos >= t.cap) {
-        PyErr_Format(PyExc_ValueError, "pos must be from 0 to %zu, got %zd", t.cap - 1, pos);
-        goto out;
-    }
-    if (!PyTuple_Check(block) || !PyArg_ParseTuple(block, "OOOOO;block must be (explore, uniform, idx, next_noise, "
-            "actor_noise)", &explore_a, &uniform_a, &idx, &nn, &an)) {
-        goto out;
-    }
-    if (!nmh_sac_parse_draws(&bs, idx, nn, an, 1, u, &t)
-        || !nmh_parse_env(&bs, env, explore_a, uniform_a, t.P, t.o, t.na, i, &e)
-        || !(mem = nmh_parse_work(&bs, work, nmh_sac_need(&t, t.P)))) {
-        goto out;
-    }
-    nmh_sac_ws w;
-    nmh_sac_ws_split(&w, mem, &t);
-    size_t ended;
-    Py_BEGIN_ALLOW_THREADS
-    // the actions and their tape in the workspace: the store reads them before the update writes it
-    float *action = mem, *tape = mem + t.P * t.na;
-    if (uniform) {
-        memcpy(action, e.uniform, t.P * t.na * sizeof(float));
-    } else {
-        nmh_sac_act_all(t.a.p, &t.actor, e.obs, e.explore, t.log_std_min, t.log_std_max, action, tape);
-    }
-    ended = nmh_env_store(&e, (float *)t.replay, t.P, t.cap, t.width, (size_t)pos, action, scale, offset);
-    if (learn) {
-        nmh_sac_run(&t, &w);
-    }
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromSize_t(ended);
-out:
-    nmh_release(&bs);
-    return result;
+    nmh_sac t = {.ag.shared = shared};
+    const int ok = nmh_sac_parse(&bs, nets, alpha, replay, st.size, 1, hyper, &t, &st.scale, &st.offset)
+        && PyTuple_Check(block) && PyArg_ParseTuple(block, "OOOOO;block must be (explore, uniform, idx, next_noise, "
+            "actor_noise)", &st.explore, &st.uniform_draws, &idx, &nn, &an)
+        && nmh_sac_parse_draws(&bs, idx, nn, an, 1, st.u, &t);
+    return nmh_finish_step(&bs, ok, &t.ag, &nmh_sac_algo, &st);
 }
 
 static const char sac_act_doc[] =
@@ -476,42 +337,15 @@ static PyObject *nmh_sac_act(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOddOO:sac_act", &params, &layout, &obs, &noise, &lo, &hi, &out, &work)) {
         return NULL;
     }
-    nmh_net an;
-    if (!nmh_parse_net(layout, "actor_layout", 1, &an)) {
-        return NULL;
-    }
-    const size_t o = an.sizes[0], na = an.sizes[an.n_layers] / 2;
-    if (an.sizes[an.n_layers] % 2) {
-        PyErr_SetString(PyExc_ValueError, "actor_layout must give [mean, log_std] (2 act outputs)");
-        return NULL;
-    }
     nmh_bufs bs = {.n = 0};
+    nmh_acting ac;
     PyObject *result = NULL;
-    Py_ssize_t oshape[2] = {-1, (Py_ssize_t)o};
-    const float *x = nmh_get(&bs, obs, "obs", 'f', 0, 2, oshape);
-    if (!x) {
-        goto out;
+    if (nmh_parse_acting(&bs, params, layout, obs, noise, out, work, 2, &ac)) {
+        Py_BEGIN_ALLOW_THREADS
+        nmh_sac_act_all(ac.params, &ac.an, ac.obs, ac.noise, (float)lo, (float)hi, ac.out, ac.tape);
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
     }
-    const size_t P = (size_t)oshape[0];
-    if (P < 1 || P > (1 << 20)) {
-        PyErr_SetString(PyExc_ValueError, "obs must hold from 1 to 2^20 agents");
-        goto out;
-    }
-    nmh_set_members(&an, P);
-    Py_ssize_t pshape[1] = {(Py_ssize_t)an.len}, nshape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
-    Py_ssize_t ashape[2] = {(Py_ssize_t)P, (Py_ssize_t)na};
-    const float *p = nmh_get(&bs, params, "params", 'f', 0, 1, pshape);
-    const float *eps = p ? nmh_get(&bs, noise, "noise", 'f', 0, 2, nshape) : NULL;
-    float *a = eps ? nmh_get(&bs, out, "out", 'f', 1, 2, ashape) : NULL;
-    float *tape = a ? nmh_parse_work(&bs, work, an.tape_per_sample + 1) : NULL;
-    if (!tape) {
-        goto out;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    nmh_sac_act_all(p, &an, x, eps, (float)lo, (float)hi, a, tape);
-    Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
-out:
     nmh_release(&bs);
     return result;
 }

@@ -61,13 +61,14 @@ def _check_backend(backend: str, address, workers) -> None:
 
 def _run(sweep_dir: Path, doc: dict, backend: str, address, workers) -> SweepResult:
     t0 = time.perf_counter()
-    if backend == "ray":
-        from neuromotor.training.sweep_ray import run_ray  # Ray: only for a Ray sweep
+    with sweeps.driving(sweep_dir):
+        if backend == "ray":
+            from neuromotor.training.sweep_ray import run_ray  # Ray: only for a Ray sweep
 
-        summaries = run_ray(sweep_dir, doc["units"], address)
-    else:
-        summaries = sweeps.run_local(sweep_dir, doc["units"], workers or os.cpu_count() or 1)
-    return SweepResult(sweeps.finish(sweep_dir, doc, summaries, time.perf_counter() - t0))
+            summaries = run_ray(sweep_dir, doc["units"], address)
+        else:
+            summaries = sweeps.run_local(sweep_dir, doc["units"], workers or os.cpu_count() or 1)
+        return SweepResult(sweeps.finish(sweep_dir, doc, summaries, time.perf_counter() - t0))
 
 
 def sweep(env: str, algo: str = "td3", *, grid=(), random=(), n: "int | None" = None, settings=(),

@@ -5,6 +5,9 @@ the UART on `-serial pty`) plus `-kernel <firmware>` and a QMP socket, reads the
 pty from QEMU's "char device redirected to /dev/pts/N" line (or, for a board whose
 console is QEMU's own stdin/stdout, serial.transport "stdio", opens the pty itself),
 waits for the REPL, and records {pid, port, cmdline, ...} in $NEUROMOTOR_CACHE/boards/<instance>.json.
+The record is written as soon as QEMU runs (port "" until the pty is known), so `board stop`
+finds a QEMU whose start is still waiting; a start that fails or is interrupted stops its
+QEMU. Starts of one instance take turns (an flock on <instance>.lock beside the record).
 `stop(instance)` sends SIGTERM to exactly that PID, after checking that the PID
 still runs the recorded command line (a reused PID is never signalled), and
 removes the state file. State files whose process is gone are reported as stale.
@@ -17,7 +20,9 @@ QEMU; its counters file is recorded in the state under extra["cycles"], where
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
+import fcntl
+import functools
 import json
 import os
 import re
@@ -30,7 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from neuromotor.errors import UserError
+from neuromotor.lifeline import die_with_parent as _die_with_parent
 from neuromotor.paths import SOURCE_ROOT, cache_dir, require_checkout
+from neuromotor.safe_write import open_own
 
 from .descriptor import BoardDescriptor, load_board
 
@@ -118,13 +125,6 @@ def qemu_command(board: BoardDescriptor, firmware: Path, qmp: Path | None = None
     if qmp is not None:
         cmd += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     return cmd
-
-
-def _die_with_parent():
-    # PR_SET_PDEATHSIG = 1: QEMU gets SIGTERM if the process that started it dies
-    # (a killed test session must not leave a QEMU behind).
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM, 0, 0, 0)
 
 
 def _load_state(path: Path):
@@ -234,63 +234,89 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
         raise UserError(f"{name} is a real board, not an emulated one (connect it over USB)")
     instance = instance or name
     state = _state_file(instance)
-    current = get(instance)
-    if current is not None:
-        raise UserError(f"{instance} is already running (pid {current.pid}, port {current.port}); "
-                        f"`neuromotor board stop {instance}` first")
-    fw = Path(firmware) if firmware else firmware_path(board)
-    if not fw.exists():
-        if build and not firmware:
-            fw = build_firmware(name, quiet=True)
-        else:
-            raise UserError(f"no firmware for {name} at {fw}: run `neuromotor board build {name}` "
-                            f"(or `make firmware BOARD={name}`)")
     state_dir().mkdir(parents=True, exist_ok=True)
-    qmp = state_dir() / f"{instance}.qmp"
-    log = state_dir() / f"{instance}.log"
-    qmp.unlink(missing_ok=True)
-    extra_args, extra = [], {}
-    if cycles:
-        from . import cycles as cyc
-        extra_args, counters = cyc.qemu_args(name, state_dir() / f"{instance}.cycles")
-        extra = {"cycles": {"counters": str(counters), "core": cyc.timing_of(name)["core"]}}
-    cmd = qemu_command(board, fw.resolve(), qmp, extra_args)
-    console = _stdio_console() if board.serial.get("transport") == "stdio" else None
+    with _start_lock(instance):
+        current = get(instance)
+        if current is not None:
+            raise UserError(f"{instance} is already running (pid {current.pid}, port "
+                            f"{current.port or 'not known yet'}); `neuromotor board stop {instance}` first")
+        fw = Path(firmware) if firmware else firmware_path(board)
+        if not fw.exists():
+            if build and not firmware:
+                fw = build_firmware(name, quiet=True)
+            else:
+                raise UserError(f"no firmware for {name} at {fw}: run `neuromotor board build {name}` "
+                                f"(or `make firmware BOARD={name}`)")
+        qmp = state_dir() / f"{instance}.qmp"
+        log = state_dir() / f"{instance}.log"
+        qmp.unlink(missing_ok=True)
+        extra_args, extra = [], {}
+        if cycles:
+            from . import cycles as cyc
+            extra_args, counters = cyc.qemu_args(name, state_dir() / f"{instance}.cycles")
+            extra = {"cycles": {"counters": str(counters), "core": cyc.timing_of(name)["core"]}}
+        cmd = qemu_command(board, fw.resolve(), qmp, extra_args)
+        console = _stdio_console() if board.serial.get("transport") == "stdio" else None
+        try:
+            with open(log, "wb") as logf:
+                proc = subprocess.Popen(cmd, stdin=console.qemu_fd if console else subprocess.DEVNULL,
+                                        stdout=console.qemu_fd if console else logf,
+                                        stderr=logf if console else subprocess.STDOUT,
+                                        pass_fds=console.keep_fds if console else (), start_new_session=True,
+                                        preexec_fn=functools.partial(_die_with_parent, signal.SIGTERM)
+                                        if die_with_parent else None)
+        except FileNotFoundError:
+            raise UserError(f"{cmd[0]} is not installed (run `make system`)") from None
+        finally:
+            if console:
+                console.close()
+        _children[proc.pid] = proc
+        rec = QemuInstance(name=name, instance=instance, pid=proc.pid, port=console.port if console else "",
+                           firmware=str(fw.resolve()), cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time(),
+                           extra=extra)
+        _record(state, rec)
+        try:
+            if not rec.port:
+                rec.port = _wait_pty(proc, log, timeout)
+                if not rec.port:
+                    raise UserError(f"QEMU for {name} did not report its pty: {log.read_text(errors='replace')[-500:]}")
+                _record(state, rec)
+            if wait_ready and not _wait_repl(rec.port, timeout):
+                raise UserError(f"{name} started (pid {proc.pid}) but its REPL did not answer on {rec.port}")
+        except BaseException:  # failed or interrupted: stopped, not left running unattended
+            stop(instance)
+            raise
+    return rec
+
+
+@contextlib.contextmanager
+def _start_lock(instance: str):
+    """Hold <state dir>/<instance>.lock: a second start of the instance waits, then finds it running."""
+    fd = open_own(state_dir() / f"{instance}.lock", os.O_RDWR)
     try:
-        with open(log, "wb") as logf:
-            proc = subprocess.Popen(cmd, stdin=console.qemu_fd if console else subprocess.DEVNULL,
-                                    stdout=console.qemu_fd if console else logf,
-                                    stderr=logf if console else subprocess.STDOUT,
-                                    pass_fds=console.keep_fds if console else (), start_new_session=True,
-                                    preexec_fn=_die_with_parent if die_with_parent else None)
-    except FileNotFoundError:
-        raise UserError(f"{cmd[0]} is not installed (run `make system`)") from None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        if console:
-            console.close()
-    _children[proc.pid] = proc
-    port = console.port if console else None
-    deadline = time.monotonic() + timeout
-    while port is None and time.monotonic() < deadline:
-        m = PTY_RE.search(log.read_text(errors="replace"))
-        if m:
-            port = m.group(1)
-            break
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    if port is None:
-        _kill(proc.pid, cmd)
-        raise UserError(f"QEMU for {name} did not report its pty: {log.read_text(errors='replace')[-500:]}")
-    rec = QemuInstance(name=name, instance=instance, pid=proc.pid, port=port, firmware=str(fw.resolve()),
-                        cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time(), extra=extra)
+        os.close(fd)
+
+
+def _record(state: Path, rec: QemuInstance) -> None:
     tmp = state.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(rec), indent=1))
     tmp.replace(state)
-    if wait_ready and not _wait_repl(port, timeout):
-        stop(instance)
-        raise UserError(f"{name} started (pid {proc.pid}) but its REPL did not answer on {port}")
-    return rec
+
+
+def _wait_pty(proc: subprocess.Popen, log: Path, timeout: float) -> str:
+    """The pty QEMU reports in its log ("" if it does not within timeout, or exits)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = PTY_RE.search(log.read_text(errors="replace"))
+        if m:
+            return m.group(1)
+        if proc.poll() is not None:
+            return ""
+        time.sleep(0.05)
+    return ""
 
 
 def _kill(pid: int, cmdline: list, timeout: float = 10.0) -> bool:

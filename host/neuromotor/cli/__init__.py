@@ -76,6 +76,11 @@ def main(argv=None) -> int:
         name = "" if exc.filename is None else f"{shown_path(exc.filename)}: "
         print(f"neuromotor: error: {name}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # past the memory check (ulimit -v, an estimate that fell short)
+        need = f" ({str(exc).splitlines()[0][:200]})" if str(exc) else ""
+        print(f"neuromotor: error: out of memory{need}; use fewer seeds or smaller buffers, batches or networks, "
+              "or raise the memory limit (ulimit -v)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("neuromotor: interrupted", file=sys.stderr)
         return 130

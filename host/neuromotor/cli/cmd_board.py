@@ -1,6 +1,7 @@
 """`neuromotor board start|stop|reset|build|baremetal|pio|check`: emulated boards, bare-metal runs, descriptors."""
 
 import argparse
+import signal
 import sys
 
 from neuromotor import api
@@ -58,12 +59,21 @@ def start(args) -> int:
         checks.name("--instance", args.instance)
     if args.firmware is not None:
         checks.elf_file("--firmware", args.firmware)
-    b = api.start_board(args.name, instance=args.instance, firmware=args.firmware, build=args.build,
-                        cycles=args.cycles, detach=True).record
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        b = api.start_board(args.name, instance=args.instance, firmware=args.firmware, build=args.build,
+                            cycles=args.cycles, detach=True).record
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"{b.instance}: QEMU pid {b.pid}, -icount shift=0; stop with `neuromotor board stop {b.instance}`",
           file=sys.stderr)
     print(b.port)
     return 0
+
+
+def _interrupted(signum, frame):
+    # as Ctrl-C: the start unwinds and stops the QEMU it started (SIGTERM's default would leave it)
+    raise KeyboardInterrupt
 
 
 def stop(args) -> int:

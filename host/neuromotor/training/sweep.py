@@ -6,6 +6,7 @@
                         one algorithm instance (the first seed names it), trained by the same code as
                         `neuromotor train` and resumable like any run
       returns.png       final evaluation return per configuration, seeds as a spread
+      .lock             flock'd by the process running the sweep: one at a time (see driving)
 
 Every unit's config.json is written before any training, so the plan is on disk: a sweep
 whose driver died continues with `sweep --resume DIR`, which trains the units without a
@@ -17,6 +18,8 @@ Backends: "local" runs units in forkserver worker processes of this machine (as 
 shards do); "ray" runs each unit as a Ray task (see neuromotor.training.sweep_ray).
 """
 
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -29,7 +32,7 @@ from neuromotor.training import config, runs
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir
-from neuromotor.safe_write import atomic_write
+from neuromotor.safe_write import atomic_write, open_own
 
 PLAN = "sweep.json"
 PLOT = "returns.png"
@@ -189,14 +192,38 @@ def read_plan(sweep_dir) -> dict:
             raise ValueError("configs must be tables of settings")
         if not isinstance(backend, str):
             raise ValueError("backend must be a name")
+        if not (isinstance(doc["env"], str) and isinstance(doc["algo"], str)):
+            raise ValueError("env and algo must be names")
         if not (isinstance(units, list) and units and all(
                 isinstance(u, dict) and isinstance(u["name"], str) and "/" not in u["name"]
-                and u["name"] not in ("", ".", "..") and isinstance(u["config"], int)
+                and "\0" not in u["name"] and u["name"] not in ("", ".", "..") and isinstance(u["config"], int)
                 and not isinstance(u["config"], bool) and 0 <= u["config"] < len(configs) for u in units)):
             raise ValueError("bad unit")
+        if len({u["name"] for u in units}) != len(units):
+            raise ValueError("two units share a run directory")
     except (ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path} is corrupted ({type(exc).__name__}: {exc})") from None
     return doc
+
+
+@contextlib.contextmanager
+def driving(sweep_dir: Path):
+    """Hold the sweep's lock (an flock on sweep_dir/.lock, gone with the process) while it
+    runs: a second driver is refused before it takes any unit's lock, which would make the
+    first fail on that unit."""
+    fd = open_own(Path(sweep_dir) / runs.LOCK, os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise UserError(f"sweep {sweep_dir} is being run by another neuromotor process"
+                            + (f" (pid {holder})" if holder.isdigit() else "")) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def read_summary(run_dir) -> dict:
@@ -235,20 +262,32 @@ def run_unit(run_dir) -> dict:
 
 
 def run_local(sweep_dir: Path, units: list, workers: int) -> dict:
-    """Units in worker processes (forkserver, as population shards), at most `workers` at a time."""
+    """Units in worker processes (forkserver, as population shards), at most `workers` at a time.
+    A worker ends with its parent, the forkserver, which ends with this process (however it
+    ends), so a killed sweep leaves no unit training on."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    from neuromotor.lifeline import die_with_parent
     from neuromotor.training.parallel import _mp_context
 
+    context = _mp_context()
+    context.set_forkserver_preload(["numpy", "neuromotor._forkserver_lifeline"])
     todo = [u["name"] for u in units]
-    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=_mp_context())
+    others = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=context,
+                               initializer=die_with_parent)
     try:
         futures = [pool.submit(run_unit, str(sweep_dir / n)) for n in todo]
         return {n: f.result() for n, f in zip(todo, futures)}
     except BrokenProcessPool:
         raise UserError(f"a sweep worker process died; `neuromotor sweep --resume {sweep_dir}` continues "
                         "from the units' last checkpoints") from None
+    except KeyboardInterrupt:  # shutting down would wait for the units in training to finish
+        for worker in set(multiprocessing.active_children()) - others:
+            worker.terminate()
+        raise
     finally:
         pool.shutdown(cancel_futures=True)  # one unit failed: the others are not started
 

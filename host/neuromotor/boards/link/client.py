@@ -9,6 +9,8 @@ resynchronises with ``sync <nonce>`` before retrying. When the server cannot be
 reached it raises ProtocolError with what it saw on the line.
 """
 
+import contextlib
+import io
 import json
 import os
 import secrets
@@ -66,10 +68,22 @@ class LinkClient:
         self.ser = self._transport.serial
         self.ser.timeout = 0.05
 
+    def _enter_raw_repl(self, soft_reset):
+        """mpremote's enter_raw_repl, whose failure prints what the board sent to our stdout (a
+        bare b'' when nothing answers): that text goes into the TransportError instead."""
+        from mpremote.transport import TransportError
+        seen = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(seen):
+                self._transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=self.timeout)
+        except TransportError as exc:
+            got = seen.getvalue().strip()
+            raise TransportError(f"{exc}; the board sent " + ("nothing" if got in ("", "b''") else got[-80:])) from None
+
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
         try:
-            self._transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=self.timeout)
+            self._enter_raw_repl(soft_reset)
             self._transport.exec_raw_no_follow(START_SERVER)
         except TransportError as exc:
             raise ProtocolError(

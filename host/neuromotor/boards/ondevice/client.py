@@ -19,6 +19,9 @@ from neuromotor.boards.link.protocol import PROTO, BadLine, encode_line
 
 START_TRAINER = "import nm_td3_server\nnm_td3_server.serve()\n"
 RESET_MARKERS = ("soft reboot", "MicroPython v", "MPY: ")
+# The critics and the replay buffer live only in the board's RAM, so a run cut short cannot
+# be continued: train_on_device removes what it wrote into the run directory.
+NOT_KEPT = "Training on the board cannot be resumed, so nothing of this run was kept; start train-on-device again."
 
 
 class BoardResetError(ProtocolError):
@@ -31,7 +34,7 @@ class TrainClient(LinkClient):
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
         try:
-            self._transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=self.timeout)
+            self._enter_raw_repl(soft_reset)
             self._transport.exec_raw_no_follow(START_TRAINER)
         except TransportError as exc:
             raise ProtocolError(f"{self.port}: could not start the trainer through the raw REPL ({exc}); "
@@ -71,8 +74,7 @@ class TrainClient(LinkClient):
             except ProtocolError as exc:
                 raise BoardResetError(
                     f"{self.port}: the board stopped training after step {last_step} of {steps}: {exc}. "
-                    "It was reset or lost power; the run directory keeps the progress so far but no policy. "
-                    "Start train-on-device again.") from exc
+                    f"It was reset or lost power. {NOT_KEPT}") from exc
             except BadLine:
                 continue
             # non-protocol lines (boot banners) are collected in self.noise while reading
@@ -81,12 +83,12 @@ class TrainClient(LinkClient):
                 if any(m in line for m in RESET_MARKERS):
                     raise BoardResetError(
                         f"{self.port}: the board reset during training (after step {last_step} of {steps}; "
-                        f"it printed {line[:80]!r}); the run directory keeps the progress so far but no "
-                        "policy. Start train-on-device again.")
+                        f"it printed {line[:80]!r}). {NOT_KEPT}")
             if msg is None:
                 if time.monotonic() - last_seen > silence:
                     raise BoardResetError(f"{self.port}: no word from the board for {silence:.0f} s during "
-                                          f"training (last step {last_step} of {steps}); it hangs or was reset")
+                                          f"training (last step {last_step} of {steps}); it hangs or was reset. "
+                                          f"{NOT_KEPT}")
                 continue
             last_seen = time.monotonic()
             if msg.seq == "-" and msg.word in ("started", "progress"):
@@ -97,7 +99,7 @@ class TrainClient(LinkClient):
                 continue
             if msg.seq == "-" and msg.word == "ready":
                 raise BoardResetError(f"{self.port}: the trainer restarted during training (after step "
-                                      f"{last_step} of {steps}): the board was reset; start train-on-device again")
+                                      f"{last_step} of {steps}): the board was reset. {NOT_KEPT}")
             if msg.seq != seq:
                 self.stats["stale"] += 1
                 continue

@@ -1,5 +1,6 @@
 """`neuromotor train-on-device`: upload the trainer, train on the board, bring the policy home."""
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -21,6 +22,20 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
     if run_dir is None:
         from neuromotor.paths import runs_dir
         run_dir = runs_dir() / f"pendulum-td3-ondevice-{profile}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = Path(run_dir)
+    made = not run_dir.exists()
+    try:
+        return _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episodes, progress, log)
+    except BoardResetError:  # a run cut short cannot be resumed: its files go, as the error says
+        for name in runs.OWN_FILES + runs.ADDED_FILES:
+            (run_dir / name).unlink(missing_ok=True)
+        if made:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+        raise
+
+
+def _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episodes, progress, log) -> dict:
     runs.prepare(run_dir, force)
     (run_dir / "policy.nmp").unlink(missing_ok=True)
     write_started(run_dir, profile, seed, steps)
