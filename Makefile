@@ -21,8 +21,11 @@ demo: venv system
 
 EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32 qemu-xtensa
 
+# Test files run side by side (pytest-xdist), each file on one worker so its boards start once;
+# most of the time goes to emulated boards and serial transfers, not to this machine's cores.
+TEST_WORKERS ?= 4
 test: venv system firmware natmods emulated browser
-	$(VENV)/bin/python -m pytest -q -rs
+	$(VENV)/bin/python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile
 
 # The README's two commands on a brand-new minimal Debian root (debootstrap), from a
 # clone of HEAD: what CI runs (.ci/fresh-check; needs root).

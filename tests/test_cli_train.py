@@ -66,7 +66,7 @@ def test_toml_config_and_set_overrides(tmp_path, cli):
     (["pendulum", "--steps", "0"], "steps must be an integer from 1"),
     (["pendulum", "--steps", "-5"], "steps must be an integer from 1"),
     (["pendulum", "--set", "batch_sise=10"], "unknown setting 'batch_sise'"),
-    (["pendulum", "--set", "batch_size=ten"], "batch_size must be a int"),
+    (["pendulum", "--set", "batch_size=ten"], "batch_size must be an integer"),
     (["pendulum", "--seeds", "3-x"], "bad seed list"),
     (["pendulum", "--set", "warmup_actions=zero"], "warmup_actions must be"),
     # the same refusal from inside population shard processes, as one line

@@ -99,8 +99,8 @@ def _one_line_error(code, err, *words):
 
 
 def test_a_twin_of_a_built_in_env_trains_to_identical_numbers(cli, tmp_path, user_env):
-    _train(cli, tmp_path / "builtin", "pendulum", "--seeds", "0,7")
-    _train(cli, tmp_path / "twin", f"{user_env}:Pendulum64", "--seeds", "0,7",
+    _train(cli, tmp_path / "builtin", "pendulum", "--seeds", "0,7", "--algo", "td3")
+    _train(cli, tmp_path / "twin", f"{user_env}:Pendulum64", "--seeds", "0,7", "--algo", "td3",
            "--env-kwargs", '{"max_episode_steps": 200}')
     a, b = _arrays(tmp_path / "builtin"), _arrays(tmp_path / "twin")
     assert a.keys() == b.keys()

@@ -36,6 +36,7 @@ _HOME = {
         "known_boards", "board_names", "build_firmware", "check_boards", "bench", "HilResult", "BenchResult",
         "run_baremetal", "pio", "web_server")},
     "train_on_device": "neuromotor.api._ondevice",
+    "distil": "neuromotor.api._distil",
     # policies and errors
     "PolicySpec": "neuromotor.policy.spec", "read_policy": "neuromotor.policy.policy_file",
     "UserError": "neuromotor.errors",
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
     from neuromotor.algos.ppo import PPO
     from neuromotor.algos.sac import SAC
     from neuromotor.algos.td3 import TD3
+    from neuromotor.api._distil import distil
     from neuromotor.api._board import (BenchResult, Board, EmulatedBoard, HilResult, bench, board_names,
                                        build_firmware, check_boards, connected_boards, known_boards, pio,
                                        reset_board, run_baremetal, running_boards, start_board, stop_board,

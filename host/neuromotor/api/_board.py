@@ -5,19 +5,21 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuromotor import boards
 from neuromotor.boards import baremetal
-from neuromotor.boards.bench import json_summary, prepare_out_dir, run_bench, table
+from neuromotor.boards.bench import DEFAULT_PREDICT_MHZ, json_summary, prepare_out_dir, run_bench, table
 from neuromotor.boards.deploy import deploy
 from neuromotor.boards.link.ports import resolve_port, resolve_ports
 from neuromotor.boards.web.serve import make_server, url
 from neuromotor.errors import UserError
-from neuromotor.paths import cache_dir
+from neuromotor.paths import cache_dir, runs_dir
 from neuromotor.policy.policy_file import read_policy
+from neuromotor.training.runs import claim_dir
 
 if TYPE_CHECKING:
     from neuromotor.api._run import Run
@@ -73,7 +75,17 @@ class HilResult:
     def __str__(self) -> str:
         from neuromotor.boards.hil import report  # NumPy and the envs: only once a board runs HIL
 
-        return report(self.data)
+        text = report(self.data)
+        if "success_rate" in self.data:
+            text += (f"\nsuccess: {self.data['success_rate']:.0%} of {len(self.data['success'])} episodes "
+                     "(the env's criterion)")
+        return text
+
+    @property
+    def success_rate(self) -> "float | None":
+        """The share of episodes that met the env's success criterion (the quadrotor's hover);
+        None for envs that judge none."""
+        return self.data.get("success_rate")
 
 
 @dataclass(frozen=True)
@@ -160,15 +172,50 @@ class Board:
             raise UserError(f"steps must be a positive integer, got {steps!r}")
         if env_kwargs is not None and env is None:
             raise UserError("env_kwargs goes with env (a run's own env already has its env_kwargs)")
-        return HilResult(run_hil(self.port, _source(source), episodes=episodes, seed=seed, env_name=env,
-                                 steps=steps, env_kwargs=env_kwargs, log=print if verbose else _quiet))
+        data = run_hil(self.port, _source(source), episodes=episodes, seed=seed, env_name=env,
+                       steps=steps, env_kwargs=env_kwargs, log=print if verbose else _quiet)
+        success = _host_success(_source(source), episodes, seed, env, env_kwargs, steps) if data["returns_match"] else None
+        if success is not None:
+            data.update(success=success.tolist(), success_rate=float(success.mean()))
+        return HilResult(data)
 
-    def bench(self, *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
+    def bench(self, *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike | None" = None,
               predict_mhz: "float | None" = None, verbose: bool = False) -> BenchResult:
         """Time `n` inferences of the deployed policy per backend (native, ulab, python; the python
-        backend runs n/20) and write bench.json and bench.png into `out`. predict_mhz: the clock
-        for predicted µs on an emulated board (None: the board's own, 600 MHz unless it names one)."""
+        backend runs n/20) and write bench.json and bench.png into `out` (default: a new
+        ``runs/bench-<time>``). predict_mhz: the clock for predicted µs on an emulated board (None:
+        the board's own, a Teensy 4.1's 600 MHz unless it names one)."""
         return bench([self.port], n=n, backends=backends, out=out, predict_mhz=predict_mhz, verbose=verbose)
+
+
+def _host_success(source, episodes, seed, env, env_kwargs, steps):
+    """Per hil episode (env i seeded with seed + i), whether the host's rollout of the same policy
+    met the env's success criterion: the board's episodes, once their returns match the host's;
+    None for an env that judges none."""
+    import numpy as np
+
+    from neuromotor.envs.episodes import episode_outcomes
+    from neuromotor.policy.spec import env_for
+    from neuromotor.training.run_policy import load_spec
+
+    spec = load_spec(source)
+    _, factory = env_for(spec, env, env_kwargs)
+    # a recurrent policy keeps one state, so hil runs its episodes one at a time
+    groups = [(seed + i, 1) for i in range(episodes)] if spec.recurrent else [(seed, episodes)]
+    outcomes = []
+    for first, n in groups:
+        vec = factory(n)
+        try:
+            obs = vec.reset([np.random.default_rng(first + i) for i in range(n)])
+            spec.reset()
+            _, success = episode_outcomes(vec, obs, lambda o, t: spec.forward(o), steps or vec.max_episode_steps)
+        finally:
+            if hasattr(vec, "close"):
+                vec.close()
+        if success is None:
+            return None
+        outcomes.append(success)
+    return np.concatenate(outcomes)
 
 
 class EmulatedBoard(Board):
@@ -218,20 +265,44 @@ def start_board(name: str = "qemu-m7", *, instance: "str | None" = None, cycles:
     return EmulatedBoard(record)
 
 
-def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike" = "runs/bench",
+def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "str | os.PathLike | None" = None,
           predict_mhz: "float | None" = None, verbose: bool = False) -> BenchResult:
     """Time the deployed policy on each board of `ports` (port paths, or "auto" for every board
-    connected or running; see Board.bench) and write bench.json and bench.png into `out`."""
+    connected or running; see Board.bench) and write bench.json and bench.png into `out`
+    (default: a new directory ``runs/bench-<time>``, so no earlier results are replaced)."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**7:
         raise UserError(f"n must be from 1 to 10000000, got {n!r}")
     if predict_mhz is not None and not (isinstance(predict_mhz, (int, float)) and 0 < predict_mhz < float("inf")):
         raise UserError(f"predict_mhz must be a positive number, got {predict_mhz!r}")
-    prepare_out_dir(out, create=False)
+    if out is not None:
+        prepare_out_dir(out, create=False)
     ports = resolve_ports([ports] if isinstance(ports, str) else ports)
+    claimed = out is None
+    if claimed:
+        out = claim_dir(runs_dir(), f"bench-{time.strftime('%Y%m%d-%H%M%S')}", "bench")
     prepare_out_dir(out)  # before any board time is spent
-    results, out_dir = run_bench(ports, n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
-                                 log=print if verbose else _quiet)
+    try:
+        results, out_dir = run_bench(ports, n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
+                                     log=print if verbose else _quiet)
+    except BaseException:
+        if claimed and not any(Path(out).iterdir()):  # no board answered: no empty directory left behind
+            Path(out).rmdir()
+        raise
+    for res in results:
+        if res["emulated"]:
+            res["predicted_for"] = predicted_board(res["predict_mhz"], predict_mhz is not None)
     return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
+
+
+# The boards whose clocks bench predicts emulated timings at, unless told another (--predict-mhz).
+PREDICTED_BOARDS = {DEFAULT_PREDICT_MHZ: "a Teensy 4.1 (Cortex-M7)", 240.0: "an ESP32 (Xtensa LX6)"}
+
+
+def predicted_board(mhz: float, given: bool) -> str:
+    """The board an emulated timing is predicted for, as the table names it."""
+    if given or mhz not in PREDICTED_BOARDS:
+        return "a board"
+    return PREDICTED_BOARDS[mhz]
 
 
 def board_names() -> list:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
 from neuromotor import reading
 from neuromotor.api._board import Board, HilResult, as_board
@@ -83,10 +84,12 @@ def load_policy(source: "str | os.PathLike", agent: int = 0) -> PolicySpec:
 
 
 def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = False,
-                 render=None, agent: int = 0, env: "str | None" = None, env_kwargs: "dict | None" = None) -> Evaluation:
+                 render=None, agent: int = 0, env: "str | None" = None, env_kwargs: "dict | None" = None,
+                 progress: "bool | None" = None) -> Evaluation:
     """Evaluate every agent of the run in `run_dir` (see Run.evaluate), or the policy of a policy
     file (.nmp) in `env` (with `env_kwargs`; default pendulum): `episodes` episodes from initial
-    states seeded by `seed`, a recurrent policy starting each from its initial state."""
+    states seeded by `seed`, a recurrent policy starting each from its initial state. `progress`:
+    a progress bar over the rendered frames (default: in a terminal or a notebook)."""
     episodes = _count("episodes", episodes, 1)
     agent = _count("agent", agent, 0)
     check_seed(seed)
@@ -114,6 +117,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
         if plot:
             check_target(plot, protected=runs.own_paths(run_dir), follow=True)
         t0 = time.perf_counter()
+        success = None
         if gymnasium:
             if render:
                 raise UserError("render draws neuromotor's env; it does not combine with gymnasium evaluation")
@@ -124,6 +128,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
             evaluator = Evaluator(env_cls, seeds, episodes)
             out = evaluator.run(algo, seed, record_env=agent * episodes if render else None)
             returns, states = out if render else (out, None)
+            success = evaluator.success
         wall = time.perf_counter() - t0
         steps = algo.steps
     finally:
@@ -132,11 +137,12 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
         from neuromotor.training.plotting import episode_gif, episode_plot  # matplotlib: only to render
 
         title = f"{spec.env} seed {seeds[agent]}"
-        episode_gif(env_cls.draw, states, render, title=title, projection=getattr(env_cls, "draw_projection", None))
+        frames = tqdm(states, desc=f"rendering {render}", unit="frame", disable=not show_progress(progress))
+        episode_gif(env_cls.draw, frames, render, title=title, projection=getattr(env_cls, "draw_projection", None))
         if plot:
             episode_plot(env_cls.plot_episode, env_cls.plot_rows, states, plot, title)
     return Evaluation(np.asarray(returns), list(seeds), steps, episodes, wall, str(run_dir), render,
-                      len(states) if render else None, plot)
+                      len(states) if render else None, plot, success)
 
 
 def _evaluate_file(path, episodes: int, seed: int, env, env_kwargs) -> Evaluation:

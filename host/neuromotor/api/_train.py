@@ -44,9 +44,10 @@ def train(env: "str | type | Callable", algo: "str | None" = None, *, steps: "in
         env: a built-in environment (``"pendulum"``, ``"ant"``, ...), a registered gymnasium id
             (``"Pendulum-v1"``), ``"module:attr"``, or a gymnasium.Env subclass / factory
             function importable from a module.
-        algo: ``"td3"``, ``"sac"`` or ``"ppo"`` (default: ``"sac"`` on the quadrotor, ``"td3"``
-            elsewhere).
-        steps: environment steps per agent (default: the algorithm's, 10000 for the pendulum).
+        algo: ``"td3"``, ``"sac"`` or ``"ppo"`` (default: ``"sac"`` on the quadrotor and on your
+            own envs, ``"module:attr"``; ``"td3"`` elsewhere).
+        steps: environment steps per agent (default: the preset's: 10000 for the pendulum,
+            300000 for the quadrotor).
         seeds: one seed (an agent), a list of seeds or a range text such as ``"0-15"`` (a
             population trained in stacked arrays).
         config: settings over the algorithm's defaults, as a dict (``{"batch_size": 64}``) or
@@ -91,7 +92,7 @@ def train(env: "str | type | Callable", algo: "str | None" = None, *, steps: "in
         values["env_kwargs"] = dict(env_kwargs)
     spec = session.new_config(env_name(env), algo, preset=preset, config_file=config_file, settings=values,
                               env_kwargs=env_kwargs_text, vector=vector, envs=num_envs, steps=steps, shards=shards,
-                              seeds=seeds_text, seed=seed, quiet=not show)
+                              seeds=seeds_text, seed=seed, quiet=progress is False)  # notices unless told quiet
     return start(spec, run_dir=run_dir, force=force, progress=show)
 
 

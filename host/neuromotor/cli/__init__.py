@@ -40,7 +40,20 @@ class _Parser(argparse.ArgumentParser):
     """argparse with its errors on one line, like every other refusal (no usage block)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._did_you_mean(message)} (see {self.prog} --help)\n")
+
+    def _did_you_mean(self, message) -> str:
+        """"; did you mean X?" after an invalid choice (a command or an option's value) close to a valid one."""
+        import difflib
+        import re
+
+        m = re.match(r"argument (.+?): invalid choice: '(.*?)' \(", message)
+        if not m:
+            return ""
+        choices = [c for a in self._actions if a.choices and argparse._get_action_name(a) == m.group(1)
+                   for c in a.choices]
+        close = difflib.get_close_matches(m.group(2), [c for c in choices if isinstance(c, str)], n=1)
+        return f"; did you mean {close[0]}?" if close else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ def register(sub):
     p.add_argument("-n", type=int, default=1000, help="inferences per backend (python backend: n/20)")
     p.add_argument("--backend", action="append", choices=["native", "ulab", "python"],
                    help="only these backends (default: every backend the board has)")
-    p.add_argument("--out", default="runs/bench", help="directory for bench.json and bench.png (default runs/bench)")
+    p.add_argument("--out", help="directory for bench.json and bench.png (default: a new runs/bench-<time>)")
     p.add_argument("--predict-mhz", type=float, default=None,
                    help="clock for predicted µs on emulated boards (default: the board's own, "
                         "240 for qemu-xtensa (ESP32); 600 (Teensy 4.1) for the others)")

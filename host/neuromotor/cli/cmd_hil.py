@@ -19,7 +19,8 @@ def register(sub):
                    "or the factory (JSON or TOML inline table)")
     p.add_argument("--steps", type=int, default=None, help="steps per episode (default: the env's)")
     p.add_argument("--json", action="store_true",
-                   help="end with one JSON line (return_mean, host_return_mean, rtt_median_us, ...)")
+                   help="end with one JSON line (return_mean, host_return_mean, success_rate on envs that "
+                   "judge success, rtt_median_us, ...)")
     p.set_defaults(func=run)
 
 

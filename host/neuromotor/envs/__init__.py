@@ -60,10 +60,17 @@ ENVS = {
 
 # The algorithm `train` uses on an env when none is named: TD3 (the paper's) unless listed here.
 DEFAULT_ALGOS = {"quadrotor": "sac"}  # SAC hovers it (benchmarks/quadrotor.py); TD3 with L2F's settings did not
+# A user's own env (module:attr) gets SAC: its entropy-tuned exploration needs no scale fitted to the
+# env, where TD3's fixed action noise and the pendulum's settings left a point mass worse than untrained.
+USER_ENV_ALGO = "sac"
 
 
 def default_algo(name) -> str:
-    return DEFAULT_ALGOS.get(name, "td3") if isinstance(name, str) else "td3"
+    if not isinstance(name, str):
+        return "td3"
+    if name in DEFAULT_ALGOS:
+        return DEFAULT_ALGOS[name]
+    return USER_ENV_ALGO if ":" in name else "td3"
 
 
 # gymnasium's MuJoCo tasks, any version (HalfCheetah-v5, ...): algorithms give them
@@ -93,6 +100,9 @@ def env_class(name: str, kwargs: dict = None, vector: str = "sync"):
             raise UserError(f"the built-in environment {name!r} takes "
                             + (f"the env_kwargs {', '.join(allowed)}" if allowed else "no env_kwargs")
                             + f" (got {', '.join(unknown)})")
+        variant = getattr(cls, "variant", None)  # (its own kwargs, "module:Class"): a subclass takes them
+        if variant is not None and set(kwargs) & set(variant[0]):
+            cls = lookup({name: variant[1]}, "environment", name)
         from neuromotor.envs.configured import Configured
 
         return Configured(cls, kwargs)

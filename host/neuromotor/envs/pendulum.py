@@ -2,10 +2,14 @@
 
 The state (theta, theta_dot) is float64 exactly as in gymnasium, so trajectories
 agree with `gymnasium.make("Pendulum-v1")` to float32 precision; observations
-are float32 (cos theta, sin theta, theta_dot).
+are float32 (cos theta, sin theta, theta_dot). With `observe_velocity=False` they are
+(cos theta, sin theta) only: the velocity is hidden, a partially observed task that a policy
+with memory (a GRU) can still swing up.
 """
 
 import numpy as np
+
+from neuromotor.errors import UserError
 
 
 class PendulumVec:
@@ -13,6 +17,7 @@ class PendulumVec:
     act_dim = 1
     max_episode_steps = 200
     gym_id, gym_kwargs = "Pendulum-v1", {}  # the gymnasium env it equals (`eval --gymnasium`)
+    env_kwargs = ("observe_velocity",)  # what `--env-kwargs` may set
     max_speed = 8.0
     max_torque = 2.0
     dt = 0.05
@@ -20,8 +25,11 @@ class PendulumVec:
     m = 1.0
     l = 1.0  # noqa: E741  (gymnasium's name)
 
-    def __init__(self, num_envs: int):
+    def __init__(self, num_envs: int, observe_velocity: bool = True):
+        if not isinstance(observe_velocity, bool):
+            raise UserError(f"pendulum: observe_velocity must be true or false, got {observe_velocity!r}")
         self.num_envs = num_envs
+        self.obs_dim = 3 if observe_velocity else 2
         self.action_low = np.full(1, -self.max_torque, np.float32)
         self.action_high = np.full(1, self.max_torque, np.float32)
         self.state = np.zeros((num_envs, 2))
@@ -30,10 +38,11 @@ class PendulumVec:
 
     def _observe(self) -> np.ndarray:
         th = self.state[:, 0]
-        obs = np.empty((self.num_envs, 3), np.float32)
+        obs = np.empty((self.num_envs, self.obs_dim), np.float32)
         np.cos(th, out=obs[:, 0])
         np.sin(th, out=obs[:, 1])
-        obs[:, 2] = self.state[:, 1]
+        if self.obs_dim == 3:
+            obs[:, 2] = self.state[:, 1]
         return obs
 
     def reset(self, rngs, mask=None) -> np.ndarray:

@@ -35,6 +35,15 @@ Domain randomisation (`randomize` r > 0, off by default): at each reset an env's
 rotors' thrust coefficient are scaled by factors drawn uniformly from [1 - r, 1 + r] (from the
 agent's own generator), so a policy learns to hover drones that differ from the nominal one.
 
+Other drones (`drones`, a list of K dicts of factors of the Crazyflie's `mass`, `thrust`
+coefficient, `inertia`, `arm` length and `motor_time_constant`, each 1 if not given): the envs
+are cut into K contiguous equal blocks, block k flying drone k (a population's agents own
+contiguous envs, so agent k of K flies drone k), with `randomize` drawn around each drone's own
+mass and thrust. Delayed sensing (`obs_delay` k steps): the position, rotation and velocities
+observed are those of k steps ago (at a reset, the initial state's); the rotor speeds and the
+actions, which the flight code knows from its own commands, are current. Either option steps
+the drones through envs.quadrotor_drones.QuadrotorDronesVec, one native call per drone.
+
 Reward: 2 - cost / 2. `reward="initial"` is the paper's first-stage cost 5 |p|^2 + 5 (1 - q_w^2)
 + 0.01 |v|^2 + 0.01 |a - a_hover|^2; `reward="target"` the weights its curriculum ends at,
 40 |p|^2 + 5 (1 - q_w^2) + |v|^2 + |a - a_hover|^2, which pay for hovering on the target rather
@@ -117,12 +126,14 @@ STATE = 17
 
 
 def model(reward: Reward = REWARDS["initial"], rotor_speeds: bool = ROTOR_SPEEDS,
-          position_scale: float = POSITION_SCALE) -> np.ndarray:
+          position_scale: float = POSITION_SCALE, inertia=INERTIA, rotor_positions=ROTOR_POSITIONS,
+          motor_time_constant: float = MOTOR_TIME_CONSTANT) -> np.ndarray:
     """The numbers the native step reads, in the order of its nm_quad_model
     (device/native/nm_host/nm_quadrotor.h), with the reward weights `reward`, observing the
-    rotor speeds or not, and the position error times `position_scale`."""
-    return np.array([GRAVITY, *INERTIA, *ROTOR_POSITIONS[:, 0], *ROTOR_POSITIONS[:, 1], TORQUE_PER_THRUST,
-                     *YAW_SIGNS, MOTOR_TIME_CONSTANT, RPM_MAX, DT, *reward, REWARD_SCALE, REWARD_CONSTANT,
+    rotor speeds or not, and the position error times `position_scale` (of the Crazyflie, unless
+    another drone's inertia, rotor positions and motor time constant are given)."""
+    return np.array([GRAVITY, *inertia, *rotor_positions[:, 0], *rotor_positions[:, 1], TORQUE_PER_THRUST,
+                     *YAW_SIGNS, motor_time_constant, RPM_MAX, DT, *reward, REWARD_SCALE, REWARD_CONSTANT,
                      HOVER_ACTION, POSITION_LIMIT, float(rotor_speeds), float(position_scale)], np.float64)
 
 
@@ -136,9 +147,11 @@ def rotation_matrices(q: np.ndarray) -> np.ndarray:
     ], -2)
 
 
-def derivative(state: np.ndarray, rpm_command: np.ndarray, mass=MASS, thrust_per_rpm2=THRUST_PER_RPM2) -> np.ndarray:
+def derivative(state: np.ndarray, rpm_command: np.ndarray, mass=MASS, thrust_per_rpm2=THRUST_PER_RPM2,
+               inertia=INERTIA, rotor_positions=ROTOR_POSITIONS, motor_time_constant=MOTOR_TIME_CONSTANT) -> np.ndarray:
     """d state / dt of rigid bodies (n, 17) with rotors commanded to rpm_command (n, 4); `mass`
-    and `thrust_per_rpm2` are the published values, or one per body (n, 1)."""
+    and `thrust_per_rpm2` are the published values, or one per body (n, 1); the inertia, rotor
+    positions and motor time constant are the Crazyflie's unless given."""
     q, v, w, rpm = state[:, Q], state[:, V], state[:, W], state[:, RPM]
     thrust = thrust_per_rpm2 * rpm * rpm                                   # (n, 4) N along body z
     force_body = np.zeros_like(v)
@@ -146,20 +159,20 @@ def derivative(state: np.ndarray, rpm_command: np.ndarray, mass=MASS, thrust_per
     acceleration = np.einsum("nij,nj->ni", rotation_matrices(q), force_body) / mass
     acceleration[:, 2] -= GRAVITY
     # r x (0, 0, T) = (r_y T, -r_x T, 0), and the rotors' drag about z
-    torque = np.stack([thrust @ ROTOR_POSITIONS[:, 1], -(thrust @ ROTOR_POSITIONS[:, 0]),
+    torque = np.stack([thrust @ rotor_positions[:, 1], -(thrust @ rotor_positions[:, 0]),
                        TORQUE_PER_THRUST * (thrust @ YAW_SIGNS)], -1)
-    angular_acceleration = (torque - np.cross(w, w * INERTIA)) / INERTIA
+    angular_acceleration = (torque - np.cross(w, w * inertia)) / inertia
     qw, qx, qy, qz = q.T
     wx, wy, wz = w.T
     q_dot = 0.5 * np.stack([-qx * wx - qy * wy - qz * wz, qw * wx + qy * wz - qz * wy,
                             qw * wy - qx * wz + qz * wx, qw * wz + qx * wy - qy * wx], -1)
-    rpm_dot = (rpm_command - rpm) / MOTOR_TIME_CONSTANT
+    rpm_dot = (rpm_command - rpm) / motor_time_constant
     return np.concatenate([v, q_dot, acceleration, angular_acceleration, rpm_dot], 1)
 
 
 def rk4_step(state: np.ndarray, rpm_command: np.ndarray, dt: float = DT, **params) -> np.ndarray:
     """One RK4 step, then the rotor speeds clamped to their range and the quaternion renormalised;
-    `params` (mass, thrust_per_rpm2) go to `derivative`."""
+    `params` (mass, thrust_per_rpm2, ...) go to `derivative`."""
     k1 = derivative(state, rpm_command, **params)
     k2 = derivative(state + dt / 2 * k1, rpm_command, **params)
     k3 = derivative(state + dt / 2 * k2, rpm_command, **params)
@@ -187,11 +200,14 @@ def _check_finite(values: np.ndarray, what: str) -> None:
 
 class QuadrotorVec:
     """`QuadrotorVec(n, action_history=4, randomize=0.0, reward="hover", rotor_speeds=True,
-    position_scale=10.0)`: n quadrotors (see the module)."""
+    position_scale=10.0)`: n quadrotors (see the module); `drones` and `obs_delay` make a
+    QuadrotorDronesVec (envs.env_class chooses it)."""
 
     obs_dim = 22 + 4 * ACTION_HISTORY  # with the default action history and rotor speeds
     act_dim = 4
-    env_kwargs = ("action_history", "randomize", "reward", "rotor_speeds", "position_scale")  # what `--env-kwargs` may set
+    env_kwargs = ("action_history", "randomize", "reward", "rotor_speeds", "position_scale",  # what `--env-kwargs` may set
+                  "drones", "obs_delay")  # these two: QuadrotorDronesVec
+    variant = ("drones", "obs_delay"), "neuromotor.envs.quadrotor_drones:QuadrotorDronesVec"
     ranks_starts = True  # reset takes draws (training's start_draws)
     max_episode_steps = 500
     gym_id, gym_kwargs = "neuromotor.envs.quadrotor_gym:neuromotor/Quadrotor-v0", {}  # `eval --gymnasium`
@@ -228,6 +244,7 @@ class QuadrotorVec:
         self.history = np.zeros((num_envs, action_history, 4))
         # per env: mass and thrust coefficient (the published ones unless randomised)
         self.params = np.tile([MASS, THRUST_PER_RPM2], (num_envs, 1))
+        self.base_params = self.params.copy()  # what `randomize` scales
 
     def _observe(self) -> np.ndarray:
         s = self.state
@@ -247,7 +264,7 @@ class QuadrotorVec:
                 if start_difficulty(other) > start_difficulty(s):
                     s = other
             if self.randomize:
-                self.params[i] = (MASS, THRUST_PER_RPM2) * rng.uniform(1 - self.randomize, 1 + self.randomize, 2)
+                self.params[i] = self.base_params[i] * rng.uniform(1 - self.randomize, 1 + self.randomize, 2)
             self.state[i] = s
             self.history[i] = 0.0  # the action of half speed
         return self._observe()
@@ -269,11 +286,7 @@ class QuadrotorVec:
     def step_numpy(self, actions):
         """step in NumPy: the reference the native step is tested against."""
         actions = np.asarray(actions, np.float64)
-        if self.randomize:
-            self.state = rk4_step(self.state, rpm_of(actions), mass=self.params[:, :1],
-                                  thrust_per_rpm2=self.params[:, 1:])
-        else:
-            self.state = rk4_step(self.state, rpm_of(actions))
+        self._integrate(actions)
         if self.history.shape[1]:
             self.history[:, :-1] = self.history[:, 1:]
             self.history[:, -1] = np.clip(actions, -1.0, 1.0)
@@ -288,6 +301,13 @@ class QuadrotorVec:
         reward = reward.astype(np.float32)
         terminated = (np.abs(s[:, P]) > POSITION_LIMIT).any(1) | ~np.isfinite(s).all(1)
         return self._observe(), reward, terminated
+
+    def _integrate(self, actions: np.ndarray) -> None:
+        if self.randomize:
+            self.state = rk4_step(self.state, rpm_of(actions), mass=self.params[:, :1],
+                                  thrust_per_rpm2=self.params[:, 1:])
+        else:
+            self.state = rk4_step(self.state, rpm_of(actions))
 
     def success(self) -> np.ndarray:
         """Per drone: would an episode ending now count as a hovering success (near and slow)?"""

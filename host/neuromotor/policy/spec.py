@@ -150,6 +150,12 @@ class PolicySpec(LayerSizes):
         return [self.weights[0].shape[1]] + [w.shape[0] // 3 if k == "gru" else w.shape[0]
                                              for w, k in zip(self.weights, self.kinds)]
 
+    def __repr__(self) -> str:
+        # the shape of the network and where it came from; the weights would fill a screen
+        layers = ", ".join(f"{k} {a}" if k != "dense" else a for k, a in zip(self.kinds, self.activations))
+        meta = "".join(f", {k}={self.meta[k]!r}" for k in ("env", "algo", "seed", "step") if k in self.meta)
+        return f"PolicySpec(sizes={self.sizes}, layers=[{layers}]{meta})"
+
     @property
     def has_limits(self) -> bool:
         return self.action_low is not None

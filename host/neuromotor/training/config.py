@@ -138,6 +138,35 @@ def _shown(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _kind(default) -> str:
+    """What a setting with this default takes, as a message says it."""
+    if isinstance(default, bool):
+        return "true or false"
+    return {int: "an integer", float: "a number"}.get(type(default), f"a {type(default).__name__}")
+
+
+# Other libraries' names for settings (SB3's, mostly): an unknown one suggests these.
+SYNONYMS = {
+    "learning_rate": ("actor_lr", "critic_lr"), "lr": ("actor_lr", "critic_lr"),
+    "total_timesteps": ("steps",), "timesteps": ("steps",), "n_envs": ("num_envs",),
+    "n_steps": ("num_steps",), "n_epochs": ("epochs",), "train_freq": ("update_every",),
+    "net_arch": ("actor_hidden", "critic_hidden"),
+    "hidden": ("actor_hidden", "critic_hidden"), "activation_fn": ("activation",),
+    "ent_coef": ("ent_coef", "init_alpha"), "gae": ("gae_lambda",), "clip_range": ("clip_coef",),
+    "action_noise": ("exploration_noise",), "target_policy_noise": ("policy_noise",),
+    "target_noise_clip": ("noise_clip",),
+}
+
+
+def suggestion(key: str, known) -> str:
+    """ "; did you mean X?" for an unknown setting: its known synonyms, else close spellings."""
+    import difflib
+
+    close = [k for k in SYNONYMS.get(key, ()) if k in known]
+    close = close or difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
 def _coerce(name, field_type, default, value):
     if isinstance(default, tuple):
         if isinstance(value, str):
@@ -147,7 +176,7 @@ def _coerce(name, field_type, default, value):
         return tuple(_coerce(name, int, 0, v) for v in value)
     if isinstance(default, bool) or isinstance(value, bool):
         if not isinstance(value, bool) or not isinstance(default, bool):
-            raise UserError(f"{name} must be a {type(default).__name__}, got {_shown(value)}")
+            raise UserError(f"{name} must be {_kind(default)}, got {_shown(value)}")
         return value
     try:
         if isinstance(default, int):
@@ -157,7 +186,7 @@ def _coerce(name, field_type, default, value):
         if isinstance(default, float):
             return float(value)
     except (TypeError, ValueError, OverflowError):
-        raise UserError(f"{name} must be a {type(default).__name__}, got {_shown(value)}") from None
+        raise UserError(f"{name} must be {_kind(default)}, got {_shown(value)}") from None
     return str(value)
 
 
@@ -166,7 +195,7 @@ def apply(overrides: dict, *configs):
     fields = {f.name: cfg for cfg in configs for f in dataclasses.fields(cfg)}
     for key, value in overrides.items():
         if key not in fields:
-            raise UserError(f"unknown setting {key!r}; known: {', '.join(sorted(fields))}")
+            raise UserError(f"unknown setting {key!r}{suggestion(key, fields)} (known: {', '.join(sorted(fields))})")
         cfg = fields[key]
         default = getattr(cfg, key)
         setattr(cfg, key, _coerce(key, type(default), default, value))

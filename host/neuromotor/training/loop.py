@@ -81,6 +81,7 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
     plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{spec.algo} on {spec.env}")
     # eval_return_std: over episodes for one agent, over the agents' means for a population.
     summary = {
+        "policy": _run_policy(run_dir, found, algo.steps, returns, evaluator.success),
         "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
         "eval_return_mean": float(returns.mean(axis=1).mean()),
         "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
@@ -94,6 +95,17 @@ def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> d
     }
     runs.write_summary(run_dir, summary)
     return summary
+
+
+def _run_policy(run_dir: Path, found, steps: int, returns: np.ndarray, success) -> dict:
+    """What export, deploy, hil and eval take from the run: its best evaluation's state where the
+    env judges success, else the last state; with the evaluation that scored it."""
+    if found is not None:
+        (rate, mean), step = found
+        return {"path": str(run_dir / runs.BEST), "step": step, "eval_success": rate, "eval_return_mean": mean}
+    return {"path": str(run_dir / runs.CHECKPOINT), "step": steps,
+            **({} if success is None else {"eval_success": float(success.mean())}),
+            "eval_return_mean": float(returns.mean(axis=1).mean())}
 
 
 def _success(success, agent: int) -> dict:
@@ -124,6 +136,7 @@ def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, b
     found = _best_evaluation(runs.read_metrics(run_dir)) if (run_dir / runs.BEST).exists() else None
     best = found[0] if found else None
     shown = algo.steps
+    judged = ""  # the last evaluation's success, on envs that judge one
     every = run_cfg.checkpoint_every
     saved_at = algo.steps if (run_dir / runs.CHECKPOINT).exists() else None
     try:
@@ -150,6 +163,8 @@ def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, b
                 _refuse_non_finite(state, algo.steps, run_dir, saved_at)
             if due_eval:
                 returns, success = evaluate()
+                if success is not None:
+                    judged = f"eval success {success.mean():.0%}"
                 score = None if success is None else (float(success.mean()), float(returns.mean()))
                 if score is not None and (best is None or score > best):
                     save_best(state)
@@ -160,8 +175,9 @@ def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, b
             if progress and (done or algo.steps - shown >= 100):
                 bar.update(algo.steps - shown)
                 shown = algo.steps
-                if any(recent):
-                    bar.set_postfix_str(f"recent return {np.mean([np.mean(r) for r in recent if r]):.0f}")
+                shown_recent = (f"recent return {np.mean([np.mean(r) for r in recent if r]):.0f}"
+                                if any(recent) else "")
+                bar.set_postfix_str(", ".join(t for t in (shown_recent, judged) if t))
     finally:
         bar.close()
     return returns

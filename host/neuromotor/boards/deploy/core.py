@@ -18,6 +18,7 @@ clear message; the next deploy cleans up and completes.
 import json
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -126,13 +127,19 @@ def policy_bytes(run_or_file: str) -> tuple:
     return f"{p} (exported, {' -> '.join(map(str, spec.sizes))})", encode(spec)
 
 
-def lib_sources():
+# The on-board trainer (train-on-device): a board that only runs a policy never imports these.
+TRAINER_MODULES = ("nm_td3", "nm_td3_plan", "nm_td3_py", "nm_td3_server", "nm_pendulum", "nm_train")
+
+
+def lib_sources(trainer=True):
     lib = DEVICE_DIR / "lib"
-    return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_"))
+    return sorted(q for q in lib.glob("*.py") if not q.name.startswith("_")
+                  and (trainer or q.stem not in TRAINER_MODULES))
 
 
-def natmod_files(arch) -> list:
-    return sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
+def natmod_files(arch, trainer=True) -> list:
+    mods = sorted(natmod_dir(arch).glob("*.mpy")) if arch else []
+    return [m for m in mods if trainer or builtin_name(m) not in TRAINER_MODULES]
 
 
 # device/native's modules: built into custom firmware, or natmods named <module>_natmod.mpy
@@ -156,13 +163,14 @@ def natmods_to_copy(names, builtins, notes) -> list:
 
 
 def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path,
-              policy_dest=POLICY_DEST, with_natmod=True, builtins=()) -> Plan:
-    """builtins: modules the firmware has built in; their natmods are not copied."""
+              policy_dest=POLICY_DEST, with_natmod=True, builtins=(), trainer=True) -> Plan:
+    """builtins: modules the firmware has built in; their natmods are not copied. trainer: also
+    the on-board trainer's modules (TRAINER_MODULES)."""
     notes, items, remove = [], [], []
     arch = board["arch"]
     libdir = "/lib" if "/lib" in board.get("path", []) else ""
     if board.get("mpy_version") == MPY_VERSION and board["impl"] == "micropython":
-        for src in lib_sources():
+        for src in lib_sources(trainer):
             items.append(Item("lib", f"{src.relative_to(DEVICE_DIR.parent)} (mpy-cross"
                               f"{' -march=' + arch if arch else ''})",
                               f"{libdir}/{src.stem}.mpy", compile_lib(src, arch, workdir)))
@@ -170,12 +178,12 @@ def make_plan(board: dict, policy_source: str, policy_data: bytes, workdir: Path
     else:
         notes.append(f"board .mpy version {board.get('mpy_version')} ({board['impl']}) differs from "
                      f"mpy-cross's {MPY_VERSION}: copying device/lib as .py source")
-        for src in lib_sources():
+        for src in lib_sources(trainer):
             items.append(Item("lib", str(src.relative_to(DEVICE_DIR.parent)),
                               f"{libdir}/{src.stem}.py", src.read_bytes()))
     if with_natmod:
         nd = natmod_dir(arch)
-        mods = natmod_files(arch)
+        mods = natmod_files(arch, trainer)
         for name in natmods_to_copy([m.name for m in mods], builtins, notes):
             items.append(Item("natmod", str(nd / name), f"{libdir}/{name}", (nd / name).read_bytes()))
         if not mods:
@@ -208,6 +216,21 @@ def index_plan(board: dict, index: str, policy_source: str, policy_data: bytes, 
     return Plan(board, items, notes, remove)
 
 
+def is_terminal(port: str) -> bool:
+    """Whether `port` is a terminal device, as every serial port is (/dev/null, a file or a
+    directory is not); a remote or Windows port counts as one."""
+    if port.startswith(("rfc2217://", "COM")):
+        return True
+    try:
+        fd = os.open(port, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:
+        return os.path.exists(port) and stat.S_ISCHR(os.stat(port).st_mode)  # busy or not ours: still a device
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
+
+
 class Deployer:
     def __init__(self, port, log=print, timeout=10):
         try:
@@ -223,6 +246,9 @@ class Deployer:
         try:
             self.t = SerialTransport(port, baudrate=115200)
         except TransportError as exc:
+            if not is_terminal(port):
+                raise DeployError(f"{port} is not a serial port (a board's port is a terminal device such as "
+                                  "/dev/ttyACM0; `neuromotor boards` lists them)") from exc
             raise DeployError(f"cannot open {port}: {exc} (is another program using it?)") from exc
         self.t.serial.timeout = 15  # never block forever on a board that went away
         try:
@@ -341,7 +367,7 @@ def _deploy(d: Deployer, source, data, workdir, dry_run, policy_dest, natmod, fu
         builtins = d.builtin_modules(sorted(NATIVE_MODULES))
     board["builtin_modules"] = sorted(builtins)
     if index is None:
-        plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins)
+        plan = make_plan(board, source, data, workdir, policy_dest, natmod != "never", builtins, trainer=False)
     else:
         plan = index_plan(board, index, source, data, policy_dest, natmod != "never", builtins)
     interrupted = board["root"] is not None and (

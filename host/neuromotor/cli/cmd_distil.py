@@ -1,0 +1,30 @@
+"""`neuromotor distil quadrotor`: teachers on their own drones, distilled into one GRU student."""
+
+from neuromotor import api
+from neuromotor.cli import json_line, shown_path
+
+
+def register(sub):
+    p = sub.add_parser("distil", help="distil quadrotor teachers (one per drone) into one recurrent student")
+    p.add_argument("env", choices=["quadrotor"], help="the environment (the quadrotor)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a DistilConfig setting (teachers, teacher_steps, iterations, hidden, dense, mass, ...)")
+    p.add_argument("--nominal", metavar="RUN_OR_NMP", help="a single policy evaluated beside the student")
+    p.add_argument("--run-dir", help="where to write the run (default runs/quadrotor-distil-<time>)")
+    p.add_argument("--force", action="store_true", help="replace an earlier distillation in --run-dir")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    summary = api.distil(args.env, settings=args.set, nominal=args.nominal, run_dir=args.run_dir,
+                         force=args.force, progress=not args.json)
+    if args.json:
+        print(json_line(summary))
+        return 0
+    print(f"{'policy':<34} {'success':>8} {'worst drone':>12}")
+    for name, row in summary["evaluation"].items():
+        print(f"{name:<34} {row['success_mean']:>7.0%} {row['success_min']:>12.0%}")
+    print(f"student: {shown_path(summary['student'])} (evaluate: neuromotor eval {shown_path(summary['student'])} "
+          "--env quadrotor); teachers' run: " + shown_path(summary["teachers"]))
+    return 0

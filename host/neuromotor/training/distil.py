@@ -1,0 +1,316 @@
+"""Distillation: a population of quadrotor teachers, each hovering its own drone, distilled into
+one GRU student that flies them all (RAPTOR's recipe, arXiv 2509.11481, at a small scale).
+
+1. Teachers: K drones are drawn (mass, thrust coefficient, inertia, arm length and motor time
+   constant, each a factor of the Crazyflie's uniform in [1 - r, 1 + r]), and one SAC population
+   trains with the quadrotor preset (its decay and averaging scaled to `teacher_steps`), agent k
+   on drone k (the env's `drones` option): an ordinary run directory, RUN/teachers.
+2. DAgger: the student (Dense relu -> GRU -> Dense tanh, neuromotor.nn.recurrent) flies
+   envs_per_teacher envs of every drone for rollout_steps steps; with probability beta
+   (beta0 * beta_decay^iteration) a step executes the teacher's action instead of the
+   student's. The teacher of each drone labels every step. The data of all iterations is kept,
+   and the student is trained on windows of `window` steps drawn from it: each starts from the
+   state the student had there when flying (or h0 where an episode starts), the first
+   `burn_in` steps only warm the state, the rest are matched to the labels (mean squared
+   error, BPTT, Adam, gradient norm clipped).
+3. Evaluation: drones none of them trained on (fresh draws from the same ranges), from the
+   task's starts; the student, every teacher on its own drone and, if given, one nominal policy.
+
+The run directory holds distil.json (the config and the drones), metrics.jsonl (one record
+per iteration, its "step"), learning_curve.png, summary.json and the student as student.nmp (policy file
+version 4).
+"""
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from neuromotor import rules
+from neuromotor.envs import env_class
+from neuromotor.envs.quadrotor_drones import DRONE_FACTORS, QuadrotorDronesVec
+from neuromotor.errors import UserError
+from neuromotor.nn.optim import Adam
+from neuromotor.nn.recurrent import RecurrentPolicyNet
+from neuromotor.policy.policy_file import write_policy
+from neuromotor.policy.spec import PolicySpec
+from neuromotor.safe_write import atomic_write
+from neuromotor.training import config, plotting, runs, session
+from neuromotor.training.evaluation import evaluate_spec
+from neuromotor.training.run_policy import load_policy_spec
+
+CONFIG, STUDENT, TEACHERS = "distil.json", "student.nmp", "teachers"
+OWN_FILES = (CONFIG, runs.METRICS, runs.CURVE, runs.SUMMARY, STUDENT)
+EVAL_SEED = 10_000  # the task's held-out starts (benchmarks/quadrotor.py)
+
+
+@dataclass
+class DistilConfig:
+    teachers: int = 8
+    teacher_steps: int = 300_000     # per teacher: the SAC quadrotor preset's
+    teacher_eval_episodes: int = 100
+    # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]
+    mass: float = 0.3
+    thrust: float = 0.3
+    inertia: float = 0.3
+    arm: float = 0.2
+    motor_time_constant: float = 0.3
+    dense: int = 64                  # student: Dense relu -> GRU -> Dense tanh
+    hidden: int = 32
+    iterations: int = 10
+    envs_per_teacher: int = 8
+    rollout_steps: int = 500
+    beta0: float = 1.0               # share of executed teacher actions in the first iteration
+    beta_decay: float = 0.5
+    window: int = 64
+    burn_in: int = 16
+    batch_windows: int = 32
+    updates: int = 300               # gradient steps per iteration
+    lr: float = 1e-3
+    max_grad_norm: float = 1.0
+    eval_drones: int = 16
+    eval_episodes: int = 32          # per fresh drone
+    seed: int = 0
+
+    RULES = {
+        **{name: rules.integer(1, 10**9) for name in (
+            "teachers", "teacher_steps", "teacher_eval_episodes", "dense", "hidden", "iterations",
+            "envs_per_teacher", "rollout_steps", "window", "batch_windows", "updates", "eval_drones",
+            "eval_episodes")},
+        **{name: rules.number(0, 0.7) for name in DRONE_FACTORS},
+        "burn_in": rules.integer(0, 10**9),
+        "beta0": rules.number(0, 1), "beta_decay": rules.number(0, 1),
+        "lr": rules.RATE, "max_grad_norm": rules.number(0, lo_open=True),
+        "seed": rules.integer(0, 2**32 - 1),
+    }
+
+    def check(self):
+        if self.burn_in >= self.window:
+            raise UserError(f"burn_in ({self.burn_in}) must be shorter than window ({self.window})")
+        if self.window > self.rollout_steps:
+            raise UserError(f"window ({self.window}) cannot exceed rollout_steps ({self.rollout_steps})")
+
+
+def make_config(settings: dict) -> DistilConfig:
+    cfg = DistilConfig()
+    config.apply(settings, cfg)
+    config.validate(cfg)
+    return cfg
+
+
+def draw_drones(cfg: DistilConfig, count: int, stream: int) -> list:
+    """`count` drones as the env's `drones` option, from the config's ranges."""
+    rng = np.random.default_rng([cfg.seed, stream])
+    return [{name: round(float(rng.uniform(1 - getattr(cfg, name), 1 + getattr(cfg, name))), 4)
+             for name in DRONE_FACTORS} for _ in range(count)]
+
+
+def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, progress: bool) -> list:
+    """The teachers' SAC run in run_dir (agent k on drone k); each one's best policy."""
+    steps = cfg.teacher_steps
+    settings = {"env_kwargs": {"drones": drones}, "lr_decay_start": steps // 2, "lr_decay_end": steps,
+                "policy_average": min(30_000, steps // 10), "eval_every": steps,
+                "eval_episodes": cfg.teacher_eval_episodes, "checkpoint_every": 0}
+    spec = session.new_config("quadrotor", "sac", settings=settings, steps=steps, shards=1,
+                              seeds=f"0-{cfg.teachers - 1}", quiet=True)
+    algo = runs.build(spec)
+    runs.make_dir(run_dir)
+    with runs.locked(run_dir):
+        runs.prepare(run_dir, force=True)
+        runs.write_config(run_dir, spec)
+        session.train(run_dir, spec, algo, progress=progress)
+    return [load_policy_spec(run_dir, k, runs.BEST) for k in range(cfg.teachers)]
+
+
+class Dataset:
+    """Every iteration's rollouts, (T, envs, ...) arrays concatenated along the env axis."""
+
+    def __init__(self):
+        self.x = self.label = self.reset = self.state = None
+
+    def add(self, x, label, reset, state):
+        parts = (x, label, reset, state)
+        if self.x is None:
+            self.x, self.label, self.reset, self.state = parts
+        else:
+            self.x, self.label, self.reset, self.state = (np.concatenate([a, b], 1) for a, b in zip(
+                (self.x, self.label, self.reset, self.state), parts))
+
+    def windows(self, rng, count: int, length: int):
+        T, n = self.reset.shape
+        env = rng.integers(0, n, count)
+        t = rng.integers(0, T - length + 1, count)[None] + np.arange(length)[:, None]
+        return self.x[t, env], self.label[t, env], self.reset[t, env], self.state[t[0], env]
+
+
+def rollout(net, norm, teachers, env, rngs, beta, rng, steps):
+    """Fly the student (teacher actions executed with probability beta per step); the teachers'
+    labels. Returns (normalised obs, labels, resets, student states) (T, N, ...) and the
+    success share of the episodes that ended (None if none did)."""
+    n = env.num_envs
+    obs = env.reset(rngs)
+    h = net.initial_state(n)
+    xs, labels, resets, states = [], [], [], []
+    reset = np.ones(n, bool)
+    ep_len = np.zeros(n, int)
+    ended = succeeded = 0
+    for _ in range(steps):
+        x = ((obs - norm[0]) / norm[1]).astype(np.float32)
+        label = np.empty((n, 4), np.float32)
+        for teacher, (a, b) in zip(teachers, env.blocks):
+            label[a:b] = teacher.forward(obs[a:b])
+        xs.append(x), labels.append(label), resets.append(reset), states.append(h)
+        action, h = net.step(x, h)
+        taught = rng.uniform(size=n) < beta
+        obs, _, terminated = env.step(np.where(taught[:, None], label, action))
+        ep_len += 1
+        done = terminated | (ep_len >= env.max_episode_steps)
+        reset = done
+        if done.any():
+            full = done & ~terminated
+            ended += int(done.sum())
+            succeeded += int((env.success() & full).sum())
+            obs = env.reset(rngs, mask=done)
+            h = np.where(done[:, None], net.p["h0"], h)
+            ep_len[done] = 0
+    stack = lambda a, dtype: np.array(a, dtype)  # noqa: E731
+    data = (stack(xs, np.float32), stack(labels, np.float32), stack(resets, bool), stack(states, np.float32))
+    return data, (succeeded / ended if ended else None)
+
+
+def student_spec(net, norm, env, meta: dict) -> PolicySpec:
+    p = net.p
+    return PolicySpec(
+        weights=[p["w1"], p["wi"], p["w2"]], biases=[p["b1"], p["bi"], p["b2"]],
+        activations=["relu", "identity", "tanh"], kinds=["dense", "gru", "dense"],
+        hidden_weights=[None, p["wh"], None], hidden_biases=[None, p["bh"], None],
+        initial_hidden=[None, p["h0"], None], obs_mean=norm[0], obs_std=norm[1],
+        action_scale=(env.action_high - env.action_low) / 2, action_offset=(env.action_high + env.action_low) / 2,
+        action_low=env.action_low, action_high=env.action_high, meta=meta)
+
+
+def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progress: bool):
+    """The trained student network and its observation normalisation (mean, std)."""
+    from tqdm.auto import tqdm
+
+    env = QuadrotorDronesVec(cfg.teachers * cfg.envs_per_teacher, drones=drones)
+    rng = np.random.default_rng([cfg.seed, 1])
+    net = RecurrentPolicyNet(env.obs_dim, env.act_dim, cfg.dense, cfg.hidden, rng)
+    opt = Adam(len(net.params), lr=cfg.lr)
+    data = Dataset()
+    # the student flies iteration 0 unnormalised (beta0 1: it is not flying); its data then sets the statistics
+    norm = (np.zeros(env.obs_dim, np.float32), np.ones(env.obs_dim, np.float32))
+    t0 = time.perf_counter()
+    bar = tqdm(total=cfg.iterations, unit="iteration", desc="distil quadrotor", disable=not progress)
+    try:
+        for it in range(cfg.iterations):
+            beta = cfg.beta0 * cfg.beta_decay ** it
+            rngs = [np.random.default_rng([cfg.seed, 2, it, i]) for i in range(env.num_envs)]
+            part, success = rollout(net, norm, teachers, env, rngs, beta, rng, cfg.rollout_steps)
+            if it == 0:
+                raw = part[0].reshape(-1, env.obs_dim)
+                norm = (raw.mean(0).astype(np.float32), np.maximum(raw.std(0), 1e-2).astype(np.float32))
+                part = ((part[0] - norm[0]) / norm[1],) + part[1:]
+            data.add(*part)
+            losses = [_update(net, opt, data, rng, cfg) for _ in range(cfg.updates)]
+            record = {"step": it, "beta": beta, "samples": int(data.reset.size), "loss": float(np.mean(losses)),
+                      "rollout_success": success, "wall_s": round(time.perf_counter() - t0, 3)}
+            if not np.isfinite(record["loss"]) or not np.isfinite(net.params).all():
+                raise UserError(f"distillation diverged at iteration {it}: NaN or inf in the student; lower lr")
+            runs.append_metrics(run_dir, [record])
+            bar.update(1)
+            bar.set_postfix_str(f"loss {record['loss']:.4f}")
+    finally:
+        bar.close()
+    return net, norm, env
+
+
+def _update(net, opt, data: Dataset, rng, cfg: DistilConfig) -> float:
+    x, label, reset, h = data.windows(rng, cfg.batch_windows, cfg.window)
+    h = np.where(reset[0][:, None], net.p["h0"], h)
+    y, _, cache = net.forward(x, h, reset)
+    err = (y - label)[cfg.burn_in:]
+    d_y = np.zeros_like(y)
+    d_y[cfg.burn_in:] = 2 * err / err.size
+    grad = net.backward(cache, d_y)
+    norm = float(np.sqrt(np.dot(grad, grad)))
+    if norm > cfg.max_grad_norm:
+        grad *= np.float32(cfg.max_grad_norm / norm)
+    opt.step(net.params, grad)
+    return float((err * err).mean())
+
+
+def success_on(spec, drones: list, episodes: int) -> np.ndarray:
+    """(len(drones), episodes) success of `spec` flying each drone from the task's starts."""
+    factory = env_class("quadrotor", {"drones": drones})
+    _, success = evaluate_spec(spec, factory, len(drones) * episodes, EVAL_SEED)
+    return success.reshape(len(drones), episodes)
+
+
+def evaluate(cfg: DistilConfig, student, teachers, drones, fresh, nominal=None) -> dict:
+    rows = {"student on fresh drones": success_on(student, fresh, cfg.eval_episodes).mean(1),
+            "student on the teachers' drones": success_on(student, drones, cfg.eval_episodes).mean(1),
+            "each teacher on its own drone": np.array([success_on(t, [d], cfg.eval_episodes).mean()
+                                                       for t, d in zip(teachers, drones)])}
+    if nominal is not None:
+        rows["nominal policy on fresh drones"] = success_on(nominal, fresh, cfg.eval_episodes).mean(1)
+    return {name: {"success_mean": float(v.mean()), "success_min": float(v.min()), "per_drone": v.round(4).tolist()}
+            for name, v in rows.items()}
+
+
+def check_run_dir(run_dir: Path, force: bool) -> None:
+    """UserError unless run_dir is new, empty or (with force) an earlier distillation."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir} exists and is not a directory")
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if not (run_dir / CONFIG).is_file():
+            raise UserError(f"{run_dir} is not empty and holds no distillation ({CONFIG}); choose a new directory")
+        if not force:
+            raise UserError(f"{run_dir} already holds a distillation; use --force to replace it")
+
+
+def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progress: bool = True) -> dict:
+    """Train the teachers, distil them, evaluate; the summary (also RUN/summary.json)."""
+    run_dir = Path(run_dir)
+    check_run_dir(run_dir, force)
+    runs.make_dir(run_dir)
+    for name in OWN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    drones, fresh = draw_drones(cfg, cfg.teachers, 0), draw_drones(cfg, cfg.eval_drones, 1)
+    atomic_write(run_dir / CONFIG, json.dumps({"env": "quadrotor", "config": dataclasses.asdict(cfg),
+                                               "drones": drones, "fresh_drones": fresh}, indent=2) + "\n")
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    teachers = train_teachers(run_dir / TEACHERS, cfg, drones, progress)
+    teacher_cpu = time.process_time() - cpu0
+    net, norm, env = dagger(run_dir, cfg, teachers, drones, progress)
+    student = student_spec(net, norm, env, {"env": "quadrotor", "algo": "distil", "seed": cfg.seed,
+                                            "step": cfg.iterations})
+    write_policy(student, run_dir / STUDENT)
+    metrics = runs.read_metrics(run_dir)
+    _plot(metrics, run_dir / runs.CURVE)
+    summary = {"evaluation": evaluate(cfg, student, teachers, drones, fresh, nominal),
+               "teacher_cpu_s": round(teacher_cpu, 1), "cpu_s": round(time.process_time() - cpu0, 1),
+               "wall_s": round(time.perf_counter() - t0, 1), "final_loss": metrics[-1]["loss"],
+               "student": str(run_dir / STUDENT), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir)}
+    atomic_write(run_dir / runs.SUMMARY, json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _plot(metrics: list, path) -> None:
+    fig, (top, bottom) = plotting.subplots(nrows=2, sharex=True, figsize=(7, 5))
+    its = [r["step"] for r in metrics]
+    top.semilogy(its, [r["loss"] for r in metrics], "o-")
+    top.set_ylabel("imitation loss (MSE)")
+    top.set_title("distillation into a GRU student")
+    flown = [(r["step"], r["rollout_success"]) for r in metrics if r["rollout_success"] is not None]
+    bottom.plot(its, [r["beta"] for r in metrics], "--", label="teacher share (beta)")
+    if flown:
+        bottom.plot(*zip(*flown), "o-", label="rollout success (beta's mixture)")
+    bottom.set_xlabel("DAgger iteration")
+    bottom.legend(fontsize=8)
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    plotting.save_png(fig, path)

@@ -1,0 +1,75 @@
+"""Distillation (neuromotor distil): 2 teachers x a few steps through the whole pipeline, the
+student's policy file (version 4, recurrent) equal to the trained network, and bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+import neuromotor
+from neuromotor.cli import main
+from neuromotor.policy.policy_file import read_policy
+from neuromotor.training import distil as d
+
+TINY = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "iterations": 2, "envs_per_teacher": 2,
+        "rollout_steps": 40, "window": 16, "burn_in": 4, "batch_windows": 4, "updates": 3,
+        "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
+
+
+def test_the_students_file_is_the_trained_network(tmp_path):
+    cfg = d.make_config({**TINY, "updates": 20})
+    drones = d.draw_drones(cfg, cfg.teachers, 0)
+    teachers = d.train_teachers(tmp_path / "teachers", cfg, drones, progress=False)
+    assert len(teachers) == 2 and not teachers[0].recurrent
+    net, norm, env = d.dagger(tmp_path, cfg, teachers, drones, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1] and all(np.isfinite(r["loss"]) for r in records)
+    d.write_policy(d.student_spec(net, norm, env, {"env": "quadrotor"}), tmp_path / "s.nmp")
+    spec = read_policy(tmp_path / "s.nmp")
+    assert spec.recurrent and spec.state_size == 6 and spec.kinds == ["dense", "gru", "dense"]
+    assert (tmp_path / "s.nmp").read_bytes()[4] == 4  # the format version byte
+    obs = np.stack([env.reset([np.random.default_rng([7, i]) for i in range(4)])] +
+                   [env.step(np.full((4, 4), 0.3))[0] for _ in range(9)])
+    want, _, _ = net.forward(((obs - norm[0]) / norm[1]).astype(np.float32))
+    state = spec.initial_state()
+    for t in range(len(obs)):
+        action, state = spec.step(obs[t], state)
+        np.testing.assert_allclose(action, want[t], rtol=1e-4, atol=1e-5)
+    assert np.abs(want[-1] - want[0]).max() > 1e-4  # the sequence moved the policy
+
+
+def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["distil", "quadrotor", "--run-dir", str(run), "--json"] + [f"--set={k}={v}" for k, v in TINY.items()]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for name in ("distil.json", "metrics.jsonl", "learning_curve.png", "summary.json", "student.nmp",
+                 "teachers/best.npz"):
+        assert (run / name).is_file(), name
+    rows = summary["evaluation"]
+    assert set(rows) == {"student on fresh drones", "student on the teachers' drones", "each teacher on its own drone"}
+    assert all(0 <= r["success_mean"] <= 1 and len(r["per_drone"]) == 2 for r in rows.values())
+    fresh = json.loads((run / "distil.json").read_text())["fresh_drones"]
+    assert fresh != json.loads((run / "distil.json").read_text())["drones"]
+    kwargs = json.dumps({"drones": fresh[:1], "obs_delay": 1})
+    assert main(["eval", str(run / "student.nmp"), "--env", "quadrotor", "--env-kwargs", kwargs,
+                 "--episodes", "2", "--json"]) == 0
+    assert main(argv) == 2  # an existing distillation is replaced only with --force
+    assert "--force" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--set", "window=8", "--set", "burn_in=8"], "burn_in"),
+    (["--set", "mass=0.9"], "mass"),
+    (["--set", "wings=2"], "wings"),
+])
+def test_bad_settings_are_one_line_errors(tmp_path, capsys, argv, match):
+    assert main(["distil", "quadrotor", "--run-dir", str(tmp_path / "r")] + argv) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_only_the_quadrotor_distils():
+    with pytest.raises(neuromotor.UserError, match="quadrotor"):
+        neuromotor.distil("pendulum")
