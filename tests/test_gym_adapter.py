@@ -204,9 +204,9 @@ def test_bad_env_settings_are_one_line(cli, tmp_path, runs_root, extra, words):
     assert list(runs_root.iterdir()) == []
 
 
-def test_built_in_envs_take_no_kwargs(cli, runs_root):
+def test_built_in_envs_refuse_kwargs_they_do_not_take(cli, runs_root):
     code, out, err = cli("train", "pendulum", "--steps", 10, "--env-kwargs", '{"g": 3}')
-    _one_line_error(code, err, "built-in environment 'pendulum' takes no env_kwargs")
+    _one_line_error(code, err, "built-in environment 'pendulum' takes the env_kwargs observe_velocity (got g)")
 
 
 @pytest.mark.parametrize("nan, vector, words", [

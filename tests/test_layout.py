@@ -11,7 +11,8 @@ PACKAGE = REPO / "host" / "neuromotor"
 
 # Bottom to top: a module imports only from its own layer's package or from layers below.
 LAYERS = [
-    ("errors", "limits", "paths", "rng", "registry", "reading", "rules", "safe_write", "native", "version"),
+    ("errors", "limits", "paths", "rng", "registry", "reading", "rules", "safe_write", "native", "version", "lifeline",
+     "_forkserver_lifeline"),
     ("nn", "envs"),
     ("policy",),
     ("algos",),

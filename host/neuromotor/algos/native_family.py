@@ -28,8 +28,8 @@ NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "
 def steps_natively(env) -> bool:
     """Whether the native call can also step `env`, one env per agent: the built-in pendulum, or
     the quadrotor (its C step takes the env's own model array)."""
-    if type(env) is QuadrotorVec:
-        return True
+    if isinstance(env, QuadrotorVec):
+        return env.native_step
     return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
 
 
