@@ -30,6 +30,8 @@ _HOME = {
     "sweep": "neuromotor.api._sweep", "resume_sweep": "neuromotor.api._sweep", "SweepResult": "neuromotor.api._sweep",
     "TD3": "neuromotor.algos.td3", "SAC": "neuromotor.algos.sac", "PPO": "neuromotor.algos.ppo",
     "env_factory": "neuromotor.api._env", "parse_kwargs": "neuromotor.api._env",
+    **{name: "neuromotor.api._catalogue" for name in ("env_names", "algorithm_names", "default_algorithms",
+                                                      "algorithm_presets", "settings")},
     # boards
     **{name: "neuromotor.api._board" for name in (
         "Board", "EmulatedBoard", "start_board", "stop_board", "reset_board", "running_boards", "connected_boards",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and the reference pages
                                        build_firmware, check_boards, connected_boards, known_boards, pio,
                                        reset_board, run_baremetal, running_boards, start_board, stop_board,
                                        web_server)
+    from neuromotor.api._catalogue import algorithm_names, algorithm_presets, default_algorithms, env_names, settings
     from neuromotor.api._env import env_factory, parse_kwargs
     from neuromotor.api._export import export
     from neuromotor.api._import import import_policy

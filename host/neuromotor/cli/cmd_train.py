@@ -22,8 +22,7 @@ examples:
 
 
 def register(sub):
-    from neuromotor.envs import ENVS
-    from neuromotor.algos import ALGOS
+    from neuromotor.api import algorithm_names, env_names
 
     p = sub.add_parser("train", help="train an agent (or a population of seeds) on an environment",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
@@ -33,13 +32,13 @@ def register(sub):
                        "...) or module:attr naming your own gymnasium.Env class or factory. A run on a "
                        "gymnasium env resumes exactly, except that the episodes in flight at the checkpoint "
                        "restart (an arbitrary env cannot be snapshotted); built-in envs resume bit-exactly.", 100))
-    p.add_argument("env", nargs="?", help=f"built-in name ({', '.join(ENVS)}), gymnasium id, or module:attr")
+    p.add_argument("env", nargs="?", help=f"built-in name ({', '.join(env_names())}), gymnasium id, or module:attr")
     p.add_argument("--env-kwargs", metavar="TABLE", help="keyword arguments for gymnasium.make or your "
                    "factory, as JSON or a TOML inline table, e.g. '{\"max_episode_steps\": 500}'; "
                    "single ones also as --set env_kwargs.NAME=VALUE")
     p.add_argument("--vector", metavar="{sync,async}", help="how a gymnasium env's copies are stepped: sync "
                    "(default, in this process) or async (one worker process per env, for slow Python envs)")
-    p.add_argument("--algo", help=f"algorithm: {', '.join(ALGOS)} or module:Class (default: {_default_algos()})")
+    p.add_argument("--algo", help=f"algorithm: {', '.join(algorithm_names())} or module:Class (default: {_default_algos()})")
     p.add_argument("--steps", "--env-steps", type=int, help="environment steps per agent (default: the preset's, listed below)")
     p.add_argument("--envs", type=int, help="parallel envs per agent (PPO's num_envs)")
     p.add_argument("--threads", help="MuJoCo stepping threads: auto (default, all cores) or 1..cores")
@@ -65,33 +64,25 @@ def register(sub):
 
 
 def _default_algos() -> str:
-    from neuromotor.envs import DEFAULT_ALGOS, USER_ENV_ALGO
+    from neuromotor.api import default_algorithms
 
     by_algo = {}
-    for env, algo in DEFAULT_ALGOS.items():
-        by_algo.setdefault(algo, []).append(f"the {env}")
-    by_algo.setdefault(USER_ENV_ALGO, []).append("your own envs (module:attr)")
-    return "; ".join(f"{algo} on {' and '.join(envs)}" for algo, envs in by_algo.items()) + "; td3 elsewhere"
+    defaults = default_algorithms()
+    other = defaults.pop("*")
+    for env, algo in defaults.items():
+        by_algo.setdefault(algo, []).append("your own envs (module:attr)" if env == "module:attr" else f"the {env}")
+    return "; ".join(f"{algo} on {' and '.join(envs)}" for algo, envs in by_algo.items()) + f"; {other} elsewhere"
 
 
 def algorithm_tables() -> str:
     """Each algorithm's presets (with the steps they train) and settings, from its own module."""
-    import dataclasses
-    import importlib
-
-    from neuromotor.algos import ALGOS, algo_class
-    from neuromotor.training.config import RunConfig
+    from neuromotor.api import algorithm_presets, settings
 
     lines = ["presets (--preset NAME; steps per agent):"]
-    settings = [("run", [f.name for f in dataclasses.fields(RunConfig)])]
-    for name in ALGOS:
-        cls = algo_class(name)
-        configs = getattr(importlib.import_module(cls.__module__), "CONFIGS", {})
-        presets = ", ".join(f"{preset} ({run.get('steps', RunConfig.steps)})" for preset, (_, run) in configs.items())
-        lines.append(f"  {name}: {presets or 'none'}")
-        settings.append((name, [f.name for f in dataclasses.fields(cls.Config)]))
+    for name, presets in algorithm_presets().items():
+        lines.append(f"  {name}: {', '.join(f'{p} ({steps})' for p, steps in presets.items()) or 'none'}")
     lines.append("settings (--set KEY=VALUE, or KEY = VALUE in --config FILE.toml):")
-    for name, keys in settings:
+    for name, keys in settings().items():
         lines += textwrap.wrap(", ".join(keys), width=100, initial_indent=f"  {name}: ", subsequent_indent="    ")
     return "\n".join(lines) + "\n"
 
