@@ -17,7 +17,7 @@ from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec, env_for
 from neuromotor.safe_write import check_target
-from neuromotor.training import run_policy, runs, session
+from neuromotor.training import rundir, run_policy, runs, session
 from neuromotor.training.config import check_seed
 from neuromotor.training.evaluation import Evaluator, evaluate_spec
 
@@ -296,13 +296,10 @@ def load_run(path: "str | os.PathLike") -> Run:
 def resume(run_dir: "str | os.PathLike", steps: "int | None" = None, vector: "str | None" = None,
            progress: "bool | None" = None) -> Run:
     """Continue the run in `run_dir` from its checkpoint, to `steps` in total if given."""
-    run_dir = Path(run_dir)
-    if not (run_dir / runs.CONFIG).is_file():
-        raise UserError(f"{run_dir}: not a run directory (no {runs.CONFIG})")
-    with runs.locked(run_dir):
-        spec, algo = session.resume(run_dir, vector=vector, steps=steps)
-        summary = session.train(run_dir, spec, algo, progress=show_progress(progress))
-    return finished(run_dir, summary)
+    with rundir.held(run_dir) as run:
+        spec, algo = session.resume(run.path, vector=vector, steps=steps)
+        summary = session.train(run, spec, algo, progress=show_progress(progress))
+    return finished(run.path, summary)
 
 
 def finished(run_dir, summary: dict) -> Run:

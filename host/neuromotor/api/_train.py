@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 
-from neuromotor.training import runs, session
+from neuromotor.training import rundir, runs, session
 from neuromotor.training.config import RunSpec, parse_set
 from neuromotor.api._env import env_name
 from neuromotor.api._progress import show_progress
@@ -100,19 +99,11 @@ def start(spec: RunSpec, run_dir=None, force: bool = False, progress: bool = Tru
     """Train a new run from a whole RunSpec (session.new_config) into run_dir."""
     algo = runs.build(spec)  # bad hyperparameters and runs that cannot fit fail here, before any file
     try:
-        if run_dir is None:
-            run_dir = runs.new_run_dir(spec.env, spec.algo, spec.seeds)
-        else:
-            run_dir = Path(run_dir)
-            runs.check_replaceable(run_dir, force)  # before the lock file is made
-            runs.make_dir(run_dir)
-        with runs.locked(run_dir):
-            runs.prepare(run_dir, force)
-            runs.write_config(run_dir, spec)
-            summary = session.train(run_dir, spec, algo, progress=progress)
+        with rundir.create(spec, run_dir, force) as run:
+            summary = session.train(run, spec, algo, progress=progress)
     finally:
         algo.close()
-    return finished(run_dir, summary)
+    return finished(run.path, summary)
 
 
 def set_threads(threads: "int | str") -> None:

@@ -15,130 +15,59 @@ summary.json or `--json` output.
 
 import time
 from collections import deque
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
-from neuromotor.training import checkpoint, config, plotting, runs
-from neuromotor.training.tensorboard import RunBoard
+from neuromotor.training import config
+from neuromotor.training.rundir import CHECKPOINT, RunDir
 from neuromotor.errors import UserError
 from neuromotor.training.evaluation import Evaluator
 
 RECENT_EPISODES = 10  # window of the "recent return" on the progress bar
 
 
-def train(run_dir: Path, spec: config.RunSpec, algo, progress: bool = True) -> dict:
-    run_cfg, seeds = spec.run, spec.seeds
-    evaluator = Evaluator(spec.env_factory(), seeds, run_cfg.eval_episodes)
+def train(run: RunDir, spec: config.RunSpec, algo, progress: bool = True) -> dict:
+    seeds = spec.seeds
+    evaluator = Evaluator(spec.env_factory(), seeds, spec.run.eval_episodes)
     recent = [deque(maxlen=RECENT_EPISODES) for _ in seeds]
     t0 = time.perf_counter()
     cpu0 = algo.process_time()
-    board = RunBoard(run_dir, seeds, algo.steps)
-
-    def save_best(state):
-        # only what a policy is read from (the actor, seeds, steps, identity): no replay buffer
-        if not policy_keys:
-            policy_keys.update(runs.policy_keys(spec))
-        checkpoint.save(run_dir / runs.BEST, {k: v for k, v in state.items() if k.startswith(checkpoint.IDENTITY_PREFIX)
-                                              or k.rpartition(".")[2] in policy_keys})
-
-    policy_keys = set()
 
     def evaluate():
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
-        board.evaluation(returns, algo.steps, algo, spec.algo_config)
-        records = [{
-            "step": algo.steps, "agent": k, "seed": seed,
-            "eval_return_mean": float(returns[k].mean()), "eval_return_std": float(returns[k].std()),
-            **_success(evaluator.success, k),
-            "train_return": float(np.mean(recent[k])) if recent[k] else None,
-            "wall_s": round(time.perf_counter() - t0, 3),
-        } for k, seed in enumerate(seeds)]
-        runs.append_metrics(run_dir, records)
+        run.evaluated(algo, spec, returns, evaluator.success, recent, t0)
         return returns, evaluator.success
 
-    try:
+    with run.training(seeds, algo.steps):
         if algo.steps == 0:
             _, success = evaluate()
             if success is not None:
-                save_best(algo.state_dict())
+                run.save_best(spec, algo.state_dict())
         # One BLAS thread: these matrices are too small to split, and OpenBLAS's spinning
         # threads made a single agent up to 15x slower on a busy 2-core machine (shards
         # are how a population uses the cores).
         with threadpool_limits(1, "blas"):
-            returns = _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress,
-                            f"{spec.algo} {spec.env} x{len(seeds)}", board)
-    finally:
-        board.close()
+            returns = _loop(algo, spec, evaluate, recent, run, progress)
     wall, cpu = time.perf_counter() - t0, algo.process_time() - cpu0
     if returns is None:  # resumed a run that had already finished
         returns = _finite_returns(evaluator.run(algo, algo.steps), algo.steps)
-
-    metrics = runs.read_metrics(run_dir)
-    found = _best_evaluation(metrics) if (run_dir / runs.BEST).exists() else None
-    plotting.learning_curve(metrics, run_dir / runs.CURVE, f"{spec.algo} on {spec.env}")
-    # eval_return_std: over episodes for one agent, over the agents' means for a population.
-    summary = {
-        "policy": _run_policy(run_dir, found, algo.steps, returns, evaluator.success),
-        "steps": algo.steps, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-        "eval_return_mean": float(returns.mean(axis=1).mean()),
-        "eval_return_std": float(returns.mean(axis=1).std() if len(seeds) > 1 else returns.std()),
-        **({} if evaluator.success is None else {"eval_success": float(evaluator.success.mean())}),
-        **({} if found is None else {"best": {"step": found[1], "eval_success": found[0][0],
-                                              "eval_return_mean": found[0][1], "checkpoint": runs.BEST}}),
-        "run_dir": str(run_dir),
-        "agents": [{"seed": s, "eval_return_mean": float(returns[k].mean()),
-                    "eval_return_std": float(returns[k].std()), **_success(evaluator.success, k)}
-                   for k, s in enumerate(seeds)],
-    }
-    runs.write_summary(run_dir, summary)
-    return summary
+    return run.finish(spec, algo.steps, returns, evaluator.success, wall, cpu)
 
 
-def _run_policy(run_dir: Path, found, steps: int, returns: np.ndarray, success) -> dict:
-    """What export, deploy, hil and eval take from the run: its best evaluation's state where the
-    env judges success, else the last state; with the evaluation that scored it."""
-    if found is not None:
-        (rate, mean), step = found
-        return {"path": str(run_dir / runs.BEST), "step": step, "eval_success": rate, "eval_return_mean": mean}
-    return {"path": str(run_dir / runs.CHECKPOINT), "step": steps,
-            **({} if success is None else {"eval_success": float(success.mean())}),
-            "eval_return_mean": float(returns.mean(axis=1).mean())}
-
-
-def _success(success, agent: int) -> dict:
-    """{"eval_success": the agent's share of successful evaluation episodes} for envs that judge
-    success (the quadrotor's hover), else {}."""
-    return {} if success is None else {"eval_success": float(success[agent].mean())}
-
-
-def _best_evaluation(metrics: list):
-    """((mean success, mean return), step) of the best evaluation in `metrics`, the first of equals;
-    None where no evaluation judged success."""
-    by_step = {}
-    for r in metrics:
-        if "eval_success" in r:
-            by_step.setdefault(r["step"], []).append((r["eval_success"], r["eval_return_mean"]))
-    scored = [(tuple(float(x) for x in np.mean(v, axis=0)), -step) for step, v in by_step.items()]
-    if not scored:
-        return None
-    score, neg_step = max(scored)
-    return score, -neg_step
-
-
-def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, board):
-    """Advance to run_cfg.steps, evaluating and checkpointing on the way; the last returns."""
+def _loop(algo, spec, evaluate, recent, run, progress):
+    """Advance to the run's steps, evaluating and checkpointing on the way; the last returns."""
+    run_cfg = spec.run
     bar = tqdm(total=run_cfg.steps, initial=algo.steps, unit="step", disable=not progress,
-               dynamic_ncols=True, desc=desc)
+               dynamic_ncols=True, desc=f"{spec.algo} {spec.env} x{len(spec.seeds)}")
     returns = None
-    found = _best_evaluation(runs.read_metrics(run_dir)) if (run_dir / runs.BEST).exists() else None
+    found = run.best()
     best = found[0] if found else None
     shown = algo.steps
     judged = ""  # the last evaluation's success, on envs that judge one
     every = run_cfg.checkpoint_every
-    saved_at = algo.steps if (run_dir / runs.CHECKPOINT).exists() else None
+    saved_at = run.saved_at(algo.steps)
     try:
         while algo.steps < run_cfg.steps:
             before = algo.steps
@@ -153,24 +82,24 @@ def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, b
             for k, returns_k in enumerate(finished):
                 recent[k].extend(returns_k)
             if any(finished):
-                board.episodes(finished, algo.steps)
+                run.episodes(finished, algo.steps)
             done = algo.steps >= run_cfg.steps
             due_eval = done or algo.steps // run_cfg.eval_every > before // run_cfg.eval_every
             due_save = done or (every and algo.steps // every > before // every)
             if due_eval or due_save:
                 # Evaluation only acts (no training state changes), so this state is also what gets saved.
                 state = algo.state_dict()
-                _refuse_non_finite(state, algo.steps, run_dir, saved_at)
+                _refuse_non_finite(state, algo.steps, run.path, saved_at)
             if due_eval:
                 returns, success = evaluate()
                 if success is not None:
                     judged = f"eval success {success.mean():.0%}"
                 score = None if success is None else (float(success.mean()), float(returns.mean()))
                 if score is not None and (best is None or score > best):
-                    save_best(state)
+                    run.save_best(spec, state)
                     best = score
             if due_save:
-                checkpoint.save(run_dir / runs.CHECKPOINT, state)
+                run.save(state)
                 saved_at = algo.steps
             if progress and (done or algo.steps - shown >= 100):
                 bar.update(algo.steps - shown)
@@ -183,13 +112,13 @@ def _loop(algo, run_cfg, evaluate, save_best, recent, run_dir, progress, desc, b
     return returns
 
 
-def _refuse_non_finite(state: dict, step: int, run_dir: Path, saved_at) -> None:
+def _refuse_non_finite(state: dict, step: int, run_dir, saved_at) -> None:
     """UserError if any floating-point array of the state holds NaN or inf."""
     bad = sorted({key.split(".", 1)[-1] for key, v in state.items()  # shard prefixes: "shard0.actor"
                   if np.asarray(v).dtype.kind in "fc" and not np.isfinite(v).all()})
     if not bad:
         return
-    kept = (f"the last good checkpoint (step {saved_at}) is kept in {run_dir / runs.CHECKPOINT}"
+    kept = (f"the last good checkpoint (step {saved_at}) is kept in {run_dir / CHECKPOINT}"
             if saved_at is not None else "no checkpoint had been written yet")
     raise UserError(f"training diverged by step {step}: NaN or inf in {', '.join(bad)}; stopped before "
                     f"evaluating or saving it; {kept}. Lower the learning rates (--set actor_lr=..., "

@@ -5,6 +5,7 @@ import os
 import sys
 
 from neuromotor.training import config, runs
+from neuromotor.training.rundir import RunDir
 from neuromotor.algos import algo_class
 from neuromotor.envs import default_algo, env_class
 from neuromotor.envs.gymnasium_vec import check_kwargs, check_vector
@@ -127,10 +128,12 @@ def resume(run_dir, vector=None, steps=None):
 
 
 def train(run_dir, spec: config.RunSpec, algo, progress=True) -> dict:
-    """Train `algo` to the end of spec's steps in run_dir, then release its workers."""
+    """Train `algo` to the end of spec's steps in run_dir (a path, or the RunDir that holds it),
+    then release its workers."""
     from neuromotor.training import loop  # matplotlib and tqdm only once there is work to do
 
     try:
-        return loop.train(run_dir, spec, algo, progress=progress)
+        return loop.train(run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir), spec, algo,
+                          progress=progress)
     finally:
         algo.close()
