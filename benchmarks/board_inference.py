@@ -31,6 +31,12 @@ Writes benchmarks/results/board_inference.json and .png; with --json the last
 line is one JSON object: per board, per backend median_us, p99_us,
 instructions_per_mac, cycles_per_mac, predicted µs per real board (+ bare-metal
 figures and overhead_ratio; "int8": the same per board).
+
+--gru instead times a recurrent policy (13 -> GRU 64 -> 4 tanh: 3·64·(13 + 64) + 64·4 =
+15,040 multiply-adds) against an MLP of about as many (13 -> 114 -> 114 -> 4, ReLU:
+14,934), native backend, deployed and timed the same way, and writes
+board_inference_gru.json: instructions per multiply-add of both and their ratio
+(goal: the GRU's at most 1.3x the MLP's).
 """
 
 import argparse
@@ -85,6 +91,70 @@ def vs_numpy(port, want, obs):
             got = np.stack([c.act(o)[0] for o in obs])
             out[backend] = float(np.abs(got - want).max())
     return out
+
+
+GRU_H = 64
+MLP_SAME = (13, 114, 114, 4)
+
+
+def make_gru_policies(tmp):
+    """The GRU policy and the MLP of about its multiply-adds, as files."""
+    from neuromotor.policy import write_policy
+    from neuromotor.policy.spec import PolicySpec
+    rng = np.random.default_rng(1)
+    h, n_in = GRU_H, SIZES[0]
+    gru = PolicySpec([rng.normal(0, 1 / np.sqrt(n_in), (3 * h, n_in)), rng.normal(0, 1 / np.sqrt(h), (4, h))],
+                     [rng.normal(0, 0.1, 3 * h), rng.normal(0, 0.1, 4)], ["identity", "tanh"],
+                     np.zeros(n_in), np.ones(n_in), np.ones(4), np.zeros(4), np.full(4, -1.0), np.full(4, 1.0),
+                     kinds=["gru", "dense"], hidden_weights=[rng.normal(0, 1 / np.sqrt(h), (3 * h, h)), None],
+                     hidden_biases=[rng.normal(0, 0.1, 3 * h), None], initial_hidden=[np.zeros(h), None])
+    n = len(MLP_SAME) - 1
+    mlp = PolicySpec([rng.normal(0, 1 / np.sqrt(MLP_SAME[i]), (MLP_SAME[i + 1], MLP_SAME[i])) for i in range(n)],
+                     [rng.normal(0, 0.1, MLP_SAME[i + 1]) for i in range(n)], ["relu", "relu", "tanh"],
+                     np.zeros(n_in), np.ones(n_in), np.ones(4), np.zeros(4), np.full(4, -1.0), np.full(4, 1.0))
+    paths = {"gru": tmp / "gru_13_64_4.nmp", "mlp": tmp / "mlp_13_114_114_4.nmp"}
+    write_policy(gru, paths["gru"])
+    write_policy(mlp, paths["mlp"])
+    return paths
+
+
+def gru_vs_mlp(boards_list, n, log, out):
+    """Instructions per multiply-add of the GRU policy and the MLP of as many, per board."""
+    from neuromotor import boards
+    from neuromotor.boards.bench import bench_port
+    from neuromotor.boards.deploy import deploy
+    tmp = Path(tempfile.mkdtemp(prefix="nm-bench-gru-"))
+    paths = make_gru_policies(tmp)
+    results = {}
+    for name in boards_list:
+        instance = f"{name}-bench-gru-{os.getpid()}"
+        try:
+            b = boards.start(name, instance=instance, build=True, die_with_parent=True)
+            entry = {}
+            for kind, path in paths.items():
+                log(f"{name}: deploying the {kind} policy")
+                deploy(b.port, str(path), log=lambda s: None)
+                s = bench_port(b.port, n=n, backends=["native"], log=log)["backends"]["native"]
+                entry[kind] = {"macs": s["macs"], "instructions_per_mac": s["instructions_per_mac"],
+                               "median_us": s["median_us"]}
+            entry["ratio"] = entry["gru"]["instructions_per_mac"] / entry["mlp"]["instructions_per_mac"]
+            results[name] = entry
+        except Exception as exc:
+            log(f"{name}: skipped ({exc})")
+        finally:
+            boards.stop(instance)
+    shutil.rmtree(tmp, ignore_errors=True)
+    lines = ["GRU 13->64(GRU)->4 against MLP 13->114->114->4, native backend, instructions per multiply-add "
+             "(QEMU -icount shift=0; per call, through Policy)",
+             f"{'board':12s} {'GRU MACs':>8s} {'GRU i/MAC':>9s} {'MLP MACs':>8s} {'MLP i/MAC':>9s} {'ratio':>6s}"]
+    for name, e in results.items():
+        lines.append(f"{name:12s} {e['gru']['macs']:8d} {e['gru']['instructions_per_mac']:9.2f} "
+                     f"{e['mlp']['macs']:8d} {e['mlp']['instructions_per_mac']:9.2f} {e['ratio']:6.2f}"
+                     f"  {'met' if e['ratio'] <= 1.3 else 'NOT met'} (goal <= 1.3)")
+    log("\n".join(lines))
+    summary = {"gru": "13-64gru-4", "mlp": "-".join(map(str, MLP_SAME)), "boards": results}
+    write_json(Path(out) / "board_inference_gru.json", summary)
+    return summary
 
 
 def has_cycle_model(name):
@@ -227,11 +297,17 @@ def main(argv=None):
                     help="clock for predicted µs without a cycle model (default: the board's own)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--gru", action="store_true", help="a GRU policy against an MLP of as many multiply-adds")
     args = ap.parse_args(argv)
     boards = args.boards.split(",") if args.boards else (
         ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else [])
         + (["qemu-xtensa"] if shutil.which("qemu-system-xtensa") else []))
     log = lambda s: print(s, file=sys.stderr if args.json else sys.stdout, flush=True)  # noqa: E731
+    if args.gru:
+        summary = gru_vs_mlp(boards, args.n, log, args.out)
+        if args.json:
+            print(json.dumps(summary))
+        return 0 if summary["boards"] else 1
     tmp = Path(tempfile.mkdtemp(prefix="nm-bench-"))
     policy = tmp / "policy_13_64_64_4.nmp"
     spec = make_policy(policy)

@@ -35,7 +35,8 @@ from neuromotor.policy.spec import PolicySpec
 
 NETS = {"13-64-64-4": [13, 64, 64, 4], "3-64-64-1": [3, 64, 64, 1]}
 
-TIMING = """
+# What both scripts open with: the policy `p` on its backend and an observation `obs`.
+LOAD = """
 import sys, time
 from array import array
 sys.path.append({natmod_dir!r})
@@ -45,7 +46,9 @@ if {backend!r} == 'native-natmod':
     import nm_kernels_natmod as kernels
 p = rt.Policy.load({policy!r}, backend={api_backend!r}, kernels=kernels)
 obs = array('f', [0.1 * i - 0.5 for i in range(p.obs_dim)])
-def api(n):
+"""
+
+TIMING = LOAD + """def api(n):
     i = 0
     while i < n:
         p(obs)
@@ -69,17 +72,7 @@ if p.backend == 'native':
     print('isa', p.kernels.isa())
 """
 
-COUNT = """
-import sys
-from array import array
-sys.path.append({natmod_dir!r})
-import neuromotor_rt as rt
-kernels = None
-if {backend!r} == 'native-natmod':
-    import nm_kernels_natmod as kernels
-p = rt.Policy.load({policy!r}, backend={api_backend!r}, kernels=kernels)
-obs = array('f', [0.1 * i - 0.5 for i in range(p.obs_dim)])
-n = int(sys.argv[1]) if len(sys.argv) > 1 else {n}
+COUNT = LOAD + """n = int(sys.argv[1]) if len(sys.argv) > 1 else {n}
 i = 0
 if {mode!r} == 'api':
     def run(n):

@@ -1,25 +1,28 @@
 """Distillation on the quadrotor: teachers on their own drones, one GRU student for all of them.
 
-    .venv/bin/python benchmarks/distil.py                                  # the full size below
+    .venv/bin/python benchmarks/distil.py --nominal runs/quadrotor-sac-s1-...  # the full size below
     .venv/bin/python benchmarks/distil.py --set teachers=2 --set teacher_steps=2000 --set iterations=2
-    .venv/bin/python benchmarks/distil.py --run runs/quadrotor-distil-...   # evaluate a finished run
-    .venv/bin/python benchmarks/distil.py --nominal runs/quadrotor-sac-s1-... # with a single nominal policy
+    .venv/bin/python benchmarks/distil.py --run runs/quadrotor-distil-... --nominal ...  # a finished run
 
-Full size (281 CPU s measured, 9 minutes' wall on a shared 2-core machine): 6 teachers x 150,000 SAC steps (the
-quadrotor preset, its rate decay and averaging scaled to the budget), 8 DAgger iterations of
-8 envs per drone x 500 steps, 300 BPTT updates each (windows of 64 steps, 16 of them burn-in).
+Full size: DistilConfig's defaults but 6 teachers (SAC's quadrotor preset, 300,000 steps each,
+one population, agent k on drone k), then 12 DAgger iterations of 16 envs per drone x 500 steps,
+600 BPTT updates of 64 windows each (64 steps, 16 of them burn-in).
 
 Rows (success: the env's criterion from the task's starts, seeded 10,000 as
 benchmarks/quadrotor.py): the student on drones no teacher trained on (fresh draws from the
-teachers' ranges), on the teachers' drones, each teacher on its own drone, and, with --nominal,
-that policy on the fresh drones; then the student and the nominal policy on the task's
+teachers' ranges), on the teachers' drones, each teacher on its own drone, with --nominal that
+single policy on the fresh drones, and RAPTOR's foundation policy (the `foundation-policy`
+package, imported as benchmarks/raptor.py does) on the fresh drones; the student and RAPTOR
+observe the same 22 numbers (training.distil.STUDENT_ENV). Then each of them on the task's
 randomised Crazyflie (env_kwargs randomize 0.3 and 0.5: mass and thrust coefficient drawn at
-every start) and on the nominal one. Prints a table, writes benchmarks/results/distil.json.
+every start) and on the nominal one. CPU seconds per phase (teachers, DAgger, evaluation) are
+the run's. Prints a table, writes benchmarks/results/distil.json.
 """
 
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +32,11 @@ from benchutil import write_json
 import neuromotor
 from neuromotor.envs import env_class
 from neuromotor.training.config import parse_set
-from neuromotor.training.distil import EVAL_SEED
+from neuromotor.training import distil as d
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_spec
 
-FULL = {"teachers": 6, "teacher_steps": 150_000, "iterations": 8, "updates": 300}
+FULL = {"teachers": 6}
 TASK_CONDITIONS = {"nominal Crazyflie": {}, "randomize 0.3": {"randomize": 0.3}, "randomize 0.5": {"randomize": 0.5}}
 
 
@@ -49,27 +52,53 @@ def main() -> int:
         summary = json.loads((Path(args.run) / "summary.json").read_text())
     else:
         settings = FULL | parse_set(args.set)
-        summary = neuromotor.distil("quadrotor", settings=settings, nominal=args.nominal, progress=True)
-    student = neuromotor.read_policy(summary["student"])
-    policies = {"student (GRU)": student}
+        summary = neuromotor.distil("quadrotor", settings=settings, progress=True)
+    run = json.loads((Path(summary["run_dir"]) / d.CONFIG).read_text())
+    # (policy, the quadrotor's env_kwargs it observes)
+    policies = {"student (GRU)": (neuromotor.read_policy(summary["student"]), d.STUDENT_ENV)}
     if args.nominal:
-        policies["nominal policy"] = load_spec(args.nominal)
+        policies["nominal policy"] = (load_spec(args.nominal), {})
+    raptor = raptor_spec()
+    if raptor is not None:
+        policies["RAPTOR"] = (raptor, d.STUDENT_ENV)
+    rows = summary["evaluation"]
+    for name, (spec, kwargs) in policies.items():
+        if name != "student (GRU)":
+            rows[f"{name} on fresh drones"] = on_fresh(spec, run["fresh_drones"], run["config"]["eval_episodes"], kwargs)
     task = {}
-    for name, spec in policies.items():
-        for condition, kwargs in TASK_CONDITIONS.items():
-            _, success = evaluate_spec(spec, env_class("quadrotor", kwargs), args.episodes, EVAL_SEED)
+    for name, (spec, kwargs) in policies.items():
+        for condition, extra in TASK_CONDITIONS.items():
+            _, success = evaluate_spec(spec, env_class("quadrotor", {**kwargs, **extra}), args.episodes, d.EVAL_SEED)
             task.setdefault(name, {})[condition] = float(np.mean(success))
     print(f"{'policy':<34} {'success':>8} {'worst drone':>12}")
-    for name, row in summary["evaluation"].items():
+    for name, row in rows.items():
         print(f"{name:<34} {row['success_mean']:>7.0%} {row['success_min']:>12.0%}")
     print()
     print(f"{'policy':<16}" + "".join(f"{c:>20}" for c in TASK_CONDITIONS))
     for name, row in task.items():
         print(f"{name:<16}" + "".join(f"{row[c]:>20.0%}" for c in TASK_CONDITIONS))
-    print(f"teachers {summary['teacher_cpu_s']:.0f} CPU s, all {summary['cpu_s']:.0f} CPU s, "
-          f"{summary['wall_s']:.0f} s wall; run {summary['run_dir']}")
+    phases = ", ".join(f"{k} {v:.0f}" for k, v in summary["cpu_s_per_phase"].items())
+    print(f"CPU s: {phases}; all {summary['cpu_s']:.0f}, {summary['wall_s']:.0f} s wall; run {summary['run_dir']}")
     write_json(args.out, {"distil": summary, "task": task, "episodes": args.episodes})
     return 0
+
+
+def on_fresh(spec, drones: list, episodes: int, env_kwargs: dict) -> dict:
+    v = d.success_on(spec, drones, episodes, env_kwargs).mean(1)
+    return {"success_mean": float(v.mean()), "success_min": float(v.min()), "per_drone": v.round(4).tolist()}
+
+
+def raptor_spec():
+    """RAPTOR's foundation policy as a policy file's spec observing STUDENT_ENV, or None
+    without the `foundation-policy` package."""
+    try:
+        from raptor import checkpoint
+        path = checkpoint()
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        neuromotor.import_policy(path, Path(tmp) / "raptor.nmp", env="quadrotor", env_kwargs=d.STUDENT_ENV)
+        return neuromotor.read_policy(Path(tmp) / "raptor.nmp")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,16 @@ class Clock:
         return env_steps / self.wall, env_steps / self.cpu
 
 
+def _step_rates(step, actions, n, steps):
+    """Env steps per wall and CPU second of `step` over at least `steps` steps of n envs,
+    cycling through `actions`."""
+    iters = -(-steps // n)
+    with Clock() as clock:
+        for i in range(iters):
+            step(actions[i % len(actions)])
+    return clock.rates(iters * n)
+
+
 def gymnasium_random(n, steps):
     import gymnasium
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
@@ -68,12 +78,9 @@ def gymnasium_random(n, steps):
     vec.reset(seed=0)
     vec.action_space.seed(0)
     actions = [vec.action_space.sample() for _ in range(64)]
-    iters = -(-steps // n)
-    with Clock() as clock:
-        for i in range(iters):
-            vec.step(actions[i % 64])
+    rates = _step_rates(vec.step, actions, n, steps)
     vec.close()
-    return clock.rates(iters * n)
+    return rates
 
 
 def adapter_random(n, steps):
@@ -82,12 +89,9 @@ def adapter_random(n, steps):
     episodes = AutoReset(env, [np.random.default_rng(s) for s in range(n)])
     episodes.reset()
     actions = [rng.uniform(-2, 2, (n, 1)).astype(np.float32) for _ in range(64)]
-    iters = -(-steps // n)
-    with Clock() as clock:
-        for i in range(iters):
-            episodes.step(actions[i % 64])
+    rates = _step_rates(episodes.step, actions, n, steps)
     env.close()
-    return clock.rates(iters * n)
+    return rates
 
 
 def ppo_training(env_name, n, steps):

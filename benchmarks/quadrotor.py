@@ -57,20 +57,26 @@ from neuromotor.policy.spec import InvalidPolicyError
 PASS_RATE = 0.95
 
 
-def success(policy, episodes: int, env_kwargs: dict, seed0: int = 10_000) -> dict:
-    """Success rate of `policy` (obs batch -> actions), how many episodes stayed in the box, and
-    the median final distance and speed of those that did, on the env the policy was trained on."""
-    env = QuadrotorVec(episodes, **env_kwargs)
-    obs = env.reset([np.random.default_rng(seed0 + k) for k in range(episodes)])
-    alive = np.ones(episodes, bool)
-    final = np.zeros_like(env.state)
+def fly(policy, env: QuadrotorVec, obs) -> tuple:
+    """Every drone of `env` flown from observations `obs` by `policy` (obs batch -> actions) for
+    a whole episode: (stayed in the box, final distance, final speed, succeeded) per drone."""
+    alive = np.ones(env.num_envs, bool)
+    final = env.state.copy()
     for _ in range(QuadrotorVec.max_episode_steps):
         obs, _, terminated = env.step(np.asarray(policy(obs), np.float64))
         alive &= ~terminated
         final[alive] = env.state[alive]
         env.state[~alive] = final[~alive]  # a drone out of the box has ended: it stays where it left
     distance, speed = np.linalg.norm(final[:, P], axis=1), np.linalg.norm(final[:, V], axis=1)
-    ok = alive & (distance < SUCCESS_DISTANCE) & (speed < SUCCESS_SPEED)
+    return alive, distance, speed, alive & (distance < SUCCESS_DISTANCE) & (speed < SUCCESS_SPEED)
+
+
+def success(policy, episodes: int, env_kwargs: dict, seed0: int = 10_000) -> dict:
+    """Success rate of `policy` (obs batch -> actions), how many episodes stayed in the box, and
+    the median final distance and speed of those that did, on the env the policy was trained on."""
+    env = QuadrotorVec(episodes, **env_kwargs)
+    obs = env.reset([np.random.default_rng(seed0 + k) for k in range(episodes)])
+    alive, distance, speed, ok = fly(policy, env, obs)
     return {"success_rate": float(ok.mean()), "survived": float(alive.mean()),
             "left_box": [int(k) for k in np.flatnonzero(~alive)],  # which starts (seed0 + k) crashed
             "passed": bool(ok.mean() >= PASS_RATE and alive.all()),

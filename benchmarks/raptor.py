@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+import quadrotor
 from benchutil import write_json
 
 import neuromotor
@@ -56,18 +57,8 @@ def starts(kind: str, episodes: int) -> QuadrotorVec:
 def fly(act, env: QuadrotorVec) -> dict:
     """Success of `act` (observations -> actions, its state reset) on env's starts: the env's
     criterion, as benchmarks/quadrotor.py judges it."""
-    n = env.num_envs
-    obs = env._observe()
-    alive = np.ones(n, bool)
-    final = env.state.copy()
-    for _ in range(QuadrotorVec.max_episode_steps):
-        obs, _, terminated = env.step(np.asarray(act(obs), np.float64))
-        alive &= ~terminated
-        final[alive] = env.state[alive]
-        env.state[~alive] = final[~alive]  # a drone out of the box has ended: it stays where it left
-    distance, speed = np.linalg.norm(final[:, P], axis=1), np.linalg.norm(final[:, V], axis=1)
-    ok = alive & (distance < SUCCESS_DISTANCE) & (speed < SUCCESS_SPEED)
-    return {"success": int(ok.sum()), "episodes": n, "left_box": int((~alive).sum()),
+    alive, distance, _, ok = quadrotor.fly(act, env, env._observe())
+    return {"success": int(ok.sum()), "episodes": env.num_envs, "left_box": int((~alive).sum()),
             "final_distance_m": float(np.median(distance[alive])) if alive.any() else None}
 
 

@@ -28,32 +28,13 @@ TARGETS = {"float": 2.0, "int8": 3.0}
 RLTOOLS_ESP32_US = {"generic": 4282.0, "Espressif DSP": 279.0, "RLtools optimised": 333.0}
 
 
-def policy_case(seed=0, n_obs=8):
-    """A TD3-actor-shaped policy (relu, relu, tanh; actions in [-2, 2]), its int8 version
-    calibrated on 256 observations, and n_obs observations."""
-    from neuromotor.policy.quantize import quantize
-    from neuromotor.policy.spec import PolicySpec
-    rng = np.random.default_rng(seed)
-    weights = [(rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32) for a, b in zip(SIZES, SIZES[1:])]
-    biases = [(0.1 * rng.standard_normal(b)).astype(np.float32) for b in SIZES[1:]]
-    n_obs_dim, n_act = SIZES[0], SIZES[-1]
-    spec = PolicySpec(weights=weights, biases=biases, activations=["relu", "relu", "tanh"],
-                      obs_mean=(0.2 * rng.standard_normal(n_obs_dim)).astype(np.float32),
-                      obs_std=rng.uniform(0.5, 2.0, n_obs_dim).astype(np.float32),
-                      action_scale=np.full(n_act, 2.0, np.float32), action_offset=np.zeros(n_act, np.float32),
-                      action_low=np.full(n_act, -2.0, np.float32), action_high=np.full(n_act, 2.0, np.float32))
-    calib = spec.obs_mean + spec.obs_std * rng.standard_normal((256, n_obs_dim)).astype(np.float32)
-    obs = spec.obs_mean + spec.obs_std * rng.standard_normal((n_obs, n_obs_dim)).astype(np.float32)
-    return spec, quantize(spec, calib), obs.astype(np.float32)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=4, help="timed forward passes per kernel")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
-    from neuromotor.boards.policy_baremetal import run_policy
-    spec, qp, obs = policy_case()
+    from neuromotor.boards.policy_baremetal import run_policy, td3_shaped_case
+    spec, qp, obs = td3_shaped_case(SIZES)
     want_f, want_q = spec.forward(obs), qp.forward(obs)
     rows = []
     for path, xt_asm in (("C (clang-22)", 0), ("assembly", 1)):

@@ -113,3 +113,19 @@ def refuse_bad_cases(good, cases, call, state, errors=(ValueError, TypeError)):
             np.testing.assert_array_equal(x, y, err_msg=label)
         checked += 1
     return checked
+
+
+def replay_and_env_cases(algo, env) -> list:
+    """(label, change, message): the bad replay and env arguments both algorithms' whole-step
+    calls refuse, for `env` (state, obs, ep_return, ep_len, max_steps) and algo's replay."""
+    state, obs, ep_return, ep_len, max_steps = env
+    ro = algo.replay.data.copy()
+    ro.flags.writeable = False
+    return [
+        ("read-only replay", {"replay": ro}, "writable"),
+        ("pos past the ring", {"pos": algo.replay.capacity}, "pos"),
+        ("negative size", {"size": -1}, "replay_size"),
+        ("float32 state", {"env": (state.astype(np.float32), obs, ep_return, ep_len, max_steps)}, "float64"),
+        ("int32 episode lengths", {"env": (state, obs, ep_return, ep_len.astype(np.int32), max_steps)}, "int64"),
+        ("obs of 1 agent", {"env": (state, obs[:1].copy(), ep_return, ep_len, max_steps)}, "axis 0"),
+    ]

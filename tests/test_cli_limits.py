@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from neuromotor.training import evaluation, memory, runs
+from neuromotor.training import evaluation, memory, rundir
 from neuromotor.envs import env_class
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--quiet"]
@@ -85,14 +85,14 @@ def test_default_run_names_never_collide(cli, runs_root):
         assert cli("train", "pendulum", "--steps", 10, *FAST)[0] == 0
     dirs = sorted(p.name for p in runs_root.iterdir())
     assert len(dirs) == 3, dirs
-    assert all((runs_root / d / runs.SUMMARY).is_file() for d in dirs)
+    assert all((runs_root / d / rundir.SUMMARY).is_file() for d in dirs)
 
 
 def test_a_second_trainer_in_the_same_run_dir_is_refused(cli, tmp_path):
     run_dir = tmp_path / "r"
     assert cli("train", "pendulum", "--steps", 20, "--run-dir", run_dir, *FAST)[0] == 0
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
-    with runs.locked(run_dir):  # as a running trainer holds it
+    with rundir.locked(run_dir):  # as a running trainer holds it
         _one_line_error(*cli("train", "--resume", run_dir, "--steps", 40)[::2], "in use")
         _one_line_error(*cli("train", "pendulum", "--steps", 20, "--run-dir", run_dir, "--force", "--quiet")[::2],
                         "in use")
@@ -107,7 +107,7 @@ def test_two_trainer_processes_one_run_dir(tmp_path):
     first = subprocess.Popen(cmd + ["--steps", "1000000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while not (run_dir / runs.CONFIG).exists() and time.time() < deadline:
+        while not (run_dir / rundir.CONFIG).exists() and time.time() < deadline:
             assert first.poll() is None, first.communicate()
             time.sleep(0.05)
         second = subprocess.run(cmd + ["--steps", "10", "--force"], capture_output=True, text=True, timeout=120)
@@ -116,4 +116,4 @@ def test_two_trainer_processes_one_run_dir(tmp_path):
     finally:
         first.kill()
         first.wait()
-    assert json.loads((run_dir / runs.CONFIG).read_text())["run"]["steps"] == 1000000
+    assert json.loads((run_dir / rundir.CONFIG).read_text())["run"]["steps"] == 1000000

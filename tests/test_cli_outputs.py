@@ -6,7 +6,8 @@ import stat
 
 import pytest
 
-from neuromotor.training import runs
+from neuromotor.training import rundir
+from special_files import private_null
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
 
@@ -22,7 +23,7 @@ def _one_line_error(code, err, *words):
         assert w in err, err
 
 
-@pytest.mark.parametrize("name", runs.OWN_FILES + (runs.LOCK, runs.ON_DEVICE))
+@pytest.mark.parametrize("name", rundir.OWN_FILES + (rundir.LOCK, rundir.ON_DEVICE))
 def test_export_refuses_the_runs_own_files(run_copy, cli, name):
     (run_copy / name).touch()
     before = _snapshot(run_copy)
@@ -33,7 +34,7 @@ def test_export_refuses_the_runs_own_files(run_copy, cli, name):
 
 def test_export_writes_a_host_runs_policy_beside_its_checkpoint(run_copy, cli):
     """`make demo`'s export: runs/demo -o runs/demo/policy.nmp, new and then replaced."""
-    target = run_copy / runs.BOARD_POLICY
+    target = run_copy / rundir.BOARD_POLICY
     for _ in range(2):
         code, out, err = cli("export", run_copy, "-o", target)
         assert code == 0, err
@@ -41,10 +42,10 @@ def test_export_writes_a_host_runs_policy_beside_its_checkpoint(run_copy, cli):
 
 
 def test_export_refuses_the_policy_a_board_wrote(run_copy, cli):
-    (run_copy / runs.ON_DEVICE).write_text("{}")
-    (run_copy / runs.BOARD_POLICY).write_bytes(b"the board's own policy")
+    (run_copy / rundir.ON_DEVICE).write_text("{}")
+    (run_copy / rundir.BOARD_POLICY).write_bytes(b"the board's own policy")
     before = _snapshot(run_copy)
-    _one_line_error(*cli("export", run_copy, "-o", run_copy / runs.BOARD_POLICY)[::2], runs.BOARD_POLICY)
+    _one_line_error(*cli("export", run_copy, "-o", run_copy / rundir.BOARD_POLICY)[::2], rundir.BOARD_POLICY)
     assert _snapshot(run_copy) == before
 
 
@@ -64,15 +65,6 @@ def test_export_over_its_own_source_policy_is_refused(run_copy, cli, tmp_path):
     assert nmp.read_bytes() == data
 
 
-def _private_null(directory):
-    """A character device like /dev/null in `directory` (a regression must not replace the real one)."""
-    try:
-        os.mknod(directory / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    except PermissionError:
-        pytest.skip("creating a device node needs root")
-    return directory / "null"
-
-
 @pytest.mark.parametrize("target, words", [
     ("NULL", ["not a regular file"]),
     ("", ["empty"]),
@@ -85,7 +77,7 @@ def _private_null(directory):
 def test_export_refuses_non_regular_targets(trained, cli, tmp_path, target, words):
     (tmp_path / "FILE").write_text("keep")
     os.mkfifo(tmp_path / "FIFO")
-    null = _private_null(tmp_path)
+    null = private_null(tmp_path)
     target = target if target.startswith("/") or not target else str(tmp_path / target)
     if target.endswith("DIR"):
         os.mkdir(target)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from neuromotor.training import runs
+from neuromotor.training import rundir
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
 
@@ -22,7 +22,7 @@ def _snapshot(run_dir):
 
 
 def _edit_config(run_dir, **changes):
-    path = run_dir / runs.CONFIG
+    path = run_dir / rundir.CONFIG
     doc = json.loads(path.read_text())
     for key, value in changes.items():
         section, _, field = key.rpartition("__")
@@ -84,12 +84,12 @@ def test_resume_of_a_finished_run_with_more_steps_still_works(finished, cli):
     code, out, err = cli("train", "--resume", finished, "--steps", 150, "--json")
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1])["steps"] == 150
-    assert json.loads((finished / runs.CONFIG).read_text())["run"]["steps"] == 150
+    assert json.loads((finished / rundir.CONFIG).read_text())["run"]["steps"] == 150
 
 
 def test_checkpoints_without_identity_still_load(finished, cli):
     """Checkpoints written before env/algo were recorded in them."""
-    path = finished / runs.CHECKPOINT
+    path = finished / rundir.CHECKPOINT
     with np.load(path, allow_pickle=False) as ck:
         arrays = {k: ck[k] for k in ck.files if not k.startswith("run.")}
     np.savez(path, **arrays)

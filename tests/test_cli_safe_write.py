@@ -8,15 +8,7 @@ import pytest
 
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_open, atomic_write, check_target
-
-
-def _private_null(directory):
-    """A character device like /dev/null in `directory` (a regression must not replace the real one)."""
-    try:
-        os.mknod(directory / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-    except PermissionError:
-        pytest.skip("creating a device node needs root")
-    return directory / "null"
+from special_files import private_null
 
 
 def _no_temp_left(directory):
@@ -50,7 +42,7 @@ def test_streaming_writer_keeps_old_file_on_error(tmp_path):
     (lambda d: d / "missing" / "x.nmp", "does not exist"),
     (lambda d: (d / "file").write_text("x") and d / "file" / "x.nmp", "not a directory"),
     (lambda d: os.mkfifo(d / "fifo") or d / "fifo", "not a regular file"),
-    (lambda d: _private_null(d), "not a regular file"),
+    (lambda d: private_null(d), "not a regular file"),
     (lambda d: "/proc/neuromotor-x", "cannot write"),
 ])
 def test_refuses_non_regular_targets(tmp_path, make, message):
@@ -93,7 +85,7 @@ def test_own_files_are_never_written_through_a_symlink(tmp_path):
 @pytest.mark.parametrize("target", ["null", "dangling"])
 def test_symlink_to_anything_else_is_refused(tmp_path, target):
     if target == "null":
-        _private_null(tmp_path)
+        private_null(tmp_path)
     link = tmp_path / "link.nmp"
     link.symlink_to(tmp_path / target)
     with pytest.raises(UserError):

@@ -1,14 +1,13 @@
 """`neuromotor train / eval / runs`: outputs, run directories, configs and every kind of bad input."""
 
 import json
-import signal
-import time
 import zipfile
 
 import numpy as np
 import pytest
 
-from neuromotor.training import run_policy, runs
+from neuromotor.training import run_policy, rundir
+from run_checks import kill_then_resume_equals_uninterrupted
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
 
@@ -27,11 +26,11 @@ def test_train_writes_a_run_dir_and_one_json_line(tmp_path, cli):
     assert "eval_success" not in summary  # the pendulum judges no success
     assert summary["eval_return_mean"] < 0 and summary["eval_return_std"] >= 0
     assert [a["seed"] for a in summary["agents"]] == [0]
-    for name in runs.OWN_FILES:
-        assert (run_dir / name).is_file() == (name != runs.BEST), name  # no success judged: no best
+    for name in rundir.OWN_FILES:
+        assert (run_dir / name).is_file() == (name != rundir.BEST), name  # no success judged: no best
     cfg = json.loads((run_dir / "config.json").read_text())
     assert cfg["algo_config"]["batch_size"] == 16 and cfg["run"]["eval_episodes"] == 2
-    steps = [r["step"] for r in runs.read_metrics(run_dir)]
+    steps = [r["step"] for r in rundir.read_metrics(run_dir)]
     assert steps == [0, 100, 200, 300]
     with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
         assert int(ck["steps"]) == 300 and ck["replay"].shape == (1, 10_000, 11)
@@ -137,44 +136,13 @@ def test_checkpoint_of_another_network_shape(tmp_path, cli):
     assert code == 2 and "steps is object[1]" in err
 
 
-def _params(run_dir):
-    with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
-        return {k: ck[k] for k in ck.files}
-
-
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
     # Enough steps after the first checkpoint that the kill lands mid-run however fast training is.
-    args = ["--steps", 4000, "--set", "checkpoint_every=200", "--set", "eval_every=1000", *FAST]
-    straight = tmp_path / "straight"
-    assert cli("train", "pendulum", "--seed", 7, "--run-dir", straight, *args)[0] == 0
-
-    killed = tmp_path / "killed"
-    proc = neuromotor_process("train", "pendulum", "--seed", 7, "--run-dir", killed, *args)
-    try:
-        deadline = time.time() + 60
-        while not (killed / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.01)
-        time.sleep(0.1)  # past the first checkpoint, mid-way to the next
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL, "training finished before it could be killed"
-    assert not (killed / "summary.json").exists()
-    interrupted_at = int(_params(killed)["steps"])
-    assert 200 <= interrupted_at < 4000
-
-    code, out, err = cli("train", "--resume", killed, "--json")
-    assert code == 0, err
-    assert json.loads(out.strip().splitlines()[-1])["steps"] == 4000
-    a, b = _params(straight), _params(killed)
-    assert a.keys() == b.keys()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    args = ["--seed", 7, "--steps", 4000, "--set", "checkpoint_every=200", "--set", "eval_every=1000", *FAST]
+    straight, killed, _ = kill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process, args, 4000, 200)
     # metrics: every evaluation exactly once, and the same numbers as the uninterrupted run
-    ma, mb = runs.read_metrics(straight), runs.read_metrics(killed)
+    ma, mb = rundir.read_metrics(straight), rundir.read_metrics(killed)
     assert [r["step"] for r in mb] == [0, 1000, 2000, 3000, 4000]
     assert [r["eval_return_mean"] for r in ma] == [r["eval_return_mean"] for r in mb]
 

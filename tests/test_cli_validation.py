@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from neuromotor.training import config, runs
+from neuromotor.training import config, rundir
 from neuromotor.algos.ppo import Config as PPOConfig
 from neuromotor.algos.sac import Config as SACConfig
 from neuromotor.algos.td3 import Config as TD3Config
@@ -101,7 +101,7 @@ def test_a_refused_setting_leaves_no_partial_run_that_blocks_a_rerun(cli, tmp_pa
 def test_resume_and_eval_refuse_a_hand_edited_bad_config(cli, tmp_path, edit):
     run_dir = tmp_path / "r"
     assert cli("train", "pendulum", "--run-dir", run_dir, "--steps", 20, *FAST)[0] == 0
-    path = run_dir / runs.CONFIG
+    path = run_dir / rundir.CONFIG
     doc = json.loads(path.read_text())
     for section, values in edit.items():
         doc[section].update({k: float(v) if v == "nan" else v for k, v in values.items()})

@@ -1,5 +1,6 @@
 """Distillation (neuromotor distil): 2 teachers x a few steps through the whole pipeline, the
-student's policy file (version 4, recurrent) equal to the trained network, and bad input."""
+student's policy file (version 4, recurrent) equal to the trained network, its observation the
+student env's, and bad input."""
 
 import json
 
@@ -8,6 +9,7 @@ import pytest
 
 import neuromotor
 from neuromotor.cli import main
+from neuromotor.envs.quadrotor_drones import QuadrotorDronesVec
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.training import distil as d
 
@@ -30,12 +32,27 @@ def test_the_students_file_is_the_trained_network(tmp_path):
     assert (tmp_path / "s.nmp").read_bytes()[4] == 4  # the format version byte
     obs = np.stack([env.reset([np.random.default_rng([7, i]) for i in range(4)])] +
                    [env.step(np.full((4, 4), 0.3))[0] for _ in range(9)])
-    want, _, _ = net.forward(((obs - norm[0]) / norm[1]).astype(np.float32))
+    seen = np.stack([d.student_obs(o) for o in obs])
+    want, _, _ = net.forward(((seen - norm[0]) / norm[1]).astype(np.float32))
     state = spec.initial_state()
     for t in range(len(obs)):
-        action, state = spec.step(obs[t], state)
+        action, state = spec.step(seen[t], state)
         np.testing.assert_allclose(action, want[t], rtol=1e-4, atol=1e-5)
     assert np.abs(want[-1] - want[0]).max() > 1e-4  # the sequence moved the policy
+
+
+def test_the_student_sees_what_the_student_env_observes():
+    drones = [{"mass": 1.1, "motor_time_constant": 0.8}, {"thrust": 0.9, "arm": 1.2}]
+    teacher_env = QuadrotorDronesVec(4, drones=drones)
+    student_env = QuadrotorDronesVec(4, drones=drones, **d.STUDENT_ENV)
+    rngs = lambda: [np.random.default_rng([3, i]) for i in range(4)]  # noqa: E731
+    teacher_env.reset(rngs()), student_env.reset(rngs())
+    actions = np.random.default_rng(5).uniform(-1, 1, (6, 4, 4))
+    for a in actions:
+        seen, want = teacher_env.step(a)[0], student_env.step(a)[0]
+    assert want.shape == (4, 22)
+    np.testing.assert_allclose(d.student_obs(seen), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(want[:, -4:], actions[-1], rtol=1e-6)
 
 
 def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys):
@@ -51,7 +68,8 @@ def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys)
     assert all(0 <= r["success_mean"] <= 1 and len(r["per_drone"]) == 2 for r in rows.values())
     fresh = json.loads((run / "distil.json").read_text())["fresh_drones"]
     assert fresh != json.loads((run / "distil.json").read_text())["drones"]
-    kwargs = json.dumps({"drones": fresh[:1], "obs_delay": 1})
+    assert set(summary["cpu_s_per_phase"]) == {"teachers", "dagger", "evaluation"}
+    kwargs = json.dumps({**d.STUDENT_ENV, "drones": fresh[:1], "obs_delay": 1})
     assert main(["eval", str(run / "student.nmp"), "--env", "quadrotor", "--env-kwargs", kwargs,
                  "--episodes", "2", "--json"]) == 0
     assert main(argv) == 2  # an existing distillation is replaced only with --force

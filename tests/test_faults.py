@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.training import runs, sweep
+from neuromotor.training import rundir, sweep
 
 FAST = ["--set", "eval_episodes=1", "--set", "eval_every=200", "--set", "checkpoint_every=100", "--quiet"]
 
@@ -36,7 +36,7 @@ def _finished_sweep(root: Path, plan: dict) -> Path:
     """A sweep directory whose one unit is finished (its summary written), so --resume goes
     straight to the results: what a malformed plan would break there is reached at once."""
     (root / "c0-s0").mkdir(parents=True)
-    (root / "c0-s0" / runs.SUMMARY).write_text(json.dumps({"agents": [{"seed": 0, "eval_return_mean": -1.5}]}))
+    (root / "c0-s0" / rundir.SUMMARY).write_text(json.dumps({"agents": [{"seed": 0, "eval_return_mean": -1.5}]}))
     (root / sweep.PLAN).write_text(json.dumps(plan))
     return root
 
@@ -112,8 +112,8 @@ def _wait_for_units_in_training(sweep_dir: Path, proc, n: int, timeout: float = 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
-        busy = [u for u in sorted(sweep_dir.glob("c*-s*")) if (u / runs.LOCK).is_file()
-                and (u / runs.LOCK).read_text().strip().isdigit()]
+        busy = [u for u in sorted(sweep_dir.glob("c*-s*")) if (u / rundir.LOCK).is_file()
+                and (u / rundir.LOCK).read_text().strip().isdigit()]
         if len(busy) >= n:
             return busy
         time.sleep(0.02)
@@ -151,7 +151,7 @@ def test_refused_second_driver_leaves_the_running_sweep_alone(tmp_path):
     below = {}
     try:
         (unit,) = _wait_for_units_in_training(sweep_dir, first, 1)
-        holder = (unit / runs.LOCK).read_text()
+        holder = (unit / rundir.LOCK).read_text()
         below = _descendants(first.pid)
         second = _spawn("sweep", "--resume", sweep_dir, "--workers", "2")
         try:
@@ -162,8 +162,8 @@ def test_refused_second_driver_leaves_the_running_sweep_alone(tmp_path):
                 second.wait()
         _one_line_error(second.returncode, err, "is being run by another neuromotor process")
         # the unit the first has not reached is as the plan left it, so the first can take it
-        assert sorted(p.name for p in (sweep_dir / "c1-s0").iterdir()) == [runs.CONFIG]
-        assert first.poll() is None and (unit / runs.LOCK).read_text() == holder
+        assert sorted(p.name for p in (sweep_dir / "c1-s0").iterdir()) == [rundir.CONFIG]
+        assert first.poll() is None and (unit / rundir.LOCK).read_text() == holder
     finally:
         first.kill()
         first.wait()
@@ -344,16 +344,16 @@ with atomic_open(sys.argv[1]) as f:
 
 
 def test_temporaries_of_a_killed_writer_go_when_the_run_is_resumed(run_copy, cli):
-    for name in (runs.CHECKPOINT, runs.BOARD_POLICY):
+    for name in (rundir.CHECKPOINT, rundir.BOARD_POLICY):
         killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, run_copy / name])
         assert killed.returncode == -signal.SIGKILL
     stale = sorted(p.name for p in run_copy.glob(".*.tmp"))
-    assert len(stale) == 2 and stale[0].startswith(f".{runs.CHECKPOINT}."), stale
-    live = run_copy / f".{runs.CHECKPOINT}.{os.getpid()}.abcdefgh.tmp"  # a writer that still runs
+    assert len(stale) == 2 and stale[0].startswith(f".{rundir.CHECKPOINT}."), stale
+    live = run_copy / f".{rundir.CHECKPOINT}.{os.getpid()}.abcdefgh.tmp"  # a writer that still runs
     live.write_bytes(b"")
     code, _, err = cli("train", "--resume", run_copy, "--steps", 100)
     assert code == 0, err
     assert not (run_copy / stale[0]).exists() and live.exists()
-    code, _, err = cli("export", run_copy, "-o", run_copy / runs.BOARD_POLICY)
+    code, _, err = cli("export", run_copy, "-o", run_copy / rundir.BOARD_POLICY)
     assert code == 0, err
     assert sorted(p.name for p in run_copy.glob(".*.tmp")) == [live.name]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import neuromotor
-from neuromotor.training import runs
+from neuromotor.training import rundir
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--quiet"]
 
@@ -34,7 +34,7 @@ def _process(*args, timeout=120, env=None, cwd=None):
 
 # --- data overwritten through a link, or deleted -------------------------------------------
 
-@pytest.mark.parametrize("name", [runs.LOCK, runs.METRICS, runs.CONFIG, runs.SUMMARY, runs.CHECKPOINT])
+@pytest.mark.parametrize("name", [rundir.LOCK, rundir.METRICS, rundir.CONFIG, rundir.SUMMARY, rundir.CHECKPOINT])
 def test_a_run_file_that_is_a_symlink_is_never_written_through(run_copy, tmp_path, cli, name, snapshot):
     victim = tmp_path / "victim"
     victim.write_bytes(b"the user's own file\n")
@@ -81,12 +81,12 @@ def test_a_refused_train_on_device_leaves_nothing_behind(tmp_path):
 # --- hangs: FIFOs where files belong ---------------------------------------------------------
 
 @pytest.mark.parametrize("args,name,words", [
-    (["eval", "RUN", "--episodes", "1"], runs.CHECKPOINT, "not a regular file"),
-    (["export", "RUN", "-o", "OUT"], runs.CHECKPOINT, "not a regular file"),
-    (["train", "--resume", "RUN", "--steps", "200"], runs.CHECKPOINT, "not a regular file"),
-    (["train", "--resume", "RUN", "--steps", "200"], runs.METRICS, "not a regular file"),
-    (["train", "--resume", "RUN", "--steps", "200"], runs.LOCK, "not a regular file"),
-    (["eval", "RUN", "--episodes", "1"], runs.CONFIG, "no such run directory"),
+    (["eval", "RUN", "--episodes", "1"], rundir.CHECKPOINT, "not a regular file"),
+    (["export", "RUN", "-o", "OUT"], rundir.CHECKPOINT, "not a regular file"),
+    (["train", "--resume", "RUN", "--steps", "200"], rundir.CHECKPOINT, "not a regular file"),
+    (["train", "--resume", "RUN", "--steps", "200"], rundir.METRICS, "not a regular file"),
+    (["train", "--resume", "RUN", "--steps", "200"], rundir.LOCK, "not a regular file"),
+    (["eval", "RUN", "--episodes", "1"], rundir.CONFIG, "no such run directory"),
 ])
 def test_a_fifo_is_refused_not_waited_on(run_copy, tmp_path, args, name, words):
     os.unlink(run_copy / name)
@@ -99,8 +99,8 @@ def test_fifo_settings_file_and_fifo_metrics_in_runs(run_copy, tmp_path):
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
     refused(*_process("train", "pendulum", "--config", fifo, timeout=60)[::2], "not a regular file")
-    os.unlink(run_copy / runs.METRICS)
-    os.mkfifo(run_copy / runs.METRICS)
+    os.unlink(run_copy / rundir.METRICS)
+    os.mkfifo(run_copy / rundir.METRICS)
     code, out, err = _process("runs", tmp_path, timeout=60)
     assert code == 0 and "run" in out and "Traceback" not in err
 
@@ -160,16 +160,16 @@ DAMAGED_CONFIGS = [b"", b"null", b"[]", b"{}", b'{"env": 3, "algo": "td3", "seed
 @pytest.mark.parametrize("command", ["eval", "export", "resume"])
 @pytest.mark.parametrize("content", DAMAGED_CONFIGS, ids=lambda c: repr(c[:24]))
 def test_a_damaged_run_config(run_copy, cli, tmp_path, snapshot, command, content):
-    (run_copy / runs.CONFIG).write_bytes(content)
+    (run_copy / rundir.CONFIG).write_bytes(content)
     before = snapshot(run_copy)
     args = {"eval": ["eval", run_copy, "--episodes", 1], "export": ["export", run_copy, "-o", tmp_path / "p.nmp"],
             "resume": ["train", "--resume", run_copy, "--steps", 200]}[command]
-    refused(*cli(*args)[::2], runs.CONFIG)
+    refused(*cli(*args)[::2], rundir.CONFIG)
     assert snapshot(run_copy) == before and not (tmp_path / "p.nmp").exists()
 
 
 def test_deep_run_config(run_copy, cli):
-    (run_copy / runs.CONFIG).write_text(DEEP)
+    (run_copy / rundir.CONFIG).write_text(DEEP)
     refused(*cli("eval", run_copy)[::2], "nests deeper")
 
 
@@ -241,7 +241,7 @@ def _npz_with_header(path, key, shape):
 @pytest.mark.parametrize("key", ["actor", "replay"])
 def test_a_checkpoint_that_declares_a_vast_array(run_copy, cli, tmp_path, key):
     """The actor (what export reads) or the replay (what only resuming reads) declares 10^13 floats."""
-    _npz_with_header(run_copy / runs.CHECKPOINT, key, (10**7, 10**6))
+    _npz_with_header(run_copy / rundir.CHECKPOINT, key, (10**7, 10**6))
     for args in (["eval", run_copy, "--episodes", 1], ["export", run_copy, "-o", tmp_path / "p.nmp"],
                  ["train", "--resume", run_copy, "--steps", 200]):
         refused(*cli(*args)[::2], "does not match" if key == "actor" or args[0] != "export" else "lacks actor")
@@ -249,12 +249,12 @@ def test_a_checkpoint_that_declares_a_vast_array(run_copy, cli, tmp_path, key):
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf-8\n", b"[1, 2]\n", b'{"step": "ten"}\n', "DIR"])
 def test_damaged_metrics(run_copy, cli, tmp_path, content):
-    (run_copy / runs.METRICS).unlink()
+    (run_copy / rundir.METRICS).unlink()
     if content == "DIR":
-        (run_copy / runs.METRICS).mkdir()
+        (run_copy / rundir.METRICS).mkdir()
     else:
-        (run_copy / runs.METRICS).write_bytes(content)
-    refused(*cli("train", "--resume", run_copy, "--steps", 200)[::2], runs.METRICS)
+        (run_copy / rundir.METRICS).write_bytes(content)
+    refused(*cli("train", "--resume", run_copy, "--steps", 200)[::2], rundir.METRICS)
     code, out, err = cli("runs", tmp_path)
     assert code == 0 and "run" in out
 
@@ -266,8 +266,8 @@ def test_damaged_sweep(tmp_path, cli, damage):
     assert cli("sweep", "pendulum", "--seeds", "0", "--grid", "batch_size=16", "--steps", 50, "--set",
                "eval_episodes=1", "--dir", sweep, "--quiet")[0] == 0
     if damage == "SUMMARY":
-        unit = next(p for p in sweep.iterdir() if (p / runs.SUMMARY).is_file())
-        (unit / runs.SUMMARY).write_text('{"agents": "none"}')
+        unit = next(p for p in sweep.iterdir() if (p / rundir.SUMMARY).is_file())
+        (unit / rundir.SUMMARY).write_text('{"agents": "none"}')
     else:
         (sweep / "sweep.json").write_text(damage)
     refused(*cli("sweep", "--resume", sweep, "--quiet")[::2])
@@ -288,7 +288,7 @@ def test_ctrl_c_on_a_sharded_population_is_one_line(tmp_path):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.time() + 120
-        while not (tmp_path / f"r{attempt}" / runs.CONFIG).exists() and time.time() < deadline:
+        while not (tmp_path / f"r{attempt}" / rundir.CONFIG).exists() and time.time() < deadline:
             time.sleep(0.1)
         time.sleep(2 + attempt)  # the shards are stepping
         proc.send_signal(signal.SIGINT)
@@ -310,4 +310,4 @@ def test_the_api_refuses_what_the_cli_refuses(tmp_path, monkeypatch, kwargs, wor
 
 
 def test_json_summaries_read_back_as_written(run_copy):
-    assert json.loads((run_copy / runs.SUMMARY).read_text()) == neuromotor.load_run(run_copy).summary
+    assert json.loads((run_copy / rundir.SUMMARY).read_text()) == neuromotor.load_run(run_copy).summary

@@ -52,9 +52,7 @@ def index(natmods, tmp_path_factory):
 
 @pytest.fixture
 def copy(index, tmp_path):
-    dst = tmp_path / "index"
-    shutil.copytree(index, dst)
-    return dst
+    return shutil.copytree(index, tmp_path / "index")
 
 
 def pkg(root, name, version="latest"):

@@ -279,7 +279,7 @@ def test_train_quadrotor_defaults_to_sac_with_its_quadrotor_preset(tmp_path, cli
 
 
 def test_the_best_evaluation_is_success_first_then_return_then_the_earliest():
-    from neuromotor.training.loop import _best_evaluation
+    from neuromotor.training.rundir import _best_evaluation
 
     def rec(step, agent, success, ret):
         return {"step": step, "agent": agent, "eval_success": success, "eval_return_mean": ret}

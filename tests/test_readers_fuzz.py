@@ -13,7 +13,7 @@ from neuromotor import reading
 from neuromotor.algos.td3 import Config as TD3Config
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import decode
-from neuromotor.training import checkpoint, config, runs, sweep
+from neuromotor.training import checkpoint, config, rundir, sweep
 
 BUDGET = settings(max_examples=150, deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -70,16 +70,16 @@ def test_checkpoints(tmp_path, data):
 @BUDGET
 @given(lines=st.lists(JSON.map(json.dumps) | st.text(max_size=30), max_size=6))
 def test_metrics(tmp_path, lines):
-    (tmp_path / runs.METRICS).write_text("\n".join(lines))
-    _value_or_user_error(runs.read_metrics, tmp_path)
+    (tmp_path / rundir.METRICS).write_text("\n".join(lines))
+    _value_or_user_error(rundir.read_metrics, tmp_path)
 
 
 @BUDGET
 @given(doc=JSON)
 def test_run_configs_and_sweep_plans(tmp_path, doc):
-    (tmp_path / runs.CONFIG).write_text(json.dumps(doc))
+    (tmp_path / rundir.CONFIG).write_text(json.dumps(doc))
     (tmp_path / sweep.PLAN).write_text(json.dumps(doc))
-    _value_or_user_error(runs.read_config, tmp_path)
+    _value_or_user_error(rundir.read_config, tmp_path)
     _value_or_user_error(sweep.read_plan, tmp_path)
 
 

@@ -4,22 +4,20 @@ agents are independent, checkpoints continue exactly, the exported policy is tan
 import json
 import math
 import shutil
-import signal
 import textwrap
-import time
 
 import numpy as np
 import pytest
 
-from neuromotor.training import config, memory, run_policy, runs
+from neuromotor.training import config, memory, run_policy, rundir, runs
 from neuromotor.algos import algo_class
 from neuromotor.algos.sac import SAC, Config, TanhGaussian
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
-from neuromotor.training.evaluation import Evaluator
 from neuromotor.nn import MLP
 from neuromotor.nn.mlp import with_ones
-from neuromotor.training.parallel import Sharded
+from run_checks import agent_arrays, checkpoint_arrays, kill_then_resume_equals_uninterrupted, \
+    round_trip_mid_block_continues_exactly, seed_alone_equals_seed_inside_a_population, swings_up_the_pendulum, train
 
 SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 # float64 nets for the gradient checks; the upper log-std bound clips some outputs so its zero
@@ -29,35 +27,16 @@ CHECK = dict(actor_hidden=(16, 16), critic_hidden=(16, 16), batch_size=8, buffer
 
 
 def _train(seeds, steps, shards=1, cfg=None):
-    algo = Sharded(SAC, cfg or Config(**SMALL), env_class("pendulum"), seeds, shards)
-    for _ in range(steps):
-        algo.advance()
-    return algo
+    return train(SAC, cfg or Config(**SMALL), seeds, steps, shards)
 
 
 def _agent_arrays(algo: SAC, k: int) -> dict:
-    algo.sync_host()  # the native backend trains a copy in the kernels' layout
-    out = {"log_alpha": algo.log_alpha[k].copy(), "replay": algo.replay.data[k].copy()}
-    for name, views in (("actor", algo.actor.layers), ("critic", algo.critic.layers),
-                        ("critic_t", algo.critic.target_layers)):
-        for i, layer in enumerate(MLP.member(views, k)):
-            out[f"{name}{i}"] = layer.copy()
-    return out
+    return {**agent_arrays(algo, k), "log_alpha": algo.log_alpha[k].copy()}
 
 
 def test_seed_alone_equals_seed_inside_a_population():
-    steps = 230  # crosses an episode boundary (200) and many updates
-    alone = _train([5], steps).local
-    population = _train([2, 5, 9], steps).local
-    sharded = _train([2, 5, 9, 11], steps, shards=2)  # worker processes; seed 5 is agent 1 of shard 0
-    local = SAC(Config(**SMALL), env_class("pendulum"), sharded.shard_seeds[0])
-    local.load_state_dict({k[7:]: v for k, v in sharded.state_dict().items() if k.startswith("shard0.")})
-    a = _agent_arrays(alone, 0)
-    for other, k in ((population, 1), (local, 1)):
-        b = _agent_arrays(other, k)
-        for key in a:
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert not np.array_equal(_agent_arrays(population, 0)["actor0"], a["actor0"])
+    # 230 steps cross an episode boundary (200) and many updates
+    alone = seed_alone_equals_seed_inside_a_population(SAC, Config(**SMALL), 230, _agent_arrays)
     assert alone.log_alpha[0] != 0  # alpha has been learning
 
 
@@ -80,17 +59,7 @@ def test_warmup_actions():
 
 @pytest.mark.parametrize("shared", [False, True])
 def test_state_dict_round_trip_mid_rng_block_continues_exactly(shared):
-    cfg = Config(**SMALL, shared_minibatch=shared)
-    a = _train([4, 6], 170, cfg=cfg)
-    saved = {k: np.array(v) for k, v in a.state_dict().items()}
-    for _ in range(60):  # crosses the 200-step episode boundary
-        a.advance()
-    b = _train([4, 6], 0, cfg=cfg)
-    b.load_state_dict(saved)
-    for _ in range(60):
-        b.advance()
-    for key, value in a.state_dict().items():
-        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+    round_trip_mid_block_continues_exactly(SAC, Config(**SMALL, shared_minibatch=shared), 60)
 
 
 def test_policy_spec_is_tanh_of_the_mean():
@@ -130,7 +99,7 @@ def test_policy_average_is_the_runs_policy_and_resumes_exactly(tmp_path):
 
     cfg = {**SMALL, "policy_average": 200}
     run = neuromotor.train("pendulum", "sac", steps=500, seeds=4, config=cfg, run_dir=tmp_path / "a", progress=False)
-    state = np.load(run.path / runs.CHECKPOINT)
+    state = np.load(run.path / rundir.CHECKPOINT)
     obs = np.random.default_rng(2).standard_normal((5, 3)).astype(np.float32)
     algo = SAC(Config(**cfg), env_class("pendulum"), [4])
     algo.load_state_dict({k: state[k] for k in algo.state_dict()})
@@ -138,7 +107,7 @@ def test_policy_average_is_the_runs_policy_and_resumes_exactly(tmp_path):
     assert not np.allclose(state["policy_actor"], state["actor"])
     half = neuromotor.train("pendulum", "sac", steps=250, seeds=4, config=cfg, run_dir=tmp_path / "b", progress=False)
     resumed = neuromotor.resume(half.path, steps=500, progress=False)
-    np.testing.assert_array_equal(np.load(resumed.path / runs.CHECKPOINT)["policy_actor"], state["policy_actor"])
+    np.testing.assert_array_equal(np.load(resumed.path / rundir.CHECKPOINT)["policy_actor"], state["policy_actor"])
 
 
 def test_config_is_rltools_pendulum_sac_and_presets():
@@ -350,18 +319,10 @@ def test_scalars_are_the_last_update_losses():
 @pytest.mark.slow
 def test_sac_swings_up_the_pendulum():
     """Two seeds of the default configuration, 10k steps: both near the RLtools result (about -150)."""
-    algo = _train([0, 1], 10_000, shards=2, cfg=Config())
-    returns = Evaluator(env_class("pendulum"), [0, 1], 10).run(algo, 10_000)
-    assert returns.mean(axis=1).max() > -250
-    assert returns.mean() > -400
+    swings_up_the_pendulum(SAC, -250, -400)
 
 
 FAST = ["--algo", "sac", "--set", "batch_size=16", "--set", "eval_episodes=2", "--quiet"]
-
-
-def _params(run_dir):
-    with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
-        return {k: ck[k] for k in ck.files}
 
 
 def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
@@ -411,31 +372,11 @@ def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
     # enough steps after the first checkpoint that the kill lands mid-run however fast training is
-    args = ["--steps", 3000, "--set", "checkpoint_every=200", "--set", "eval_every=1000", *FAST]
-    straight = tmp_path / "straight"
-    assert cli("train", "pendulum", "--seed", 7, "--run-dir", straight, *args)[0] == 0
-    killed = tmp_path / "killed"
-    proc = neuromotor_process("train", "pendulum", "--seed", 7, "--run-dir", killed, *args)
-    try:
-        deadline = time.time() + 60
-        while not (killed / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.01)
-        time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL, "training finished before it could be killed"
-    assert 200 <= int(_params(killed)["steps"]) < 3000
-    code, out, err = cli("train", "--resume", killed, "--json")
-    assert code == 0, err
-    a, b = _params(straight), _params(killed)
-    assert a.keys() == b.keys() and "log_alpha" in a
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    assert [r["eval_return_mean"] for r in runs.read_metrics(straight)] == \
-        [r["eval_return_mean"] for r in runs.read_metrics(killed)]
+    args = ["--seed", 7, "--steps", 3000, "--set", "checkpoint_every=200", "--set", "eval_every=1000", *FAST]
+    straight, killed, a = kill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process, args, 3000, 200)
+    assert "log_alpha" in a
+    assert [r["eval_return_mean"] for r in rundir.read_metrics(straight)] == \
+        [r["eval_return_mean"] for r in rundir.read_metrics(killed)]
 
 
 # Pendulum-v1 with its action in float64: the same arithmetic as the built-in pendulum
@@ -460,7 +401,7 @@ def test_gymnasium_twin_trains_to_the_built_in_numbers_and_resumes(cli, tmp_path
     code, _, err = cli("train", f"{module}:Pendulum64", "--env-kwargs", '{"max_episode_steps": 200}',
                        "--run-dir", tmp_path / "twin", *args)
     assert code == 0, err
-    a, b = _params(tmp_path / "builtin"), _params(tmp_path / "twin")
+    a, b = checkpoint_arrays(tmp_path / "builtin"), checkpoint_arrays(tmp_path / "twin")
     for key in a:
         if key.rpartition(".")[2] != "env_state" and not key.startswith("run."):
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)
@@ -469,6 +410,6 @@ def test_gymnasium_twin_trains_to_the_built_in_numbers_and_resumes(cli, tmp_path
     code, _, err = cli("train", "--resume", tmp_path / "resumed", "--steps", 250, "--quiet")
     assert code == 0, err
     def ep_len(run_dir):
-        return [int(n) for k, v in sorted(_params(run_dir).items()) if k.rpartition(".")[2] == "ep_len" for n in v]
+        return [int(n) for k, v in sorted(checkpoint_arrays(run_dir).items()) if k.rpartition(".")[2] == "ep_len" for n in v]
     assert ep_len(tmp_path / "twin") == [150, 150]
     assert ep_len(tmp_path / "resumed") == [100, 100]  # restarted at 150, not at 200

@@ -9,8 +9,8 @@ from neuromotor.algos.sac import SAC, Config
 from neuromotor.envs.pendulum import PendulumVec
 from neuromotor.envs.quadrotor import QuadrotorVec
 from neuromotor.nn.mlp import with_ones
-from native_checks import alone_equals_inside_a_population, refuse_bad_cases, round_trip_continues_exactly, \
-    update_errors
+from native_checks import alone_equals_inside_a_population, refuse_bad_cases, replay_and_env_cases, \
+    round_trip_continues_exactly, update_errors
 
 _nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
@@ -228,16 +228,9 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
     for _ in range(20):
         algo.advance()
     state, obs, ep_return, ep_len, max_steps = algo.native.envs
-    ro = algo.replay.data.copy()
-    ro.flags.writeable = False
     block = algo._native_block
     cases = [
-        ("read-only replay", {"replay": ro}, "writable"),
-        ("pos past the ring", {"pos": algo.replay.capacity}, "pos"),
-        ("negative size", {"size": -1}, "replay_size"),
-        ("float32 state", {"env": (state.astype(np.float32), obs, ep_return, ep_len, max_steps)}, "float64"),
-        ("int32 episode lengths", {"env": (state, obs, ep_return, ep_len.astype(np.int32), max_steps)}, "int64"),
-        ("obs of 1 agent", {"env": (state, obs[:1].copy(), ep_return, ep_len, max_steps)}, "axis 0"),
+        *replay_and_env_cases(algo, algo.native.envs),
         ("obs is the workspace", {"env": (state, algo.native.workspace[:6].reshape(2, 3), ep_return, ep_len,
                                           max_steps)}, "overlap"),
         ("step past the block", {"i": len(block[0])}, "block"),

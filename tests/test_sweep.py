@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuromotor.training import run_policy, runs, sweep
+from neuromotor.training import run_policy, rundir, sweep
 from neuromotor.cli import main
 
 SETTINGS = ["--steps", "600", "--seeds", "0-1", "--grid", "batch_size=16,32", "--set", "eval_episodes=1",
@@ -45,10 +45,10 @@ def test_local_sweep_is_configurations_times_seeds_in_run_directories(reference)
     assert all(set(t) == {"seed", "config", "eval_return_mean", "run_dir"} for t in reference["trials"])
     sweep_dir = reference["sweep_dir"]
     for t in reference["trials"]:
-        cfg = runs.read_config(t["run_dir"])  # a normal run directory, readable as any run
+        cfg = rundir.read_config(t["run_dir"])  # a normal run directory, readable as any run
         assert cfg.algo_config.batch_size == t["config"]["batch_size"] and t["seed"] in cfg.seeds
         assert cfg.run.steps == 600
-        final = [r for r in runs.read_metrics(t["run_dir"]) if r["step"] == 600 and r["seed"] == t["seed"]]
+        final = [r for r in rundir.read_metrics(t["run_dir"]) if r["step"] == 600 and r["seed"] == t["seed"]]
         assert [r["eval_return_mean"] for r in final] == [t["eval_return_mean"]]
     with open(os.path.join(sweep_dir, sweep.PLOT), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -90,11 +90,11 @@ def test_resume_finishes_a_sweep_whose_driver_was_killed(reference, tmp_path, ca
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the driver and its worker processes
         proc.wait()
-    done_before = {d: (sweep_dir / d / runs.SUMMARY).read_text() for d in finished}
+    done_before = {d: (sweep_dir / d / rundir.SUMMARY).read_text() for d in finished}
     result = _sweep_resume(capsys, sweep_dir)
     assert _numbers(result) == _numbers(reference)
     for d, text in done_before.items():  # finished units are not trained again
-        assert (sweep_dir / d / runs.SUMMARY).read_text() == text
+        assert (sweep_dir / d / rundir.SUMMARY).read_text() == text
     _assert_metrics_once(sweep_dir)
 
 
@@ -102,7 +102,7 @@ def test_local_worker_killed_stops_in_one_line_and_resume_finishes(reference, tm
     sweep_dir = tmp_path / "worker-killed"
     run = _Thread(["sweep", "pendulum", *SETTINGS, "--dir", str(sweep_dir), "--workers", "1"])
     unit = _wait_for_unit_in_progress(sweep_dir, run)
-    pid = int((unit / runs.LOCK).read_text())
+    pid = int((unit / rundir.LOCK).read_text())
     assert pid != os.getpid()
     os.kill(pid, signal.SIGKILL)
     run.thread.join(timeout=300)
@@ -127,8 +127,8 @@ def _wait_for_unit_in_progress(sweep_dir, alive, need_finished=False, timeout=12
     while time.monotonic() < deadline:
         assert alive.poll() is None, "the sweep ended before it could be interrupted"
         units = sorted(p for p in sweep_dir.glob("c*-s*") if p.is_dir()) if sweep_dir.is_dir() else []
-        finished = [p.name for p in units if (p / runs.SUMMARY).is_file()]
-        running = [p for p in units if (p / runs.CHECKPOINT).is_file() and not (p / runs.SUMMARY).is_file()]
+        finished = [p.name for p in units if (p / rundir.SUMMARY).is_file()]
+        running = [p for p in units if (p / rundir.CHECKPOINT).is_file() and not (p / rundir.SUMMARY).is_file()]
         if running and (finished or not need_finished):
             return finished if need_finished else running[0]
         time.sleep(0.02)
@@ -137,7 +137,7 @@ def _wait_for_unit_in_progress(sweep_dir, alive, need_finished=False, timeout=12
 
 def _assert_metrics_once(sweep_dir):
     for unit in sweep_dir.glob("c*-s*"):
-        keys = [(r["step"], r["agent"]) for r in runs.read_metrics(unit)]
+        keys = [(r["step"], r["agent"]) for r in rundir.read_metrics(unit)]
         assert len(keys) == len(set(keys)), f"{unit.name}: evaluations recorded twice"
 
 
@@ -187,12 +187,12 @@ def test_unit_on_a_node_without_the_heads_disk_comes_back_whole(reference, tmp_p
 
     unit = reference["trials"][0]["run_dir"]
     node = tmp_path / "node" / "c0-s0"  # the same path on another machine: nothing there yet
-    summary, files = sweep_ray._unit_task(str(node), (Path(unit) / runs.CONFIG).read_text(), head="another-host")
-    assert {runs.CONFIG, runs.CHECKPOINT, runs.METRICS, runs.SUMMARY} <= set(files) and runs.LOCK not in files
+    summary, files = sweep_ray._unit_task(str(node), (Path(unit) / rundir.CONFIG).read_text(), head="another-host")
+    assert {rundir.CONFIG, rundir.CHECKPOINT, rundir.METRICS, rundir.SUMMARY} <= set(files) and rundir.LOCK not in files
     head = tmp_path / "head" / "c0-s0"
     got = sweep_ray.receive(head, summary, files)
     assert got["run_dir"] == str(head) and got["eval_return_mean"] == _numbers(reference)[(16, 0)]
-    assert runs.read_metrics(head) == runs.read_metrics(node)
+    assert rundir.read_metrics(head) == rundir.read_metrics(node)
     assert run_policy.load_policy_spec(head).meta["run_dir"] == str(head)  # a whole run: its checkpoint loads
     with pytest.raises(sweep.UserError, match="outside"):
         sweep_ray.receive(head, summary, {"../x": b""})
@@ -216,7 +216,7 @@ def test_ray_backend_gives_the_local_numbers(ray_session, reference, tmp_path, c
     assert result["backend"] == "ray"
     assert _numbers(result) == _numbers(reference)
     for t in result["trials"]:
-        assert os.path.isfile(os.path.join(t["run_dir"], runs.CHECKPOINT))
+        assert os.path.isfile(os.path.join(t["run_dir"], rundir.CHECKPOINT))
 
 
 class _Thread:
@@ -238,16 +238,16 @@ def test_ray_worker_killed_mid_trial_is_retried_from_its_checkpoint(ray_session,
     sweep_dir = tmp_path / "ray-killed"
     run = _Thread(["sweep", "pendulum", *SETTINGS, "--dir", str(sweep_dir), "--backend", "ray"])
     unit = _wait_for_unit_in_progress(sweep_dir, run)
-    pid = int((unit / runs.LOCK).read_text())
+    pid = int((unit / rundir.LOCK).read_text())
     assert pid != os.getpid()
-    before = runs.read_metrics(unit)
+    before = rundir.read_metrics(unit)
     os.kill(pid, signal.SIGKILL)
     run.thread.join(timeout=300)
     assert run.code == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert before[-1]["step"] < 600
     # resumed, not restarted: what the killed worker recorded up to its checkpoint is kept as it was
-    assert runs.read_metrics(unit)[:1] == before[:1]
-    assert int((unit / runs.LOCK).read_text()) != pid  # another worker finished it
+    assert rundir.read_metrics(unit)[:1] == before[:1]
+    assert int((unit / rundir.LOCK).read_text()) != pid  # another worker finished it
     assert _numbers(result) == _numbers(reference)
     _assert_metrics_once(sweep_dir)

@@ -6,55 +6,20 @@ import pytest
 from neuromotor.training import config, run_policy, runs
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs import env_class
-from neuromotor.training.evaluation import Evaluator
-from neuromotor.nn import MLP
 from neuromotor.errors import UserError
-from neuromotor.training.parallel import Sharded
+from run_checks import round_trip_mid_block_continues_exactly, seed_alone_equals_seed_inside_a_population, \
+    swings_up_the_pendulum, train
 
 SMALL = dict(batch_size=32, buffer_size=500, learning_starts=50)
 
 
-def _agent_arrays(algo: TD3, k: int) -> dict:
-    """Every parameter of agent k of one (unsharded) TD3 instance."""
-    algo.sync_host()  # the native backend trains a copy in the kernels' layout
-    out = {}
-    for name, views in (("actor", algo.actor.layers), ("actor_t", algo.actor.target_layers),
-                        ("critic", algo.critic.layers), ("critic_t", algo.critic.target_layers)):
-        for i, layer in enumerate(MLP.member(views, k)):
-            out[f"{name}{i}"] = layer.copy()
-    out["replay"] = algo.replay.data[k].copy()
-    return out
-
-
 def _train(seeds, steps, shards=1, cfg=None):
-    algo = Sharded(TD3, cfg or Config(**SMALL), env_class("pendulum"), seeds, shards)
-    for _ in range(steps):
-        algo.advance()
-    return algo
-
-
-def _shard(sharded: Sharded, i: int) -> TD3:
-    """Shard i of a multi-process population, rebuilt in this process from its state."""
-    local = TD3(Config(**SMALL), env_class("pendulum"), sharded.shard_seeds[i])
-    prefix = f"shard{i}."
-    local.load_state_dict({k[len(prefix):]: v for k, v in sharded.state_dict().items() if k.startswith(prefix)})
-    return local
+    return train(TD3, cfg or Config(**SMALL), seeds, steps, shards)
 
 
 def test_seed_alone_equals_seed_inside_a_population():
-    steps = 260  # crosses an episode boundary (200) and several actor/target updates
-    alone = _train([5], steps).local
-    population = _train([2, 5, 9], steps).local
-    sharded = _train([2, 5, 9, 11], steps, shards=2)  # worker processes; seed 5 is agent 1 of shard 0
-    assert sharded.local is None and sharded.shard_seeds == [[2, 5], [9, 11]]
-    sharded = _shard(sharded, 0)
-    a = _agent_arrays(alone, 0)
-    for other, k in ((population, 1), (sharded, 1)):
-        b = _agent_arrays(other, k)
-        for key in a:
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    # and different seeds really are different agents
-    assert not np.array_equal(_agent_arrays(population, 0)["actor0"], a["actor0"])
+    # 260 steps cross an episode boundary (200) and several actor/target updates
+    seed_alone_equals_seed_inside_a_population(TD3, Config(**SMALL), 260)
 
 
 def test_update_schedule():
@@ -105,23 +70,11 @@ def test_config_dataclass_is_the_paper_configuration():
 @pytest.mark.slow
 def test_td3_swings_up_the_pendulum():
     """Two seeds of the paper configuration, 10k steps: both well past random (-1200)."""
-    algo = _train([0, 1], 10_000, shards=2, cfg=Config())
-    returns = Evaluator(env_class("pendulum"), [0, 1], 10).run(algo, 10_000)
-    assert returns.mean(axis=1).max() > -300
-    assert returns.mean() > -800
+    swings_up_the_pendulum(TD3, -300, -800)
 
 
 def test_state_dict_round_trip_mid_rng_block_continues_exactly():
-    a = _train([4, 6], 170)
-    saved = {k: np.array(v) for k, v in a.state_dict().items()}
-    for _ in range(90):  # crosses the 200-step episode boundary (env resets draw from the agents' RNGs)
-        a.advance()
-    b = _train([4, 6], 0)
-    b.load_state_dict(saved)
-    for _ in range(90):
-        b.advance()
-    for key, value in a.state_dict().items():
-        np.testing.assert_array_equal(value, b.state_dict()[key], err_msg=key)
+    round_trip_mid_block_continues_exactly(TD3, Config(**SMALL), 90)
 
 
 def test_each_critic_learns_from_its_own_minibatch():

@@ -3,16 +3,15 @@ against the NumPy reference: the same update, agents independent of each other, 
 resume, and every bad array refused with a ValueError before anything is written."""
 
 import json
-import signal
-import time
 
 import numpy as np
 import pytest
 
 from neuromotor.algos.td3 import TD3, Config
 from neuromotor.envs.pendulum import PendulumVec
-from native_checks import alone_equals_inside_a_population, refuse_bad_cases, round_trip_continues_exactly, \
-    update_errors
+from run_checks import kill_then_resume_equals_uninterrupted
+from native_checks import alone_equals_inside_a_population, refuse_bad_cases, replay_and_env_cases, \
+    round_trip_continues_exactly, update_errors
 
 _nm_host = pytest.importorskip("neuromotor.native._nm_host")
 
@@ -59,39 +58,12 @@ def test_native_state_dict_round_trip_continues_exactly(shared):
     round_trip_continues_exactly(_td3, shared)
 
 
-def _params(run_dir):
-    with np.load(run_dir / "checkpoint.npz", allow_pickle=False) as ck:
-        return {k: ck[k] for k in ck.files}
-
-
 @pytest.mark.slow
 def test_native_sigkill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process):
     # Enough steps after the first checkpoint that the kill lands mid-run however fast training is.
     args = ["--steps", 3000, "--seeds", "3,8", "--set", "backend=native", "--set", "shards=1", "--set", "checkpoint_every=300",
             "--set", "eval_every=1500", "--set", "eval_episodes=1", "--quiet"]
-    straight = tmp_path / "straight"
-    assert cli("train", "pendulum", "--run-dir", straight, *args)[0] == 0
-    killed = tmp_path / "killed"
-    proc = neuromotor_process("train", "pendulum", "--run-dir", killed, *args)
-    try:
-        deadline = time.time() + 60
-        while not (killed / "checkpoint.npz").exists() and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.01)
-        time.sleep(0.1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL, "training finished before it could be killed"
-    assert 300 <= int(_params(killed)["steps"]) < 3000
-    code, out, err = cli("train", "--resume", killed, "--json")
-    assert code == 0, err
-    assert json.loads(out.strip().splitlines()[-1])["steps"] == 3000
-    a, b = _params(straight), _params(killed)
-    assert a.keys() == b.keys()
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    _, killed, _ = kill_then_resume_equals_uninterrupted(tmp_path, cli, neuromotor_process, args, 3000, 300)
     cfg = json.loads((killed / "config.json").read_text())
     assert cfg["algo_config"]["backend"] == "native"
 
@@ -320,15 +292,8 @@ def test_native_step_refuses_bad_arrays_and_changes_nothing():
     good = _step_args(algo)
     good.update(pos=algo.replay.pos, size=algo.replay.size, i=algo.steps)
     state, obs, ep_return, ep_len, max_steps = good["env"]
-    ro = algo.replay.data.copy()
-    ro.flags.writeable = False
     cases = [
-        ("read-only replay", {"replay": ro}, "writable"),
-        ("pos past the ring", {"pos": algo.replay.capacity}, "pos"),
-        ("negative size", {"size": -1}, "replay_size"),
-        ("float32 state", {"env": (state.astype(np.float32), obs, ep_return, ep_len, max_steps)}, "float64"),
-        ("int32 episode lengths", {"env": (state, obs, ep_return, ep_len.astype(np.int32), max_steps)}, "int64"),
-        ("obs of 2 agents", {"env": (state, obs[:1].copy(), ep_return, ep_len, max_steps)}, "axis 0"),
+        *replay_and_env_cases(algo, good["env"]),
         ("obs inside the replay", {"env": (state, algo.replay.data[0, :2, :3], ep_return, ep_len, max_steps)},
          "C-contiguous|overlap"),
         ("step past the block", {"i": len(good["block"][0])}, "block"),

@@ -235,7 +235,7 @@ static void reference(float *out, const float *x) {
 int main(void) {
     size_t total, macs = 0, gen_total = 0;
     line_len = 0;
-    int fits = nm_net_size(sizes, N_LAYERS, &total) && total <= MAX_NET;
+    int fits = nm_net_size(sizes, acts, N_LAYERS, &total) && total <= MAX_NET;
     for (size_t l = 0; fits && l < N_LAYERS; l++) {
         size_t w = (size_t)sizes[l] * sizes[l + 1];
         gen_total += w + sizes[l + 1];
@@ -295,7 +295,7 @@ int main(void) {
     for (size_t i = 0; i < sizes[0]; i++) {
         x[i] = (float)i * 0.25f - 1.5f;
     }
-    nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch); // warm-up (and ISA choice)
+    nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch, NULL); // warm-up (and ISA choice)
     reference(ref, x);
 #if NM_INT8
     if (!q8_setup()) {
@@ -334,7 +334,7 @@ int main(void) {
 #if NM_INT8
         nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch);
 #else
-        nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch);
+        nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch, NULL);
 #endif
     }
     uint32_t t2 = ticks();

@@ -11,7 +11,10 @@
 # have no limits and are not clamped. A version-3 file names its dtype: an
 # int8 policy (integer weights and activations, nm_int8.h) loads into an
 # array('b') and runs on the native kernels' integer path (or in plain
-# Python); p.dtype says which.
+# Python); p.dtype says which. A version-4 file may hold GRU layers and the
+# sigmoid and fast_tanh activations: a recurrent policy keeps its hidden state
+# in p.state (array('f'), advanced by every call) and p.reset() puts it back to
+# the file's initial state, at each episode's start.
 #
 # The file format is specified in docs/policy-format.md; the host writes it
 # with `neuromotor export`. Backends:
@@ -23,7 +26,7 @@
 # Here is what every load needs (format, checks, reader, CRC-32, backend choice,
 # native backend): a further module costs a board an import. On first use only:
 # nm_rt_write, nm_rt_python, nm_rt_ulab, nm_rt_native (kernels without Forward),
-# nm_rt_where (names a faulty value).
+# nm_rt_where (names a faulty value), nm_rt_q8 (an int8 policy's sizes and checks).
 #
 # The native policy subclasses the kernels' C type `Forward`, so p(obs) goes
 # straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp) is the
@@ -42,12 +45,14 @@ except ImportError:
 
 FORMAT_VERSION = const(2)  # written when there are action limits; version 1 is read too
 DTYPE_VERSION = const(3)  # the version with a dtype byte (written by the host for int8 policies)
+RECURRENT_VERSION = const(4)  # GRU layers, sigmoid and fast_tanh (float32 only)
 DTYPES = ("float32", "int8")
 MAGIC = b"NMPL"
 HEADER_FIXED = const(16)
 MAX_LAYERS = const(32)
 BLOCK = const(4)
-ACTIVATIONS = ("identity", "relu", "tanh")
+ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "fast_tanh")  # versions 1-3: the first three
+GRU = const(16)  # layer code of a GRU layer: kind 1 << 4, activation 0
 BACKENDS = ("native", "ulab", "python")
 NATIVE_MODULES = ("nm_kernels", "nm_kernels_natmod")
 
@@ -88,11 +93,34 @@ def layer_size(n_in, n_out):
     return ((n_out + BLOCK - 1) // BLOCK) * BLOCK * (n_in + 1)
 
 
-def net_size(sizes):
+def any_layer_size(n_in, n_out, code):
+    """Floats of a layer; a GRU layer's are its input and hidden block-4 layers, then h0."""
+    if code == GRU:
+        return layer_size(n_in, 3 * n_out) + layer_size(n_out, 3 * n_out) + n_out
+    return layer_size(n_in, n_out)
+
+
+def net_size(sizes, codes=None):
     n = 2 * sizes[0] + 2 * sizes[-1]
     for i in range(len(sizes) - 1):
-        n += layer_size(sizes[i], sizes[i + 1])
+        n += any_layer_size(sizes[i], sizes[i + 1], codes[i] if codes else 0)
     return n
+
+
+def state_parts(sizes, codes):
+    """(state offset, net offset of h0, hidden size) of each GRU layer, in layer order."""
+    parts, off, st = [], 2 * sizes[0], 0
+    for i in range(len(codes)):
+        n_in, n_out = sizes[i], sizes[i + 1]
+        if codes[i] == GRU:
+            parts.append((st, off + layer_size(n_in, 3 * n_out) + layer_size(n_out, 3 * n_out), n_out))
+            st += n_out
+        off += any_layer_size(n_in, n_out, codes[i])
+    return parts
+
+
+def code_valid(code, version):
+    return code < 3 or version >= RECURRENT_VERSION and (code < len(ACTIVATIONS) or code == GRU)
 
 
 def header_size(n_layers, version=FORMAT_VERSION):
@@ -100,81 +128,15 @@ def header_size(n_layers, version=FORMAT_VERSION):
     return (n + 3) & ~3
 
 
-def pad4(n):
-    return (n + 3) & ~3
-
-
-def q8_layer_bytes(n_in, n_out, last):
-    return pad4(n_out) * pad4(n_in) + 8 * pad4(n_out) + (0 if last else 4)
-
-
-def q8_net_bytes(sizes):
-    """Bytes of an int8 net (nm_int8.h's qnet)."""
-    n = len(sizes) - 1
-    total = 8 * sizes[0] + 8 * sizes[-1]
-    for i in range(n):
-        total += q8_layer_bytes(sizes[i], sizes[i + 1], i == n - 1)
-    return total
-
-
 def dtype_of(net):
     """"int8" for an int8 net (array('b')), "float32" for array('f')."""
     return "int8" if len(net) and len(bytes(net[0:1])) == 1 else "float32"
 
 
-def check_q8_values(sizes, acts, net, clamp):
-    """Raise PolicyValueError for what nm_q8_check refuses (the host's messages)."""
-    if len(net) != q8_net_bytes(sizes):
-        raise PolicyValueError("int8 net has %d bytes, sizes %r need %d" % (len(net), sizes, q8_net_bytes(sizes)))
-    n = len(acts)
-    if max(sizes[:-1]) > 512:
-        raise PolicyValueError("an int8 layer takes at most 512 inputs, this one %d (its int32 accumulators "
-                               "could overflow)" % max(sizes[:-1]))
-    for i in range(n - 1):
-        if acts[i] > 1:
-            raise PolicyValueError("layer %d: an int8 hidden layer is identity or relu, not %s" % (i, ACTIVATIONS[acts[i]]))
-    s0, sl = sizes[0], sizes[-1]
-    head = struct.unpack_from("<%df" % (2 * s0), net, 0)
-    for i in range(2 * s0):
-        v = head[i]
-        if v - v != 0.0:
-            name = "obs_mean[%d]" % i if i < s0 else "in_mul[%d]" % (i - s0)
-            raise PolicyValueError("policy has non-finite values: %s" % name)
-    for i in range(s0):
-        if not head[s0 + i] > 0.0:
-            raise PolicyValueError("in_mul (input multiplier) must be positive, got %r at index %d" % (head[s0 + i], i))
-    off = 8 * s0
-    for li in range(n):
-        n_out, rows = sizes[li + 1], pad4(sizes[li + 1])
-        off_b = off + rows * pad4(sizes[li])
-        for c, b in enumerate(struct.unpack_from("<%di" % n_out, net, off_b)):
-            if not -(1 << 24) <= b <= 1 << 24:
-                raise PolicyValueError("layer %d: bias[%d] outside -2^24..2^24" % (li, c))
-        if li < n - 1:
-            for c, m in enumerate(struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows)):
-                if m < 1:
-                    raise PolicyValueError("layer %d: requantisation multiplier[%d] outside 1..2^31-1" % (li, c))
-            r = struct.unpack_from("<i", net, off_b + 8 * rows)[0]
-            if not 0 <= r <= 31:
-                raise PolicyValueError("layer %d: requantisation shift %d outside 0..31" % (li, r))
-        else:
-            for c, d in enumerate(struct.unpack_from("<%df" % n_out, net, off_b + 4 * rows)):
-                if d - d != 0.0:
-                    raise PolicyValueError("policy has non-finite values: deq[%d]" % c)
-                if not d > 0.0:
-                    raise PolicyValueError("output scale deq[%d] must be positive, got %r" % (c, d))
-        off += q8_layer_bytes(sizes[li], n_out, li == n - 1)
-    for i, v in enumerate(struct.unpack_from("<%df" % (2 * sl), net, off)):
-        if v - v != 0.0:
-            name = "action_scale[%d]" % i if i < sl else "action_offset[%d]" % (i - sl)
-            raise PolicyValueError("policy has non-finite values: %s" % name)
-    check_clamp(sl, clamp)
-
-
-def check_values(sizes, net, clamp=None):
+def check_values(sizes, net, clamp=None, codes=None):
     """Raise PolicyValueError unless every float is finite, obs_std > 0 and low <= high."""
-    if len(net) != net_size(sizes):
-        raise PolicyValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes)))
+    if len(net) != net_size(sizes, codes):
+        raise PolicyValueError("net has %d floats, sizes %r need %d" % (len(net), sizes, net_size(sizes, codes)))
     total = sum(net)  # C loop: NaN or inf if any value is (or if the sum overflowed)
     if total - total != 0.0:  # inf - inf and NaN - NaN are NaN; a finite value gives 0
         for i in range(len(net)):
@@ -182,7 +144,7 @@ def check_values(sizes, net, clamp=None):
             if v - v != 0.0:
                 from nm_rt_where import where
 
-                raise PolicyValueError("policy has non-finite values: %s is %r" % (where(sizes, i), v))
+                raise PolicyValueError("policy has non-finite values: %s is %r" % (where(sizes, i, codes), v))
     s0, sl = sizes[0], sizes[-1]
     for i in range(s0, 2 * s0):
         if not net[i] > 0.0:
@@ -204,7 +166,7 @@ def check_clamp(sl, clamp):
 
 
 def make_layout(sizes, acts):
-    """The array('H') shape descriptor nm_kernels.mlp takes: L, sizes, acts."""
+    """The array('H') shape descriptor nm_kernels.mlp takes: L, sizes, layer codes."""
     return array("H", [len(acts)] + list(sizes) + list(acts))
 
 
@@ -250,7 +212,8 @@ def _read_exact(f, n, what):
 
 
 def read_policy(path):
-    """Validate and load a policy file. Returns (sizes, acts, net, clamp): net an
+    """Validate and load a policy file. Returns (sizes, acts, net, clamp): acts the
+    layer codes (a dense layer's is its activation; GRU for a GRU layer), net an
     array('f') holding the kernels' parameter vector (read in place, no copy),
     or for an int8 policy an array('b') holding nm_int8.h's qnet; clamp an
     array('f') of the action_dim lower then upper limits, or None for a
@@ -268,10 +231,10 @@ def read_policy(path):
         if len(head) < HEADER_FIXED:
             raise TruncatedPolicyError("truncated policy file: %d bytes, header needs %d" % (len(head), HEADER_FIXED))
         magic, version, hlen, n_layers, flags, n_floats = struct.unpack("<4sHHHHI", head)
-        if not 1 <= version <= DTYPE_VERSION:
+        if not 1 <= version <= RECURRENT_VERSION:
             raise UnsupportedVersionError(
                 "policy file format version %d, this runtime reads versions 1 to %d (re-export with a matching neuromotor)"
-                % (version, DTYPE_VERSION))
+                % (version, RECURRENT_VERSION))
         if not 1 <= n_layers <= MAX_LAYERS or hlen != header_size(n_layers, version) or flags != 0:
             raise PolicyFileError("corrupt policy header: %d layers, header %d bytes, flags %d" % (n_layers, hlen, flags))
         expected = hlen + 4 * n_floats + 4
@@ -285,10 +248,17 @@ def read_policy(path):
         dtype = rest[2 * (n_layers + 1) + n_layers] if version >= DTYPE_VERSION else 0
         if dtype >= len(DTYPES):
             raise PolicyFileError("unknown dtype code %d (0 float32, 1 int8)" % dtype)
-        if min(sizes) < 1 or max(acts) >= len(ACTIVATIONS):
-            raise PolicyFileError("corrupt policy header: sizes %r, activations %r" % (sizes, acts))
+        if dtype and version >= RECURRENT_VERSION:
+            raise PolicyFileError("unknown dtype code %d for version 4 (0 float32 only)" % dtype)
+        if min(sizes) < 1 or not all(code_valid(c, version) for c in acts):
+            raise PolicyFileError("corrupt policy header: sizes %r, layer codes %r" % (sizes, acts))
         n_clamp = 2 * sizes[-1] if version >= 2 else 0
-        n_net = q8_net_bytes(sizes) // 4 if dtype else net_size(sizes)
+        if dtype:
+            from nm_rt_q8 import q8_net_bytes
+
+            n_net = q8_net_bytes(sizes) // 4
+        else:
+            n_net = net_size(sizes, acts)
         if n_floats != n_net + n_clamp:
             raise PolicyFileError("corrupt policy header: %d payload words for sizes %r (version %d, %s), expected %d"
                                   % (n_floats, sizes, version, DTYPES[dtype], n_net + n_clamp))
@@ -308,9 +278,11 @@ def read_policy(path):
     if crc != stored:
         raise ChecksumError("policy file checksum mismatch: stored %08x, computed %08x (file corrupted)" % (stored, crc))
     if dtype:
+        from nm_rt_q8 import check_q8_values
+
         check_q8_values(sizes, acts, net, clamp)
     else:
-        check_values(sizes, net, clamp)
+        check_values(sizes, net, clamp, acts)
     return sizes, acts, net, clamp
 
 
@@ -325,17 +297,20 @@ def write_policy(path, sizes, acts, net, clamp=None):
 # Backends. Each holds its buffers; __call__(obs) returns the output array.
 
 
-def _native_module(kernels=None, int8=False):
+def _native_module(kernels=None, need=None):
+    """The kernels given, or the first importable; need: "INT8" (an int8 policy) or "GRU"
+    (a version-4 one), the constant that kernels able to run it have."""
+    what = "int8" if need == "INT8" else "version-4 (recurrent)"
     if kernels is not None:
-        if int8 and not hasattr(kernels, "INT8"):
-            raise BackendUnavailableError("native backend: these kernels predate int8 policies (rebuild them)")
+        if need and not hasattr(kernels, need):
+            raise BackendUnavailableError("native backend: these kernels predate %s policies (rebuild them)" % what)
         return kernels
     errors = []
     for name in NATIVE_MODULES:
         try:
             k = __import__(name)
-            if int8 and not hasattr(k, "INT8"):
-                errors.append("%s: predates int8 policies" % name)
+            if need and not hasattr(k, need):
+                errors.append("%s: predates %s policies" % (name, what))
                 continue
             return k
         except ImportError as e:
@@ -366,15 +341,31 @@ class Policy:
         self.act_dim = sizes[-1]
         self.out = array("f", range(sizes[-1]))
         self.backend = self.name
+        self.gru = state_parts(sizes, acts) if self.dtype == "float32" else []
+        self.recurrent = bool(self.gru)
+        self.state = array("f", range(sum(p[2] for p in self.gru))) if self.gru else None
+        Policy.reset(self)
+
+    def reset(self):
+        """Back to the initial hidden state, at an episode's start (nothing for an MLP)."""
+        st, net = self.state, self.net
+        for s, n, hd in self.gru:
+            for i in range(hd):
+                st[s + i] = net[n + i]
 
     @classmethod
     def create(cls, sizes, acts, net, backend=None, kernels=None, clamp=None):
         """A policy over an in-memory net (array('f'), or array('b') for int8) and optional
         clamp, its values checked first."""
+        if len(sizes) != len(acts) + 1 or not all(code_valid(c, RECURRENT_VERSION) for c in acts):
+            raise PolicyValueError("sizes %r, layer codes %r: expected one more size than codes, each "
+                                   "an activation 0..4 or GRU (16)" % (sizes, acts))
         if dtype_of(net) == "int8":
+            from nm_rt_q8 import check_q8_values
+
             check_q8_values(sizes, acts, net, clamp)
         else:
-            check_values(sizes, net, clamp)
+            check_values(sizes, net, clamp, acts)
         return cls._create(sizes, acts, net, clamp, backend, kernels)
 
     @classmethod
@@ -383,15 +374,16 @@ class Policy:
             raise ValueError("unknown backend %r, expected one of %r" % (backend, BACKENDS))
         if dtype_of(net) == "int8":
             return cls._create_int8(sizes, acts, net, clamp, backend, kernels)
+        need = "GRU" if max(acts) >= 3 else None  # a version-4 layer: kernels that know them
         if backend == "native":
-            k = _native_module(kernels)
+            k = _native_module(kernels, need)
             return _native_class(k)(sizes, acts, net, clamp, k)
         if backend == "ulab":
             return _ulab_policy(sizes, acts, net, clamp)
         if backend == "python":
             return _python_policy(sizes, acts, net, clamp)
         try:
-            k = _native_module()
+            k = _native_module(None, need)
             return _native_class(k)(sizes, acts, net, clamp, k)
         except BackendUnavailableError:
             pass
@@ -407,7 +399,7 @@ class Policy:
             raise BackendUnavailableError("ulab backend runs float32 policies only; this policy is int8")
         if backend != "python":
             try:
-                k = _native_module(kernels, int8=True)
+                k = _native_module(kernels, "INT8")
                 return _native_class(k)(sizes, acts, net, clamp, k)
             except BackendUnavailableError:
                 if backend == "native":
@@ -422,7 +414,8 @@ class Policy:
 
     def __repr__(self):
         return "<Policy %s %s backend=%s>" % ("->".join(str(s) for s in self.sizes),
-                                              ",".join(ACTIVATIONS[a] for a in self.acts), self.name)
+                                              ",".join("gru" if a == GRU else ACTIVATIONS[a] for a in self.acts),
+                                              self.name)
 
 
 def _native_init(p, sizes, acts, net, clamp, k):
@@ -459,7 +452,14 @@ def _native_class(k):
 
             def __init__(self, sizes, acts, net, clamp=None, kernels=None):
                 _native_init(self, sizes, acts, net, clamp, k)
-                super().__init__(self.out, net, self.layout, self.scratch, self.x, clamp)
+                args = (self.out, net, self.layout, self.scratch, self.x, clamp)
+                if self.state is not None:  # kernels without GRU take six at most
+                    args += (self.state,)
+                super().__init__(*args)
+
+            def reset(self):  # the kernels': no allocation (a Python loop boxes every float)
+                if self.state is not None:
+                    k.state_reset(self.state, self.net, self.layout)
 
         cls = _native_classes[id(k)] = NativeForwardPolicy
     return cls

@@ -106,10 +106,15 @@ def _dims(p):
     return obs, act, sizes
 
 
-def _macs(sizes):
+def _macs(sizes, codes=None):
+    """Multiply-adds of one step; a GRU layer (code 16) has 3 hd (n_in + hd): W_i x and W_h h."""
     if not sizes:
         return None
-    return sum(sizes[i] * sizes[i + 1] for i in range(len(sizes) - 1))
+    n = 0
+    for i in range(len(sizes) - 1):
+        a, b = sizes[i], sizes[i + 1]
+        n += 3 * b * (a + b) if codes and codes[i] == 16 else a * b
+    return n
 
 
 def _pct(sorted_vals, q):
@@ -170,12 +175,21 @@ class Server(nm_link.Server):
         self.obs = array("f", [0.0] * obs)
         self.act_dim = act
         return json.dumps({"backend": getattr(p, "backend", backend), "obs_dim": obs,
-                           "act_dim": act, "sizes": sizes, "macs": _macs(sizes),
+                           "act_dim": act, "sizes": sizes, "macs": _macs(sizes, getattr(p, "acts", None)),
+                           "recurrent": bool(getattr(p, "recurrent", False)),
                            "load_heap_peak": watch.peak()})
 
     def _need_policy(self):
         if self.policy is None:
             raise ValueError("no policy loaded: send 'load' first")
+
+    def cmd_reset(self, args):
+        # a recurrent policy's state back to the file's initial one: an episode starts
+        self._need_policy()
+        reset = getattr(self.policy, "reset", None)
+        if reset is not None:
+            reset()
+        return "ok"
 
     def cmd_act(self, args):
         self._need_policy()
@@ -216,6 +230,9 @@ class Server(nm_link.Server):
                 seed = (seed * 1103515245 + 12345) & 0x7FFFFFFF
                 o[i] = seed / 1073741824.0 - 1.0
             obss.append(o)
+        reset = getattr(p, "reset", None)
+        if reset is not None:  # a recurrent policy times from its initial state, as every run
+            reset()
         for k in range(warm):
             p(obss[k & 7])
         if gc is not None:

@@ -10,7 +10,7 @@ class NativePolicy(Policy):
     name = "native"
 
     def __init__(self, sizes, acts, net, clamp=None, kernels=None):
-        _native_init(self, sizes, acts, net, clamp, _native_module(kernels))
+        _native_init(self, sizes, acts, net, clamp, _native_module(kernels, "GRU" if max(acts) >= 3 else None))
 
     def __call__(self, obs, _array=array):
         # array('f') goes straight to the kernel (which checks its length);
@@ -19,8 +19,15 @@ class NativePolicy(Policy):
         # VM_MAX_STATE_ON_STACK would be heap-allocated (and freed) per call.
         if type(obs) is not _array:
             obs = self._copy_in(obs)
-        self.mlp(self.out, obs, self.net, self.layout, self.scratch, self.clamp)
+        if self.state is None:  # kernels without GRU take six arguments at most
+            self.mlp(self.out, obs, self.net, self.layout, self.scratch, self.clamp)
+        else:
+            self.mlp(self.out, obs, self.net, self.layout, self.scratch, self.clamp, self.state)
         return self.out
+
+    def reset(self):
+        if self.state is not None:
+            self.kernels.state_reset(self.state, self.net, self.layout)
 
     def _copy_in(self, obs):
         x = self.x

@@ -1,16 +1,18 @@
 # nm_rt_python: the python backend of neuromotor_rt (plain Python, works everywhere,
-# slow), float32 and int8, and what the ulab backend shares with it: the observation
-# check and the clamped store; and CRC-32 for boards with neither kernels nor binascii.
+# slow), float32 (dense and GRU layers) and int8, and what the ulab backend shares
+# with it: the observation check, the activations, the GRU gates and the clamped
+# store; and CRC-32 for boards with neither kernels nor binascii.
 # neuromotor_rt imports it only when it needs one of these.
 import struct
 from array import array
 
-from neuromotor_rt import BLOCK, Policy, pad4, layer_size, q8_layer_bytes
+from neuromotor_rt import BLOCK, GRU, Policy, layer_size
+
+from math import exp
 
 try:
     from math import tanh
 except ImportError:
-    from math import exp
 
     def tanh(v):
         if v > 20.0:
@@ -19,6 +21,32 @@ except ImportError:
             return -1.0
         e = exp(2.0 * v)
         return (e - 1.0) / (e + 1.0)
+
+
+def sigmoid(v):
+    # exp(-v) past 80 would overflow float32 boards; the sigmoid is 0 there to float32.
+    return 1.0 / (1.0 + exp(-v)) if v > -80.0 else 0.0
+
+
+def fast_tanh(v):
+    v = -3.0 if v < -3.0 else 3.0 if v > 3.0 else v
+    return v * (27.0 + v * v) / (27.0 + 9.0 * v * v)
+
+
+# Activation code -> function (identity and relu are done inline).
+ACT_FUNCS = (None, None, tanh, sigmoid, fast_tanh)
+
+
+def gru_gates(gi, gh, h):
+    """h' = (1 - z) n + z h from the gate pre-activations gi = W_i x + b_i, gh = W_h h + b_h."""
+    hd = len(h)
+    out = []
+    for i in range(hd):
+        r = sigmoid(gi[i] + gh[i])
+        z = sigmoid(gi[hd + i] + gh[hd + i])
+        n = tanh(gi[2 * hd + i] + r * gh[2 * hd + i])
+        out.append((1.0 - z) * n + z * h[i])
+    return out
 
 
 def finite_obs(obs, n):
@@ -59,39 +87,55 @@ def crc32_python(data, crc=0):
     return crc ^ 0xFFFFFFFF
 
 
+def dense(net, off, x, n_out):
+    """W x + b of the block-4 layer at net[off:], as a list of n_out floats."""
+    stride = BLOCK * (len(x) + 1)
+    y = []
+    for blk in range((n_out + BLOCK - 1) // BLOCK):
+        k = off + blk * stride
+        a0, a1, a2, a3 = net[k], net[k + 1], net[k + 2], net[k + 3]
+        for xj in x:
+            k += BLOCK
+            a0 += net[k] * xj
+            a1 += net[k + 1] * xj
+            a2 += net[k + 2] * xj
+            a3 += net[k + 3] * xj
+        y.append(a0)
+        y.append(a1)
+        y.append(a2)
+        y.append(a3)
+    del y[n_out:]
+    return y
+
+
 class PythonPolicy(Policy):
     name = "python"
 
     def __call__(self, obs):
-        net, sizes = self.net, self.sizes
+        net, sizes, state = self.net, self.sizes, self.state
         s0 = sizes[0]
         x = finite_obs(obs, s0)
         for i in range(s0):
             x[i] = (x[i] - net[i]) / net[s0 + i]
-        off = 2 * s0
+        off, st = 2 * s0, 0
         for li in range(len(self.acts)):
             n_in, n_out, act = sizes[li], sizes[li + 1], self.acts[li]
-            stride = BLOCK * (n_in + 1)
-            y = []
-            for blk in range((n_out + BLOCK - 1) // BLOCK):
-                k = off + blk * stride
-                a0, a1, a2, a3 = net[k], net[k + 1], net[k + 2], net[k + 3]
-                for xj in x:
-                    k += BLOCK
-                    a0 += net[k] * xj
-                    a1 += net[k + 1] * xj
-                    a2 += net[k + 2] * xj
-                    a3 += net[k + 3] * xj
-                y.append(a0)
-                y.append(a1)
-                y.append(a2)
-                y.append(a3)
-            del y[n_out:]
+            if act == GRU:
+                gi = dense(net, off, x, 3 * n_out)
+                h = [state[st + i] for i in range(n_out)]
+                off += layer_size(n_in, 3 * n_out)
+                x = gru_gates(gi, dense(net, off, h, 3 * n_out), h)
+                for i in range(n_out):
+                    state[st + i] = x[i]
+                st += n_out
+                off += layer_size(n_out, 3 * n_out) + n_out
+                continue
+            x = dense(net, off, x, n_out)
             if act == 1:
-                y = [v if v > 0.0 else 0.0 for v in y]
-            elif act == 2:
-                y = [tanh(v) for v in y]
-            x = y
+                x = [v if v > 0.0 else 0.0 for v in x]
+            elif act >= 2:
+                f = ACT_FUNCS[act]
+                x = [f(v) for v in x]
             off += layer_size(n_in, n_out)
         sl = sizes[-1]
         for i in range(sl):
@@ -112,6 +156,8 @@ class PythonQ8Policy(Policy):
     name = "python"
 
     def __init__(self, sizes, acts, net, clamp=None):
+        from nm_rt_q8 import pad4, q8_layer_bytes
+
         Policy.__init__(self, sizes, acts, net, clamp)
         s0, sl, n = sizes[0], sizes[-1], len(acts)
         head = struct.unpack_from("<%df" % (2 * s0), net, 0)

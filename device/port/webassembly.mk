@@ -39,10 +39,7 @@ all firmware:
 	$(make_empty_lib)
 	$(MAKE) -C $(MPY_SRC)/ports/webassembly -j$(JOBS) $(MP_VARS) $(if $(CFLAGS_EXTRA),CFLAGS_EXTRA="$(CFLAGS_EXTRA)")
 	@ln -sfn $(BUILD_DIR) $(OUT_LINK)
-	@for d in $(NEUROMOTOR_CACHE)/build/browser-*; do \
-		case "$${d##*-}" in ????????????) ;; *) continue ;; esac; \
-		[ "$$d" = "$(BUILD_DIR)" ] || rm -rf "$$d"; \
-	done
+	$(call drop_old_builds,browser)
 	@echo "built: $(OUT_LINK) -> $(BUILD_DIR)"
 	@echo $(BUILD_DIR)/micropython.mjs
 

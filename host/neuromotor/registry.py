@@ -20,14 +20,21 @@ def lookup(table: dict, kind: str, name: str):
     return getattr(importlib.import_module(module), cls)
 
 
+def plugin_parts(name: str, kind: str, example: str = "mypackage.module:MyClass") -> tuple:
+    """(module, attr) of a user's "module:attr", with the working directory importable beside
+    the installed packages."""
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise UserError(f"{kind} {name!r}: give module:attr, e.g. {example}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return module, attr
+
+
 def plugin(name: str, kind: str):
     """The attribute a user's "module:attr" names, the module imported from the working directory
     or the installed packages; anything that cannot be imported is a UserError."""
-    module, _, attr = name.partition(":")
-    if not module or not attr:
-        raise UserError(f"{kind} {name!r}: give module:attr, e.g. mypackage.module:MyClass")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    module, attr = plugin_parts(name, kind)
     try:
         obj = importlib.import_module(module)
         for part in attr.split("."):

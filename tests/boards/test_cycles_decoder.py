@@ -38,22 +38,14 @@ def expected(mnemonic, operands):
              "cpsid": "SYS", "cpsie": "SYS", "msr": "SYS", "mrs": "SYS", "udf": "SYS"}
     if base in table:
         return {table[base]}
-    if re.fullmatch(r"vldm(ia|db)?|vpop", base):
-        return {"VLDM"}
-    if re.fullmatch(r"vstm(ia|db)?|vpush", base):
-        return {"VSTM"}
-    if re.fullmatch(r"ldm(ia|db|fd)?|pop", base):
-        return {"LDM"}
-    if re.fullmatch(r"stm(ia|db|ea)?|push", base):
-        return {"STM"}
     if re.fullmatch(r"ldr(b|h|sb|sh|ex|exb|exh)?", base):
         return {"BI", "LD"} if operands.startswith("pc") else {"LD"}
-    if re.fullmatch(r"str(b|h|ex|exb|exh)?", base):
-        return {"ST"}
-    if re.fullmatch(rf"b({CONDS})", base):
-        return {"BC"}
-    if re.fullmatch(r"it[te]{0,3}", base):
-        return {"IT"}
+    families = ((r"vldm(ia|db)?|vpop", "VLDM"), (r"vstm(ia|db)?|vpush", "VSTM"), (r"ldm(ia|db|fd)?|pop", "LDM"),
+                (r"stm(ia|db|ea)?|push", "STM"), (r"str(b|h|ex|exb|exh)?", "ST"), (rf"b({CONDS})", "BC"),
+                (r"it[te]{0,3}", "IT"))
+    for pattern, cls in families:
+        if re.fullmatch(pattern, base):
+            return {cls}
     if base.startswith("v"):
         return None
     if re.match(rf"(add|sub|mov|cmp|cmn|tst|teq|and|orr|orn|eor|bic|mvn|rsb|adc|sbc|lsl|lsr|asr|ror|rrx|neg|"

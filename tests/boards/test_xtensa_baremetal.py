@@ -13,28 +13,13 @@ import pytest
 
 from neuromotor.boards import policy_baremetal as pb
 from neuromotor.errors import UserError
-from neuromotor.policy.quantize import quantize
 from neuromotor.paths import DEVICE_DIR
-from neuromotor.policy.spec import PolicySpec
 
 SIZES = (13, 64, 64, 4)
 
 
-def policy_case(seed: int = 0, n_obs: int = 8):
-    """A TD3-actor-shaped policy (ReLU, ReLU, tanh; actions in [-2, 2]), its int8 version
-    calibrated on 256 observations, and n_obs held-out observations."""
-    rng = np.random.default_rng(seed)
-    weights = [(rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32) for a, b in zip(SIZES, SIZES[1:])]
-    biases = [(0.1 * rng.standard_normal(b)).astype(np.float32) for b in SIZES[1:]]
-    obs_dim, act_dim = SIZES[0], SIZES[-1]
-    spec = PolicySpec(weights=weights, biases=biases, activations=["relu", "relu", "tanh"],
-                      obs_mean=(0.2 * rng.standard_normal(obs_dim)).astype(np.float32),
-                      obs_std=rng.uniform(0.5, 2.0, obs_dim).astype(np.float32),
-                      action_scale=np.full(act_dim, 2.0, np.float32), action_offset=np.zeros(act_dim, np.float32),
-                      action_low=np.full(act_dim, -2.0, np.float32), action_high=np.full(act_dim, 2.0, np.float32))
-    calib = spec.obs_mean + spec.obs_std * rng.standard_normal((256, obs_dim)).astype(np.float32)
-    obs = spec.obs_mean + spec.obs_std * rng.standard_normal((n_obs, obs_dim)).astype(np.float32)
-    return spec, quantize(spec, calib), obs.astype(np.float32)
+def policy_case():
+    return pb.td3_shaped_case(SIZES)
 
 
 def check_against_host(r, spec, qp, obs):

@@ -55,7 +55,7 @@ def test_block_layout():
     (lambda d: d[:10], TruncatedPolicyError, "header needs 16"),
     (lambda d: b"", TruncatedPolicyError, "not even a magic number"),
     (lambda d: b"GIF8" + d[4:], BadMagicError, "not a neuromotor policy file"),
-    (lambda d: d[:4] + (4).to_bytes(2, "little") + d[6:], UnsupportedVersionError, "format version 4"),
+    (lambda d: d[:4] + (5).to_bytes(2, "little") + d[6:], UnsupportedVersionError, "format version 5"),
     (lambda d: d[:-8] + bytes([d[-8] ^ 0x40]) + d[-7:], ChecksumError, "checksum mismatch"),
     (lambda d: d + b"\0", PolicyFormatError, "trailing data"),
 ])

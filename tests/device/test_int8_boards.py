@@ -2,6 +2,7 @@
 rv32imc and the ESP32's Xtensa ABI (plain C), built into the firmware and as natmods,
 give the host NumPy reference's exact bits."""
 
+import contextlib
 import shutil
 import subprocess
 import sys
@@ -25,11 +26,8 @@ NATMOD = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc
 
 @pytest.fixture(scope="module")
 def pool():
-    p = BoardPool(build=True)
-    try:
+    with contextlib.closing(BoardPool(build=True)) as p:
         yield p
-    finally:
-        p.close()
 
 
 def _mpremote(port, *args):

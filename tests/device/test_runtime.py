@@ -235,7 +235,7 @@ def test_device_file_errors_are_distinct_and_clear(run_mp, tmp_path):
     lines = dict(zip(names, proc.stdout.splitlines()))
     assert lines["truncated"].startswith("TruncatedPolicyError | truncated policy file")
     assert lines["magic"].startswith("BadMagicError | not a neuromotor policy file: magic b'XXXX'")
-    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads versions 1 to 3")
+    assert lines["version"].startswith("UnsupportedVersionError | policy file format version 99, this runtime reads versions 1 to 4")
     assert lines["crc"].startswith("ChecksumError | policy file checksum mismatch")
     assert lines["empty"].startswith("TruncatedPolicyError")
     assert lines["good"].startswith("LOADED")
@@ -327,8 +327,8 @@ attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), 
     assert lines[0] == f"ValueError net: expected {n} floats, got {n - 1}"
     assert lines[1] == "TypeError x: expected array('f'), got typecode 'd'"
     assert lines[2] == "ValueError scratch: expected >= 16 floats, got 3"
-    assert lines[3] == "ValueError layout activation code: expected < 3, got 9"
-    assert lines[4] == "ValueError act: expected <= 2, got 5"
+    assert lines[3] == "ValueError layout: layer 1 code 9 is neither a dense activation 0..4 nor a GRU (16, activation 0)"
+    assert lines[4] == "ValueError act: expected <= 4, got 5"
     assert lines[5] == "ValueError scratch must not overlap x"
     assert lines[6] == "ok"
 

@@ -204,7 +204,7 @@ static void case_mlp(void) {
         acts[i] = (uint16_t)pick(0, NM_ACT_COUNT - 1);
     }
     size_t n_net;
-    if (!nm_net_size(sizes, L, &n_net)) {
+    if (!nm_net_size(sizes, acts, L, &n_net)) {
         fail("nm_net_size", 0, 0, 1);
     }
     size_t want_net = 2 * (size_t)sizes[0] + 2 * (size_t)sizes[L];
@@ -217,8 +217,12 @@ static void case_mlp(void) {
         net[sizes[0] + i] = 0.5f + 0.5f * (unit() + 1.0f); // obs_std in [0.5, 1.5)
     }
     float *x = floats(sizes[0]), *out = floats(sizes[L]);
-    float *scratch = floats(nm_mlp_scratch_size(sizes, L));
-    nm_mlp(out, x, net, sizes, acts, L, scratch);
+    size_t n_scratch;
+    if (!nm_mlp_scratch_size(sizes, acts, L, &n_scratch)) {
+        fail("nm_mlp_scratch_size", 0, 0, 1);
+    }
+    float *scratch = floats(n_scratch);
+    nm_mlp(out, x, net, sizes, acts, L, scratch, NULL);
     // reference: the same net, layer by layer in double
     double cur[64], nxt[64];
     for (size_t i = 0; i < sizes[0]; i++) {

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 import pytest
 
-from neuromotor.training import run_policy, runs
+from neuromotor.training import run_policy, rundir
 from neuromotor.policy.policy_file import decode
 from neuromotor.boards.ondevice import PROFILES, BoardResetError, train_on_device
 
@@ -55,7 +55,7 @@ def test_short_run_on_qemu_m7(m7, tmp_path):
     for a, b in zip(spec.weights, board_spec.weights):
         assert np.array_equal(a, b)
     assert spec.sizes == [3, 32, 32, 1]
-    assert json.loads((run_dir / runs.SUMMARY).read_text())["steps"] == 300
+    assert json.loads((run_dir / rundir.SUMMARY).read_text())["steps"] == 300
 
 
 def test_profile_too_large_is_refused(m7):

@@ -43,12 +43,12 @@ def test_finished_ondevice_run_is_not_resumed(tmp_path, cli, runs_root):
 
 def test_interrupted_ondevice_run_is_not_resumed(tmp_path, cli, runs_root):
     """A board reset leaves config and progress but no policy: still an on-device run."""
-    from neuromotor.training import runs
+    from neuromotor.training import rundir
     from neuromotor.training.config import RunConfig, RunSpec
     run_dir = tmp_path / "cut-short"
-    runs.prepare(run_dir, False)
+    rundir.prepare(run_dir, False)
     write_started(run_dir, "small", 1, 5000)
-    runs.write_config(run_dir, RunSpec("pendulum", "td3", [1], RunConfig(steps=5000, shards=1), algo_config("small")))
+    rundir.write_config(run_dir, RunSpec("pendulum", "td3", [1], RunConfig(steps=5000, shards=1), algo_config("small")))
     _refused(cli, run_dir)
 
 

@@ -3,16 +3,10 @@
  * timing with: the host counts instructions with the cycle-model plugin's marks. */
 #ifndef NM_PORT_H
 #define NM_PORT_H
-#include <stddef.h>
-#include <stdint.h>
+#include "../nm_port_common.h"
 
 #define NM_PORT_ARCH "armv6m"
 #define NM_CALIB_INSNS 0
-#define NM_STR_(x) #x
-#define NM_STR(x) NM_STR_(x)
-
-void nm_port_write(const char *s, size_t n);
-__attribute__((noreturn)) void nm_port_exit(int code);
 
 static inline uint32_t nm_port_ticks(void) {
     return 0;

@@ -13,7 +13,7 @@ int nm_case_float_forward(float *action, const float *obs) {
 void nm_case_float_kernel(float *out, const float *obs) {
     static float scratch[NM_POLICY_SCRATCH_FLOATS];
     nm_mlp(out, obs, nm_policy_net, nm_policy_layout + 1, nm_policy_layout + 2 + NM_POLICY_N_LAYERS,
-        NM_POLICY_N_LAYERS, scratch);
+        NM_POLICY_N_LAYERS, scratch, NULL);
 }
 
 const uint16_t *nm_case_layout(void) {

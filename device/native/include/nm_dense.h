@@ -139,10 +139,8 @@ static inline void nm_dense(float *y, const float *x, const float *w,
         (void)isa;
         nm_dense_scalar(y, x, w, n_in, n_out, relu);
     }
-    if (act == NM_ACT_TANH) {
-        for (size_t i = 0; i < n_out; i++) {
-            y[i] = nm_tanhf(y[i]);
-        }
+    if (act > NM_ACT_RELU) { // ReLU is fused into the blocks; the others follow
+        nm_activate(y, n_out, act);
     }
 }
 

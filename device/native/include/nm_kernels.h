@@ -13,7 +13,8 @@
  *   nm_act.h          division and activations
  *   nm_dense.h        fused dense layers (portable blocks, dispatch), over
  *   nm_dense_vldm.h   ARMv7E-M blocks and nm_dense_simd.h SSE2/wasm SIMD and AVX2 blocks
- *   nm_mlp.h          the whole policy in one call; packing a layer
+ *   nm_gru.h          one GRU layer's step (two fused products, then the gates)
+ *   nm_mlp.h          the whole policy in one call, dense and GRU layers; packing a layer
  *   nm_clamp.h        finiteness and the clamp into the action limits
  *   nm_crc.h          CRC-32
  *
@@ -31,6 +32,7 @@
 #include "nm_layout.h"
 #include "nm_act.h"
 #include "nm_dense.h"
+#include "nm_gru.h"
 #include "nm_mlp.h"
 #include "nm_clamp.h"
 #include "nm_crc.h"

@@ -22,7 +22,7 @@
  */
 
 static int nm_get_act(mp_obj_t obj) {
-    return (int)nm_get_dim(obj, "act", 0, NM_ACT_COUNT - 1);
+    return (int)nm_get_dim(obj, "act", 0, NM_ACT_INFER_COUNT - 1);
 }
 
 // dense(out, x, w, act): out[n_out] = act(W x + b), n_in = len(x), n_out = len(out).
@@ -78,6 +78,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_batch_obj, 6, 6, nm_py_de
  */
 typedef struct {
     nm_arr_t out, x, net, scratch, clamp; // an int8 net's len counts whole 32-bit words
+    nm_arr_t state; // the GRU layers' hidden states; buf NULL when none was given
     size_t net_bytes;
     int q8;        // net is an int8 qnet (array('b'), nm_int8.h), not floats
     int clamped;   // a clamp was given (an empty one is refused, not ignored)
@@ -170,8 +171,33 @@ static void nm_check_clamp_values(const nm_layout_t *l, const nm_mlp_bufs_t *b) 
     }
 }
 
-/* Lengths against the layout; no buffer that is written (out, scratch, and x
- * when it is xbuf) overlapping another buffer or the layout, nor clamp
+// The optional state argument (absent or None: none); checked in nm_check_mlp.
+static void nm_get_state(nm_mlp_bufs_t *b, mp_obj_t obj) {
+    b->state = nm_floats(obj == MP_OBJ_NULL ? mp_const_none : obj, "state", NM_WRITE | NM_OR_NONE);
+}
+
+// A recurrent layout needs its state, of exactly state_size floats, apart from every other buffer.
+static void nm_check_state(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
+    if (l->state_len && !b->state.buf) {
+        nm_msg_t m;
+        nm_msg_start(&m, "state: the layout has GRU layers, expected array('f') of ");
+        nm_msg_uint(&m, l->state_len);
+        nm_msg_str(&m, " floats, got None");
+        nm_raise_msg(&mp_type_ValueError, &m);
+    }
+    nm_check_len("state", l->state_len, b->state.len);
+    nm_check_disjoint("state", b->state, "out", b->out);
+    nm_check_disjoint("state", b->state, x_name, b->x);
+    nm_check_disjoint("state", b->state, "net", b->net);
+    nm_check_disjoint("state", b->state, "scratch", b->scratch);
+    nm_check_disjoint("state", b->state, "clamp", b->clamp);
+    if (l->buf) {
+        nm_check_disjoint_bytes("state", b->state.buf, b->state.len * sizeof(float), "layout", l->buf, l->n_bytes);
+    }
+}
+
+/* Lengths against the layout; no buffer that is written (out, scratch, state,
+ * and x when it is xbuf) overlapping another buffer or the layout, nor clamp
  * overlapping any buffer; clamp limits finite with lo <= hi. x_name names x in
  * messages; x's values are not looked at (a list is copied in after this). */
 static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
@@ -179,6 +205,11 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
     nm_check_len(x_name, l->sizes[0], b->x.len);
     nm_check_len("out", s_out, b->out.len);
     if (b->q8) {
+        for (size_t i = 0; i < l->n_layers; i++) {
+            if (l->acts[i] >= NM_ACT_COUNT) { // int8: dense identity, relu or tanh layers
+                nm_raise_text("net (int8)", ": int8 policies have dense identity, relu or tanh layers only");
+            }
+        }
         if (b->net_bytes != l->q8_net_bytes) {
             nm_raise_expected("net (int8)", "", l->q8_net_bytes, " bytes", b->net_bytes);
         }
@@ -212,6 +243,7 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
             nm_check_disjoint_bytes(x_name, b->x.buf, b->x.len * sizeof(float), "layout", l->buf, l->n_bytes);
         }
     }
+    nm_check_state(l, b, x_name);
     nm_check_clamp_values(l, b);
 }
 
@@ -234,24 +266,26 @@ static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
     if (b->q8) {
         nm_run_q8(l, b);
     } else {
-        nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+        nm_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf, b->state.buf);
     }
     if (b->clamped) {
         nm_clamp(b->out.buf, b->clamp.buf, l->sizes[l->n_layers]);
     }
 }
 
-// mlp(out, x, net, layout, scratch[, clamp]): whole policy forward, see nm_kernels.h
+// mlp(out, x, net, layout, scratch[, clamp[, state]]): whole policy forward, see nm_kernels.h
 // (net array('f')) or nm_int8.h (net array('b'), its values checked at each call);
-// clamp holds len(out) lower limits then len(out) upper limits.
+// clamp holds len(out) lower limits then len(out) upper limits (None: no clamp); state,
+// required when the layout has GRU layers, their hidden states, advanced one step.
 static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_mlp_bufs_t b;
     b.out = nm_floats(args[0], "out", NM_WRITE);
     b.x = nm_floats(args[1], "x", NM_READ);
     nm_get_net(&b, args[2]);
-    nm_layout_t l = nm_get_layout(args[3]);
+    nm_layout_t l = nm_get_layout(args[3], NM_LAYOUT_ANY);
     b.scratch = nm_floats(args[4], "scratch", NM_WRITE);
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
+    nm_get_state(&b, n_args > 6 ? args[6] : MP_OBJ_NULL);
     b.x_written = 0;
     #if NM_Q8_MAC16
     b.q8_wide = 0; // no widened weights: the C layers
@@ -264,12 +298,12 @@ static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_run_mlp(&l, &b);
     return mp_const_none;
 }
-static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 7, nm_py_mlp);
 
 /* ---------------------------------------------------------------------------
- * Forward(out, net, layout, scratch, xbuf[, clamp]): a callable holding one
- * policy's buffers; f(obs) runs mlp(out, obs, net, layout, scratch[, clamp])
- * and returns out. obs as array('f') goes straight through; a list or tuple
+ * Forward(out, net, layout, scratch, xbuf[, clamp[, state]]): a callable holding
+ * one policy's buffers; f(obs) runs mlp(out, obs, net, layout, scratch, clamp,
+ * state) and returns out. obs as array('f') goes straight through; a list or tuple
  * of numbers is copied into xbuf, only once every buffer has passed its
  * checks (xbuf inside net would otherwise overwrite the weights). Python
  * classes may subclass it (the runtime's native Policy does): calling an
@@ -288,7 +322,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_mlp_obj, 5, 6, nm_py_mlp);
  */
 typedef struct {
     mp_obj_base_t base;
-    mp_obj_t out, net, scratch, xbuf, clamp; // clamp: None for no clamp
+    mp_obj_t out, net, scratch, xbuf, clamp, state; // clamp, state: None for none
     nm_layout_t layout; // sizes and acts point into this object; no buf
     uint16_t sizes[NM_MAX_LAYERS + 1];
     uint16_t acts[NM_MAX_LAYERS];
@@ -301,6 +335,7 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
     nm_get_net(&b, self->net);
     b.scratch = nm_floats(self->scratch, "scratch", NM_WRITE);
     nm_get_clamp(&b, self->clamp);
+    nm_get_state(&b, self->state);
     mp_buffer_info_t info;
     const int direct = (nm_array_buffer(obs, &info) || mp_get_buffer(obs, &info, MP_BUFFER_READ))
         && info.typecode == 'f';
@@ -340,9 +375,9 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
 }
 
 static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, size_t n_kw, const mp_obj_t *args) {
-    mp_arg_check_num(n_args, n_kw, 5, 6, false);
+    mp_arg_check_num(n_args, n_kw, 5, 7, false);
     // Every check a call makes, once now, so a bad set fails where it was built.
-    nm_layout_t l = nm_get_layout(args[2]);
+    nm_layout_t l = nm_get_layout(args[2], NM_LAYOUT_ANY);
     nm_mlp_bufs_t b;
     b.out = nm_floats(args[0], "out", NM_WRITE);
     nm_get_net(&b, args[1]);
@@ -350,6 +385,7 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     b.x = nm_floats(args[4], "xbuf", NM_WRITE);
     b.x_written = 1;
     nm_get_clamp(&b, n_args > 5 ? args[5] : MP_OBJ_NULL);
+    nm_get_state(&b, n_args > 6 ? args[6] : MP_OBJ_NULL);
     nm_check_mlp(&l, &b, "xbuf");
     if (b.q8) {
         nm_check_q8_values(&l, b.net.buf);
@@ -367,6 +403,7 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
     o->scratch = args[3];
     o->xbuf = args[4];
     o->clamp = n_args > 5 ? args[5] : mp_const_none;
+    o->state = n_args > 6 ? args[6] : mp_const_none;
     o->layout = l;
     o->layout.sizes = o->sizes;
     o->layout.acts = o->acts;
@@ -426,18 +463,39 @@ static mp_obj_t nm_py_layer_size(mp_obj_t n_in_obj, mp_obj_t n_out_obj) {
 static MP_DEFINE_CONST_FUN_OBJ_2(nm_py_layer_size_obj, nm_py_layer_size);
 
 // net_size(layout[, int8]) -> floats in the net vector (int8: bytes of the qnet);
-// scratch_size(layout[, int8]) -> floats of scratch mlp needs.
+// scratch_size(layout[, int8]) -> floats of scratch mlp needs;
+// state_size(layout) -> floats of state (the GRU layers' hidden sizes; 0 for an MLP).
 static mp_obj_t nm_py_net_size(size_t n_args, const mp_obj_t *args) {
-    nm_layout_t l = nm_get_layout(args[0]);
+    nm_layout_t l = nm_get_layout(args[0], NM_LAYOUT_ANY);
     return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1]) ? l.q8_net_bytes : l.net_len);
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_net_size_obj, 1, 2, nm_py_net_size);
 
 static mp_obj_t nm_py_scratch_size(size_t n_args, const mp_obj_t *args) {
-    nm_layout_t l = nm_get_layout(args[0]);
+    nm_layout_t l = nm_get_layout(args[0], NM_LAYOUT_ANY);
     return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1]) ? l.q8_scratch_len : l.scratch_len);
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_scratch_size_obj, 1, 2, nm_py_scratch_size);
+
+static mp_obj_t nm_py_state_size(mp_obj_t layout_obj) {
+    nm_layout_t l = nm_get_layout(layout_obj, NM_LAYOUT_ANY);
+    return mp_obj_new_int_from_uint(l.state_len);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_state_size_obj, nm_py_state_size);
+
+// state_reset(state, net, layout): state <- every GRU layer's h0 from net (a new episode).
+static mp_obj_t nm_py_state_reset(mp_obj_t state_obj, mp_obj_t net_obj, mp_obj_t layout_obj) {
+    nm_arr_t state = nm_floats(state_obj, "state", NM_WRITE);
+    nm_arr_t net = nm_floats(net_obj, "net", NM_READ);
+    nm_layout_t l = nm_get_layout(layout_obj, NM_LAYOUT_ANY);
+    nm_check_len("net", l.net_len, net.len);
+    nm_check_len("state", l.state_len, state.len);
+    nm_check_disjoint("state", state, "net", net);
+    nm_check_disjoint_bytes("state", state.buf, state.len * sizeof(float), "layout", l.buf, l.n_bytes);
+    nm_state_reset(state.buf, net.buf, l.sizes, l.acts, l.n_layers);
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_3(nm_py_state_reset_obj, nm_py_state_reset);
 
 // crc32(data[, crc]) -> zlib-compatible CRC-32 of any buffer.
 static mp_obj_t nm_py_crc32(size_t n_args, const mp_obj_t *args) {
@@ -509,11 +567,16 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_layer_size, MP_OBJ_FROM_PTR(&nm_py_layer_size_obj));
     mp_store_global(MP_QSTR_net_size, MP_OBJ_FROM_PTR(&nm_py_net_size_obj));
     mp_store_global(MP_QSTR_scratch_size, MP_OBJ_FROM_PTR(&nm_py_scratch_size_obj));
+    mp_store_global(MP_QSTR_state_size, MP_OBJ_FROM_PTR(&nm_py_state_size_obj));
+    mp_store_global(MP_QSTR_state_reset, MP_OBJ_FROM_PTR(&nm_py_state_reset_obj));
     mp_store_global(MP_QSTR_crc32, MP_OBJ_FROM_PTR(&nm_py_crc32_obj));
     mp_store_global(MP_QSTR_isa, MP_OBJ_FROM_PTR(&nm_py_isa_obj));
     mp_store_global(MP_QSTR_IDENTITY, MP_OBJ_NEW_SMALL_INT(NM_ACT_IDENTITY));
     mp_store_global(MP_QSTR_RELU, MP_OBJ_NEW_SMALL_INT(NM_ACT_RELU));
     mp_store_global(MP_QSTR_TANH, MP_OBJ_NEW_SMALL_INT(NM_ACT_TANH));
+    mp_store_global(MP_QSTR_SIGMOID, MP_OBJ_NEW_SMALL_INT(NM_ACT_SIGMOID));
+    mp_store_global(MP_QSTR_FAST_TANH, MP_OBJ_NEW_SMALL_INT(NM_ACT_FAST_TANH));
+    mp_store_global(MP_QSTR_GRU, MP_OBJ_NEW_SMALL_INT(NM_GRU_CODE));
     mp_store_global(MP_QSTR_BLOCK, MP_OBJ_NEW_SMALL_INT(NM_BLOCK));
     mp_store_global(MP_QSTR_VERSION, MP_OBJ_NEW_SMALL_INT(NM_KERNELS_VERSION));
     mp_store_global(MP_QSTR_INT8, MP_OBJ_NEW_SMALL_INT(1));
@@ -542,11 +605,16 @@ static const mp_rom_map_elem_t nm_module_globals_table[] = {
     { MP_ROM_QSTR(MP_QSTR_layer_size), MP_ROM_PTR(&nm_py_layer_size_obj) },
     { MP_ROM_QSTR(MP_QSTR_net_size), MP_ROM_PTR(&nm_py_net_size_obj) },
     { MP_ROM_QSTR(MP_QSTR_scratch_size), MP_ROM_PTR(&nm_py_scratch_size_obj) },
+    { MP_ROM_QSTR(MP_QSTR_state_size), MP_ROM_PTR(&nm_py_state_size_obj) },
+    { MP_ROM_QSTR(MP_QSTR_state_reset), MP_ROM_PTR(&nm_py_state_reset_obj) },
     { MP_ROM_QSTR(MP_QSTR_crc32), MP_ROM_PTR(&nm_py_crc32_obj) },
     { MP_ROM_QSTR(MP_QSTR_isa), MP_ROM_PTR(&nm_py_isa_obj) },
     { MP_ROM_QSTR(MP_QSTR_IDENTITY), MP_ROM_INT(NM_ACT_IDENTITY) },
     { MP_ROM_QSTR(MP_QSTR_RELU), MP_ROM_INT(NM_ACT_RELU) },
     { MP_ROM_QSTR(MP_QSTR_TANH), MP_ROM_INT(NM_ACT_TANH) },
+    { MP_ROM_QSTR(MP_QSTR_SIGMOID), MP_ROM_INT(NM_ACT_SIGMOID) },
+    { MP_ROM_QSTR(MP_QSTR_FAST_TANH), MP_ROM_INT(NM_ACT_FAST_TANH) },
+    { MP_ROM_QSTR(MP_QSTR_GRU), MP_ROM_INT(NM_GRU_CODE) },
     { MP_ROM_QSTR(MP_QSTR_BLOCK), MP_ROM_INT(NM_BLOCK) },
     { MP_ROM_QSTR(MP_QSTR_VERSION), MP_ROM_INT(NM_KERNELS_VERSION) },
     { MP_ROM_QSTR(MP_QSTR_INT8), MP_ROM_INT(1) },

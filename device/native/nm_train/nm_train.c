@@ -73,7 +73,7 @@ typedef struct {
 
 static nmt_net_t nmt_get_net(mp_obj_t layout) {
     nmt_net_t n;
-    n.l = nm_get_layout(layout);
+    n.l = nm_get_layout(layout, NM_LAYOUT_DENSE);
     if (!nm_train_net_size(n.l.sizes, n.l.n_layers, &n.net_len)) {
         nm_raise_overflow("layout");
     }

@@ -79,14 +79,17 @@ class TrainFamily:
 
 class NativeAgents:
     """What TD3's and SAC's native backends share: the actor's and the critics' training-layout
-    copies, the last update's losses per agent, and on a built-in env the env arrays the
-    whole-step call writes. A subclass adds its algorithm's arguments in `load`."""
+    copies, the last update's losses per agent, the calls' workspace (of the size
+    `workspace_size` gives), and on a built-in env the env arrays the whole-step call writes.
+    A subclass adds its algorithm's arguments in `load`."""
 
-    def __init__(self, agents, losses: int):
+    def __init__(self, agents, losses: int, workspace_size):
         self.agents = agents
         self.families = (TrainFamily(agents.actor), TrainFamily(agents.critic))
         self.losses = np.zeros((agents.P, losses), F32)
         self.whole_step = steps_natively(agents.env)
+        self.workspace = np.zeros(workspace_size(agents.actor.layout(), agents.critic.layout(),
+                                                 agents.cfg.batch_size, agents.P), F32)
 
     def load(self) -> None:
         """(Re)load the training layout from the host arrays after they were written (a new
@@ -105,13 +108,18 @@ class NativeAgents:
             if type(env) is QuadrotorVec:
                 self.envs += (env.model, env.params, env.history, self.terminated)
 
-    def finish_episodes(self, ended: int) -> None:
-        """After a whole step in which `ended` episodes ended: record and restart them (the
-        terminated ones and those at the episode limit), as AutoReset.step does."""
+    def finish_step(self, ended: int) -> None:
+        """After a whole step in which `ended` episodes ended: the replay ring past the row the
+        call wrote, and the ended episodes recorded and restarted (the terminated ones and
+        those at the episode limit), as AutoReset.step does."""
+        agents = self.agents
+        replay = agents.replay
+        replay.pos = (replay.pos + 1) % replay.capacity
+        replay.size = min(replay.size + 1, replay.capacity)
         if ended:
-            agents = self.agents
             done = self.terminated | (agents.episodes.ep_len >= agents.episode_steps)
             agents.obs[...] = agents.episodes.finish(done)
+        self.host_stale = True
 
     def set_learning_rates(self, actor_lr: float, critic_lr: float) -> None:
         """The rates the next updates use (Adam's float32 state holds them)."""

@@ -6,12 +6,16 @@ both sample minibatches from raw 32-bit draws taken modulo the rows stored, so
 agent k's minibatches depend only on its own stream.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from neuromotor import rules
+from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
 from neuromotor.envs.autoreset import AutoReset
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_START_DRAWS, MAX_STEPS
+from neuromotor.native import NATIVE_ERROR
 from neuromotor.nn import F32, MLP, Adam, polyak
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.rng import rng_state_array, set_rng_state
@@ -32,6 +36,39 @@ RULES = {
     "shared_minibatch": rules.BOOL,
     "backend": rules.choice("native", "numpy"),
 }
+
+
+@dataclass
+class NetworkConfig:
+    """The settings TD3's and SAC's Configs open with (their networks, minibatch and replay);
+    each Config adds its own after them."""
+
+    actor_hidden: tuple = (64, 64)
+    critic_hidden: tuple = (64, 64)
+    activation: str = "relu"
+    batch_size: int = 100
+    buffer_size: int = 10_000
+    learning_starts: int = 100      # updates from this step on
+
+
+def memory_parts(cfg, obs_dim: int, act_dim: int, agents: int, *, actor_out: int, actor_copies: int,
+                 critic_rows: int, update_noises: int) -> tuple:
+    """({part: bytes} of the arrays an off-policy population allocates, training envs): see
+    neuromotor.training.memory. The algorithm's own figures: its actor's outputs, how many
+    arrays of the actor's size it keeps (each critic keeps six: parameters, target, gradient,
+    two Adam moments and a scratch copy), critic workspace rows per minibatch sample, and
+    pre-drawn noise vectors per sample and update."""
+    actor = [obs_dim, *cfg.actor_hidden, actor_out]
+    critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
+    B = cfg.batch_size
+    return {
+        "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32_BYTES,
+        "networks": agents * F32_BYTES * (actor_copies * net_params(actor) + 2 * 6 * net_params(critic)),
+        "batch workspaces": agents * B * (3 * workspace_row(actor) + critic_rows * workspace_row(critic)
+                                          + 12 * F32_BYTES * (obs_dim + act_dim + 1)),
+        "pre-drawn random numbers": agents * F32_BYTES * (
+            block_updates(cfg.update_every) * (3 * B + update_noises * B * act_dim) + RNG_BLOCK * 2 * act_dim),
+    }, agents
 
 
 class Net:
@@ -144,12 +181,14 @@ class OffPolicyAgents:
     """The scaffolding TD3 and SAC share around their update rules: the population and its
     env, per-agent random streams drawn in blocks, acting in [-1, 1], and checkpoints.
 
-    A subclass builds its networks and replay between `_setup` and `_start`, and names
+    A subclass builds its networks and replay between `_setup` and `_start` (`_networks`
+    and what its update adds), sets `native` (its native backend, or None), and names
     what it adds: `_draws(rng)` (one agent's random numbers for RNG_BLOCK steps: the acting
     noise of each step, the update's numbers of each update, `block_updates` of them),
-    `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()`,
-    `_restored()` (called after a checkpoint was loaded), and its actor: `actor_mlp`,
-    `_actor_params()` and `policy_from_state` (the deployable policy of one agent)."""
+    `_explore(out, noise)` (the acting actions from the actor's output),
+    `_arrays()` (the arrays a checkpoint restores in place), `_optimizers()`, and its actor:
+    `actor_mlp` and `policy_from_state` (the deployable policy of one agent); it may extend
+    `_restored()` (called after a checkpoint was loaded)."""
 
     RNG_BLOCK = RNG_BLOCK
 
@@ -169,6 +208,45 @@ class OffPolicyAgents:
         # per step; a cut is a time-out, bootstrapped, never a terminal state.
         self.episode_steps = cfg.episode_steps or env.max_episode_steps
 
+    @staticmethod
+    def _check_backend(cfg) -> None:
+        if cfg.backend == "native" and NATIVE_ERROR is not None:
+            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
+                            "reinstall with `pip install -e .`, or --set backend=numpy")
+
+    def _networks(self, cfg, actor_target: bool) -> None:
+        """The actor and the twin critics (one family of population shape (P, 2)), each agent's
+        from its own stream, their targets, the replay, and the inputs and workspaces of the
+        hot path both updates preallocate."""
+        P, o, a, dtype = self.P, self.obs_dim, self.act_dim, self.dtype
+        act = cfg.activation
+        actor = self.actor_mlp(cfg, o, a, P)
+        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr, dtype, target=actor_target)
+        # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
+        self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
+                          cfg.critic_lr, dtype)
+        self._init_members(self.actor, self.critic)
+        if actor_target:
+            self.actor.target[...] = self.actor.params
+        self.critic.target[...] = self.critic.params
+
+        self.replay = Replay(P, cfg.buffer_size, o, a, dtype)
+        self.row = self.replay.row
+
+        # The target critics' input is copied per critic: gemm on a broadcast (stride 0) batch
+        # is slower than the copy.
+        B = cfg.batch_size
+        M = 1 if cfg.shared_minibatch else 2                      # the critics' minibatches per update
+        actor, critic = self.actor.mlp, self.critic.mlp
+        self._obs1 = np.ones((P, 1, o + 1), dtype)               # acting: [s, 1]
+        self._x_next = np.empty((P, 2, M * B, a + o + 1), dtype)  # target critics' input [a', s', 1], all minibatches
+        self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from its minibatch
+        self._ws_act = actor.workspace((P, 1))
+        self._ws_actor = actor.workspace((P, B))
+        self._ws_actor2 = actor.workspace((P, M * B))
+        self._ws_critic = critic.workspace((P, 2, B))
+        self._ws_critic2 = critic.workspace((P, 2, M * B))
+
     def _start(self) -> None:
         self.steps = 0
         self._block = None
@@ -183,6 +261,51 @@ class OffPolicyAgents:
             actor.mlp.init_member(actor.layers, k, rng)
             for c in range(2):
                 critic.mlp.init_member(critic.layers, (k, c), rng)
+
+    def _minibatches(self, raw_idx, noise) -> tuple:
+        """(the critics' minibatches (P, M, B, row), the actor's (P, B, row), the critics' noise):
+        three independent minibatches per agent, as in RLtools (one per critic, one for the
+        actor), or with shared_minibatch one for all (the first of the draws)."""
+        if self.cfg.shared_minibatch:
+            batch = self.replay.sample(raw_idx[:, :1])
+            return batch, batch[:, 0], noise[:, :1]
+        batch = self.replay.sample(raw_idx)
+        return batch[:, :2], batch[:, 2], noise
+
+    def _targets_input(self, batch) -> tuple:
+        """(P, M, B, rewards, not_dones, next observations (P, M B, obs + 1)) of the critics'
+        minibatches `batch` (P, M, B, row)."""
+        f = self.row
+        P, M, B, _ = batch.shape
+        return (P, M, B, batch[..., f.reward], batch[..., f.not_done],
+                batch[..., f.next_actor_input].reshape(P, M * B, -1))
+
+    def _act_and_store(self):
+        """Step `steps` of every agent up to its update: None when the native call took the
+        whole step (update included); else, once every agent acted and its transition went
+        into the replay, the update's draws of this step. The action: uniform at random while
+        warming up, else `_explore(actor output, acting noise)`."""
+        cfg, i = self.cfg, self.steps % RNG_BLOCK
+        if i == 0:
+            self._draw_block()
+        if self.native and self.native.whole_step:
+            self._updated |= self.native.step(self._native_block, i)
+            self.steps += 1
+            return None
+        j = self._update_row(i)
+        explore, uniform = self._block[0][i], self._block[1][i]
+        if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
+            action = uniform
+        elif self.native:
+            action = self.native.act(self.obs, explore)
+        else:
+            self._obs1[:, 0, :-1] = self.obs
+            action = self._explore(self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0], explore)
+        obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
+
+        self.replay.store(action, self.obs, reward, terminated, next_obs)
+        self.obs = obs
+        return [x[j] for x in self._block[2:]]
 
     def update_due(self) -> bool:
         """Whether this step updates: from learning_starts on, every update_every-th step."""
@@ -203,6 +326,23 @@ class OffPolicyAgents:
         parts = [self._draws(r) for r in self.rngs]
         # Stack agents on axis 1 so that step i of the block is one contiguous (P, ...) slice.
         self._block = [np.stack(x, axis=1) for x in zip(*parts)]
+        self._native_block = tuple(self._block)
+
+    def sync_host(self) -> None:
+        """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)
+        up to date after native updates, which train a copy in the kernels' layout. act(),
+        policy_spec() and state_dict() do this themselves; whoever writes those arrays calls
+        load_state_dict() (or native.load()) so that training continues from them."""
+        if self.native:
+            self.native.sync_host()
+
+    def _actor_params(self) -> np.ndarray:
+        self.sync_host()
+        return self.actor.params
+
+    def _restored(self) -> None:
+        if self.native:
+            self.native.load()
 
     # ----- reporting, export, checkpoints -----
     def pop_episode_returns(self):

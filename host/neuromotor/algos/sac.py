@@ -50,13 +50,11 @@ import math
 
 import numpy as np
 
-from neuromotor.algos import named_config
-from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, ReplayRow, block_updates, deployable
+from neuromotor.algos import named_config, offpolicy
+from neuromotor.algos.offpolicy import F32, OffPolicyAgents, block_updates, deployable
 from neuromotor.algos.sac_config import CONFIGS, Config
 from neuromotor.algos.sac_native import NativeSAC
 from neuromotor.errors import UserError
-from neuromotor.native import NATIVE_ERROR
 from neuromotor.nn import MLP, Adam
 from neuromotor.nn.mlp import with_ones
 from neuromotor.policy.spec import PolicySpec
@@ -115,45 +113,20 @@ class SAC(OffPolicyAgents):
         cfg.check()
         if cfg.lr_decay_end and not cfg.lr_decay_start < cfg.lr_decay_end:
             raise UserError(f"lr_decay_start ({cfg.lr_decay_start}) must be below lr_decay_end ({cfg.lr_decay_end})")
-        if cfg.backend == "native" and NATIVE_ERROR is not None:
-            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
-                            "reinstall with `pip install -e .`, or --set backend=numpy")
+        self._check_backend(cfg)
         if cfg.backend == "native" and dtype != F32:
             raise UserError("backend 'native' trains in float32: --set backend=numpy for other dtypes")
         self._setup(cfg, env_factory, seeds, dtype)
-        P, o, a = self.P, self.obs_dim, self.act_dim
+        P, o, a, B = self.P, self.obs_dim, self.act_dim, cfg.batch_size
         self.target_entropy = -float(a)
-
-        act = cfg.activation
-        actor = self.actor_mlp(cfg, o, a, P)
-        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr, dtype, target=False)
-        # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
-        self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
-                          cfg.critic_lr, dtype, target=True)
-        self._init_members(self.actor, self.critic)
-        self.critic.target[...] = self.critic.params
+        self._networks(cfg, actor_target=False)
         if cfg.policy_average:
             self.policy_actor = self.actor.params.copy()
             self._policy_layers = self.actor.mlp.views(self.policy_actor)
         self.log_alpha = np.full(P, math.log(cfg.init_alpha), dtype)
         self.alpha_opt = Adam(P, lr=cfg.alpha_lr)
-
-        self.replay = Replay(P, cfg.buffer_size, o, a, dtype)
-        self.row = self.replay.row
-
-        B = cfg.batch_size
-        M = 1 if cfg.shared_minibatch else 2                      # the critics' minibatches per update
-        actor, critic = self.actor.mlp, self.critic.mlp
-        self._obs1 = np.ones((P, 1, o + 1), dtype)               # acting: [s, 1]
-        self._x_next = np.empty((P, 2, M * B, a + o + 1), dtype)  # target critics' input [a', s', 1], all minibatches
-        self._x_critic = np.empty((P, 2, B, a + o + 1), dtype)   # critic c's input [a, s, 1] from its minibatch
-        self._x_actor = np.empty((P, 2, B, a + o + 1), dtype)    # both critics' input [a~, s, 1] for the actor loss
+        self._x_actor = np.empty((P, 2, B, a + o + 1), dtype)  # both critics' input [a~, s, 1] for the actor loss
         self._dq_actor = np.empty((P, 2, B, 1), dtype)
-        self._ws_act = actor.workspace((P, 1))
-        self._ws_actor = actor.workspace((P, B))
-        self._ws_actor2 = actor.workspace((P, M * B))
-        self._ws_critic = critic.workspace((P, 2, B))
-        self._ws_critic2 = critic.workspace((P, 2, M * B))
 
         self._last_actor = None  # what the last update leaves for scalars()
         self._last_log_alpha = self.log_alpha.copy()
@@ -173,10 +146,6 @@ class SAC(OffPolicyAgents):
         return (r.standard_normal((n, a), dt), r.uniform(-1, 1, (n, a)).astype(dt),
                 r.integers(0, 1 << 32, (u, 3, B), np.uint32),
                 r.standard_normal((u, 2, B, a), dt), r.standard_normal((u, B, a), dt))
-
-    def _draw_block(self):
-        super()._draw_block()
-        self._native_block = tuple(self._block)
 
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
@@ -199,45 +168,19 @@ class SAC(OffPolicyAgents):
     def step_and_update(self):
         """One env step of every agent (a sampled action), then (from learning_starts on, every
         update_every-th step) one SAC update."""
-        cfg, i = self.cfg, self.steps % RNG_BLOCK
-        if i == 0:
-            self._draw_block()
+        cfg = self.cfg
         if cfg.lr_decay_end and self.steps >= cfg.lr_decay_start:
             self._decay_learning_rates()
-        if self.native and self.native.whole_step:
-            self._updated |= self.native.step(self._native_block, i)
-            self.steps += 1
+        draws = self._act_and_store()
+        if draws is None:
             return
-        j = self._update_row(i)
-        explore, uniform = self._block[0][i], self._block[1][i]
-        raw_idx, next_noise, actor_noise = (x[j] for x in self._block[2:])
-        if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
-            action = uniform
-        elif self.native:
-            action = self.native.act(self.obs, explore)
-        else:
-            self._obs1[:, 0, :-1] = self.obs
-            out = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
-            log_std = np.clip(out[:, self.act_dim:], cfg.log_std_min, cfg.log_std_max)
-            action = np.tanh(out[:, :self.act_dim] + np.exp(log_std) * explore)  # a sample, as TanhGaussian
-        obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
-
-        self.replay.store(action, self.obs, reward, terminated, next_obs)
-        self.obs = obs
-
+        raw_idx, next_noise, actor_noise = draws
         learn = self.update_due()
         if learn and self.native:
             self.native.update(raw_idx, next_noise, actor_noise)
             self._updated = True
         elif learn:
-            if cfg.shared_minibatch:
-                # One minibatch per agent for both critics and the actor (the first of the draws).
-                batch = self.replay.sample(raw_idx[:, :1])
-                critic_batch, next_noise, actor_batch = batch, next_noise[:, :1], batch[:, 0]
-            else:
-                # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-                batch = self.replay.sample(raw_idx)
-                critic_batch, actor_batch = batch[:, :2], batch[:, 2]
+            critic_batch, actor_batch, next_noise = self._minibatches(raw_idx, next_noise)
             self._critic_loss(critic_batch, next_noise)
             self.critic.step()
             _, log_prob = self._actor_loss(actor_batch, actor_noise)
@@ -248,6 +191,11 @@ class SAC(OffPolicyAgents):
             self._updated = True
         self.steps += 1
 
+    def _explore(self, out, noise):
+        """A sample tanh(mean + std * noise) of the actor's Gaussian, as TanhGaussian."""
+        log_std = np.clip(out[:, self.act_dim:], self.cfg.log_std_min, self.cfg.log_std_max)
+        return np.tanh(out[:, :self.act_dim] + np.exp(log_std) * noise)
+
     def _decay_learning_rates(self) -> None:
         cfg = self.cfg
         done = min(1.0, (self.steps - cfg.lr_decay_start) / (cfg.lr_decay_end - cfg.lr_decay_start))
@@ -255,12 +203,6 @@ class SAC(OffPolicyAgents):
         self.actor.opt.lr, self.critic.opt.lr = cfg.actor_lr * factor, cfg.critic_lr * factor
         if self.native:
             self.native.set_learning_rates(self.actor.opt.lr, self.critic.opt.lr)
-
-    def sync_host(self):
-        """Bring the nn.mlp-layout arrays up to date after native updates, which train a copy in
-        the kernels' layout (as TD3.sync_host)."""
-        if self.native:
-            self.native.sync_host()
 
     # ----- the losses: each writes its gradient (and computes its value per agent if asked) -----
     def _critic_loss(self, batch, next_noise, want_loss=False):
@@ -270,9 +212,7 @@ class SAC(OffPolicyAgents):
         from the one minibatch and the same targets. Names as in CleanRL's sac_continuous_action."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
-        P, M, B, _ = batch.shape
-        rewards, not_dones = batch[..., f.reward], batch[..., f.not_done]
-        next_observations = batch[..., f.next_actor_input].reshape(P, M * B, -1)
+        P, M, B, rewards, not_dones, next_observations = self._targets_input(batch)
 
         # a' ~ pi(s') from the online actor, with its log-probability
         out = actor.mlp.forward(actor.layers, next_observations, self._ws_actor2)
@@ -360,28 +300,15 @@ class SAC(OffPolicyAgents):
     @staticmethod
     def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
         """({part: bytes} of the arrays a population allocates, training envs): see neuromotor.training.memory."""
-        actor = [obs_dim, *cfg.actor_hidden, 2 * act_dim]
-        critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
-        B = cfg.batch_size
-        return {
-            "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32_BYTES,
-            # actor: parameters, gradient, two Adam moments; critics also a target and a scratch copy
-            "networks": agents * F32_BYTES * (4 * net_params(actor) + 12 * net_params(critic)),
-            "batch workspaces": agents * B * (3 * workspace_row(actor) + 6 * workspace_row(critic)
-                                              + 12 * F32_BYTES * (obs_dim + act_dim + 1)),
-            "pre-drawn random numbers": agents * F32_BYTES * (block_updates(cfg.update_every) * (3 * B + 3 * B * act_dim)
-                                                              + RNG_BLOCK * 2 * act_dim),
-        }, agents
+        # the actor's parameters, gradient and two Adam moments (no target)
+        return offpolicy.memory_parts(cfg, obs_dim, act_dim, agents, actor_out=2 * act_dim, actor_copies=4,
+                                      critic_rows=6, update_noises=3)
 
     @staticmethod
     def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int, dtype=F32) -> MLP:
         """[mean, log_std] per action dimension: the hidden layers, then identity."""
         return MLP([obs_dim, *cfg.actor_hidden, 2 * act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["identity"],
                    pop=(agents,), dtype=dtype)
-
-    def _actor_params(self) -> np.ndarray:
-        self.sync_host()
-        return self.actor.params
 
     def _policy_arrays(self) -> dict:
         if self.cfg.policy_average:
@@ -424,5 +351,4 @@ class SAC(OffPolicyAgents):
     def _restored(self) -> None:
         self._last_actor = None  # no update of this state has run yet
         self._updated = False
-        if self.native:
-            self.native.load()
+        super()._restored()

@@ -11,7 +11,7 @@ from neuromotor.native import NATIVE_ERROR
 
 
 @dataclass
-class Config:
+class Config(offpolicy.NetworkConfig):
     """Defaults: RLtools' SAC Pendulum configuration (src/rl/environments/pendulum/sac/cpu/config.h
     with rl/algorithms/sac/sac.h and nn/layers/sample_and_squash/layer.h DefaultParameters):
     actor and critics 64-64 ReLU, batch 100 for critics and actor, replay 10,000 (= the step
@@ -28,12 +28,6 @@ class Config:
     gradient work per update at the same batch_size. The random streams advance alike
     either way."""
 
-    actor_hidden: tuple = (64, 64)
-    critic_hidden: tuple = (64, 64)
-    activation: str = "relu"
-    batch_size: int = 100
-    buffer_size: int = 10_000
-    learning_starts: int = 100      # updates from this step on
     warmup_actions: str = "uniform"  # before learning_starts: "uniform" random, or "policy" samples
     gamma: float = 0.99
     tau: float = 0.005

@@ -18,17 +18,14 @@ class NativeSAC(NativeAgents):
     """The native calls of one SAC population, and the training-layout copy of its networks."""
 
     def __init__(self, sac):
-        super().__init__(sac, losses=4)  # the last update's (critic, actor, alpha) loss and entropy per agent
+        # the last update's (critic, actor, alpha) loss and entropy per agent
+        super().__init__(sac, 4, _nm_host.sac_workspace)
         self.sac = sac
         self.alpha_grad = np.zeros(sac.P, F32)
         self.alpha_state = np.zeros(6, F32)
-        self.workspace = np.zeros(_nm_host.sac_workspace(sac.actor.layout(), sac.critic.layout(), sac.cfg.batch_size,
-                                                         sac.P), F32)
         self.load()
 
     def load(self) -> None:
-        """(Re)load the training layout from the host arrays after they were written (a new
-        algorithm, a checkpoint), and the arguments of the native calls."""
         super().load()
         sac, cfg = self.sac, self.sac.cfg
         self.alpha_state[...] = sac.alpha_opt.kernel_state()
@@ -65,8 +62,5 @@ class NativeSAC(NativeAgents):
         ended = _nm_host.sac_step(self.nets, self.alpha, replay.data, self.envs, block, i, sac._update_row(i),
                                   replay.pos, replay.size, uniform, learn, cfg.shared_minibatch, self.hyper,
                                   self.workspace)
-        replay.pos = (replay.pos + 1) % replay.capacity
-        replay.size = min(replay.size + 1, replay.capacity)
-        self.finish_episodes(ended)
-        self.host_stale = True
+        self.finish_step(ended)
         return learn

@@ -25,10 +25,8 @@ import numpy as np
 
 from neuromotor import rules
 from neuromotor.algos import named_config, offpolicy
-from neuromotor.algos.footprint import F32_BYTES, net_params, workspace_row
-from neuromotor.algos.offpolicy import F32, Net, OffPolicyAgents, Replay, ReplayRow, block_updates, deployable
+from neuromotor.algos.offpolicy import F32, OffPolicyAgents, block_updates, deployable
 from neuromotor.algos.td3_native import NativeTD3
-from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT
 from neuromotor.native import NATIVE_ERROR
 from neuromotor.nn import MLP
@@ -39,13 +37,7 @@ RNG_BLOCK = OffPolicyAgents.RNG_BLOCK
 
 
 @dataclass
-class Config:
-    actor_hidden: tuple = (64, 64)
-    critic_hidden: tuple = (64, 64)
-    activation: str = "relu"
-    batch_size: int = 100
-    buffer_size: int = 10_000
-    learning_starts: int = 100      # updates from this step on
+class Config(offpolicy.NetworkConfig):
     warmup_actions: str = "uniform"  # before learning_starts: "uniform" random, or "policy" (+ noise, as RLtools)
     exploration_noise: float = 0.1
     policy_noise: float = 0.2       # target policy smoothing
@@ -105,43 +97,15 @@ class TD3(OffPolicyAgents):
         return named_config(CONFIGS, "td3", env_name, preset, mujoco="pendulum")
 
     def __init__(self, cfg: Config, env_factory, seeds):
-        if cfg.backend == "native" and NATIVE_ERROR is not None:
-            raise UserError(f"backend 'native' needs the compiled extension ({NATIVE_ERROR}): "
-                            "reinstall with `pip install -e .`, or --set backend=numpy")
+        self._check_backend(cfg)
         self._setup(cfg, env_factory, seeds)
-        P, o, a = self.P, self.obs_dim, self.act_dim
-
-        act = cfg.activation
-        actor = self.actor_mlp(cfg, o, a, P)
-        self.actor = Net(actor.sizes, actor.activations, (P,), cfg.actor_lr)
-        # The critics take [a, s] (this order lets replay rows hold both inputs contiguously).
-        self.critic = Net([a + o, *cfg.critic_hidden, 1], [act] * len(cfg.critic_hidden) + ["identity"], (P, 2),
-                          cfg.critic_lr)
+        P, o, a, B = self.P, self.obs_dim, self.act_dim, cfg.batch_size
+        self._networks(cfg, actor_target=True)
         self.q1_layers = MLP.member(self.critic.layers, (slice(None), 0))  # critic 1 of every agent
-        self._init_members(self.actor, self.critic)
-        self.actor.target[...] = self.actor.params
-        self.critic.target[...] = self.critic.params
-
-        self.replay = Replay(P, cfg.buffer_size, o, a)
-        self.row = self.replay.row
-
-        # Preallocated inputs and workspaces of the hot path. The target critics' input is
-        # copied per critic: gemm on a broadcast (stride 0) batch is slower than the copy.
-        B = cfg.batch_size
-        M = 1 if cfg.shared_minibatch else 2                    # the critics' minibatches per update
-        actor, critic = self.actor.mlp, self.critic.mlp
-        self._obs1 = np.ones((P, 1, o + 1), F32)               # acting: [s, 1]
-        self._x_next = np.empty((P, 2, M * B, a + o + 1), F32)  # target critics' input [a', s', 1], all minibatches
-        self._x_critic = np.empty((P, 2, B, a + o + 1), F32)   # critic c's input [a, s, 1] from minibatch c
-        self._x_actor = np.empty((P, B, a + o + 1), F32)       # critic 1's input for the actor loss [pi(s), s, 1]
+        self._x_actor = np.empty((P, B, a + o + 1), F32)  # critic 1's input for the actor loss [pi(s), s, 1]
         self._dq = np.empty((P, 2, B, 1), F32)
         self._dq_actor = np.empty((P, B, 1), F32)
-        self._ws_act = actor.workspace((P, 1))
-        self._ws_actor = actor.workspace((P, B))
-        self._ws_actor2 = actor.workspace((P, M * B))
-        self._ws_critic = critic.workspace((P, 2, B))
-        self._ws_critic2 = critic.workspace((P, 2, M * B))
-        self._ws_q1 = critic.workspace((P, B))
+        self._ws_q1 = self.critic.mlp.workspace((P, B))
 
         self._start()
         self._q_actor = None    # the NumPy update's last Q1(s, pi(s)) (for the actor loss)
@@ -155,10 +119,6 @@ class TD3(OffPolicyAgents):
         return (r.standard_normal((n, a), F32), r.uniform(-1, 1, (n, a)).astype(F32),
                 r.integers(0, 1 << 32, (u, 3, B), np.uint32), r.standard_normal((u, 2, B, a), F32))
 
-    def _draw_block(self):
-        super()._draw_block()
-        self._native_block = tuple(self._block)
-
     # ----- acting -----
     def act(self, obs: np.ndarray) -> np.ndarray:
         self.sync_host()
@@ -166,50 +126,27 @@ class TD3(OffPolicyAgents):
 
     def advance(self):
         """One env step of every agent, then (from learning_starts on) one TD3 update."""
-        cfg, i = self.cfg, self.steps % RNG_BLOCK
-        if i == 0:
-            self._draw_block()
-        if self.native and self.native.whole_step:
-            self._updated |= self.native.step(self._native_block, i)
-            self.steps += 1
+        draws = self._act_and_store()
+        if draws is None:
             return
-        j = self._update_row(i)
-        explore, uniform = self._block[0][i], self._block[1][i]
-        raw_idx, target_noise = (x[j] for x in self._block[2:])
-        # Act: a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma); uniform at random while warming up.
-        if self.steps < cfg.learning_starts and cfg.warmup_actions == "uniform":
-            action = uniform
-        elif self.native:
-            action = self.native.act(self.obs, explore)
-        else:
-            self._obs1[:, 0, :-1] = self.obs
-            action = self.actor.mlp.forward(self.actor.layers, self._obs1, self._ws_act)[:, 0]
-            action = action + explore * F32(cfg.exploration_noise)
-            _clip(action, 1, out=action)
-        obs, reward, terminated, _, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
-
-        self.replay.store(action, self.obs, reward, terminated, next_obs)
-        self.obs = obs
-
+        raw_idx, target_noise = draws
         update_critics, update_actor = self.updates_now()
         if update_critics:
             if self.native:
                 self.native.update(raw_idx, target_noise, update_actor)
             else:
-                if cfg.shared_minibatch:
-                    # One minibatch per agent for both critics and the actor (the first of the draws).
-                    critic_batch = self.replay.sample(raw_idx[:, :1])
-                    actor_batch, target_noise = critic_batch[:, 0], target_noise[:, :1]
-                else:
-                    # Three independent minibatches per agent, as in RLtools: one per critic, one for the actor.
-                    batch = self.replay.sample(raw_idx)
-                    critic_batch, actor_batch = batch[:, :2], batch[:, 2]
+                critic_batch, actor_batch, target_noise = self._minibatches(raw_idx, target_noise)
                 self._update_critics(critic_batch, target_noise)
                 if update_actor:
                     self._update_actor(actor_batch)
                     self._update_targets()
             self._updated = True
         self.steps += 1
+
+    def _explore(self, out, noise):
+        """a = clip(pi(s) + eps, -1, 1), eps ~ N(0, sigma)"""
+        action = out + noise * F32(self.cfg.exploration_noise)
+        return _clip(action, 1, out=action)
 
     def updates_now(self) -> tuple:
         """(critics, actor): whether this step updates them. The actor and the targets follow
@@ -219,14 +156,6 @@ class TD3(OffPolicyAgents):
             return False, False
         return True, self.steps // self.cfg.update_every % self.cfg.policy_delay == 0
 
-    def sync_host(self):
-        """Bring the nn.mlp-layout arrays (actor.params, critic.target, the optimisers' m and v)
-        up to date after native updates, which train a copy in the kernels' layout. act(),
-        policy_spec() and state_dict() do this themselves; whoever writes those arrays calls
-        load_state_dict() (or native.load()) so that training continues from them."""
-        if self.native:
-            self.native.sync_host()
-
     # ----- the TD3 updates -----
     def _update_critics(self, batch, target_noise):
         """batch (P, 2, B, row): critic c learns from minibatch c, its Bellman targets from both
@@ -235,9 +164,7 @@ class TD3(OffPolicyAgents):
         learn from the one minibatch and the same targets. Names as in CleanRL's td3_continuous_action."""
         cfg, f, a = self.cfg, self.row, self.act_dim
         actor, critic = self.actor, self.critic
-        P, M, B, _ = batch.shape
-        rewards, not_dones = batch[..., f.reward], batch[..., f.not_done]
-        next_observations = batch[..., f.next_actor_input].reshape(P, M * B, -1)
+        P, M, B, rewards, not_dones, next_observations = self._targets_input(batch)
 
         # Target policy smoothing: a' = clip(pi'(s') + clip(eps, -c, c), -1, 1)
         next_state_actions = actor.mlp.forward(actor.target_layers, next_observations, self._ws_actor2)
@@ -306,28 +233,15 @@ class TD3(OffPolicyAgents):
     @staticmethod
     def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
         """({part: bytes} of the arrays a population allocates, training envs): see neuromotor.training.memory."""
-        actor = [obs_dim, *cfg.actor_hidden, act_dim]
-        critic = [obs_dim + act_dim, *cfg.critic_hidden, 1]
-        B = cfg.batch_size
-        return {
-            "replay buffers": agents * cfg.buffer_size * ReplayRow(obs_dim, act_dim).width * F32_BYTES,
-            # parameters, target, gradient, two Adam moments, one scratch copy
-            "networks": agents * 6 * F32_BYTES * (net_params(actor) + 2 * net_params(critic)),
-            "batch workspaces": agents * B * (3 * workspace_row(actor) + 7 * workspace_row(critic)
-                                              + 12 * F32_BYTES * (obs_dim + act_dim + 1)),
-            "pre-drawn random numbers": agents * F32_BYTES * (block_updates(cfg.update_every) * (3 * B + 2 * B * act_dim)
-                                                              + RNG_BLOCK * 2 * act_dim),
-        }, agents
+        # the actor's parameters, target, gradient, two Adam moments and a scratch copy
+        return offpolicy.memory_parts(cfg, obs_dim, act_dim, agents, actor_out=act_dim, actor_copies=6,
+                                      critic_rows=7, update_noises=2)
 
     @staticmethod
     def actor_mlp(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> MLP:
         """pi(s) in [-1, 1]: the hidden layers, then tanh."""
         return MLP([obs_dim, *cfg.actor_hidden, act_dim], [cfg.activation] * len(cfg.actor_hidden) + ["tanh"],
                    pop=(agents,))
-
-    def _actor_params(self) -> np.ndarray:
-        self.sync_host()
-        return self.actor.params
 
     @classmethod
     def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
@@ -348,7 +262,3 @@ class TD3(OffPolicyAgents):
 
     def _optimizers(self) -> dict:
         return {"actor": self.actor.opt, "critic": self.critic.opt}
-
-    def _restored(self) -> None:
-        if self.native:
-            self.native.load()

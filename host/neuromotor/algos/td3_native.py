@@ -17,15 +17,11 @@ class NativeTD3(NativeAgents):
     """The native calls of one TD3 population, and the training-layout copy of its networks."""
 
     def __init__(self, td3):
-        super().__init__(td3, losses=2)  # the last update's (critic, actor) loss per agent
+        super().__init__(td3, 2, _nm_host.td3_workspace)  # the last update's (critic, actor) loss per agent
         self.td3 = td3
-        self.workspace = np.zeros(_nm_host.td3_workspace(td3.actor.layout(), td3.critic.layout(), td3.cfg.batch_size,
-                                                         td3.P), F32)
         self.load()
 
     def load(self) -> None:
-        """(Re)load the training layout from the host arrays after they were written (a new
-        algorithm, a checkpoint), and the arguments of the native calls."""
         super().load()
         td3, cfg = self.td3, self.td3.cfg
         self.hyper = (cfg.gamma, cfg.tau, cfg.policy_noise, cfg.noise_clip, cfg.exploration_noise,
@@ -59,8 +55,5 @@ class NativeTD3(NativeAgents):
         ended = _nm_host.td3_step(self.nets, replay.data, self.envs, block, i, td3._update_row(i), replay.pos,
                                   replay.size, uniform, learn, update_actor, cfg.shared_minibatch, self.hyper,
                                   self.workspace)
-        replay.pos = (replay.pos + 1) % replay.capacity
-        replay.size = min(replay.size + 1, replay.capacity)
-        self.finish_episodes(ended)
-        self.host_stale = True
+        self.finish_step(ended)
         return learn

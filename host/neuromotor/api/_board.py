@@ -19,7 +19,7 @@ from neuromotor.boards.web.serve import make_server, url
 from neuromotor.errors import UserError
 from neuromotor.paths import cache_dir, runs_dir
 from neuromotor.policy.policy_file import read_policy
-from neuromotor.training.runs import claim_dir
+from neuromotor.training.rundir import claim_dir
 
 if TYPE_CHECKING:
     from neuromotor.api._run import Run

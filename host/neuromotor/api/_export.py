@@ -10,12 +10,12 @@ from neuromotor.policy import FINETUNE_STEPS, quantize_checked
 from neuromotor.policy.policy_file import needs_version4
 from neuromotor.safe_write import check_target
 from neuromotor.training.run_policy import load_spec
-from neuromotor.training.runs import CONFIG, own_paths
+from neuromotor.training.rundir import CONFIG, own_paths
 
 
 def protected_paths(source, output) -> list:
     """What an export must never replace: its source, and the files of any run directory
-    (the source's, and the one the output would land in; see runs.own_paths)."""
+    (the source's, and the one the output would land in; see rundir.own_paths)."""
     src = Path(source)
     paths = [src] if src.is_file() else own_paths(src)
     out_dir = Path(os.path.realpath(output)).parent if output else None

@@ -7,7 +7,7 @@ from neuromotor.boards.link.ports import resolve_port
 from neuromotor.boards.ondevice import BoardResetError, train_on_device as train
 from neuromotor.boards.ondevice.rundir import PROFILES
 from neuromotor.errors import UserError
-from neuromotor.training import runs
+from neuromotor.training import rundir
 
 
 def train_on_device(port: str = "auto", profile: str = "teensy41", steps: int = 10_000, seed: int = 0, *,
@@ -21,14 +21,14 @@ def train_on_device(port: str = "auto", profile: str = "teensy41", steps: int = 
         raise UserError(f"--profile: unknown profile {profile!r} (profiles: {', '.join(sorted(PROFILES))})")
     if run_dir is not None:
         run_dir = Path(run_dir)
-        runs.check_replaceable(run_dir, force)
+        rundir.check_replaceable(run_dir, force)
     port = resolve_port(port)
     made = run_dir is None
-    run_dir = run_dir or runs.new_run_dir("pendulum", f"td3-ondevice-{profile}", [seed])
+    run_dir = run_dir or rundir.new_run_dir("pendulum", f"td3-ondevice-{profile}", [seed])
     try:
-        with runs.undone_on_failure(run_dir, made):  # a refused port leaves nothing behind
-            runs.make_dir(run_dir)
-            with runs.locked(run_dir):  # one trainer per run directory, as for `train`
+        with rundir.undone_on_failure(run_dir, made):  # a refused port leaves nothing behind
+            rundir.make_dir(run_dir)
+            with rundir.locked(run_dir):  # one trainer per run directory, as for `train`
                 return train(port, profile, steps, seed, run_dir=run_dir, force=force, upload=upload, every=every,
                              eval_episodes=eval_episodes, progress=progress, log=log)
     except BoardResetError as exc:

@@ -17,7 +17,7 @@ from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.policy.spec import PolicySpec, env_for
 from neuromotor.safe_write import check_target
-from neuromotor.training import rundir, run_policy, runs, session
+from neuromotor.training import run_policy, rundir, runs, session
 from neuromotor.training.config import check_seed
 from neuromotor.training.evaluation import Evaluator, evaluate_spec
 
@@ -103,7 +103,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
         render = os.fspath(render)
         if not render.endswith(".gif"):
             raise UserError(f"render writes a GIF; give a file name ending in .gif, not {render!r}")
-        check_target(render, protected=runs.own_paths(run_dir), follow=True)
+        check_target(render, protected=rundir.own_paths(run_dir), follow=True)
     spec, algo = runs.load(run_dir)
     try:
         runs.load_best_policy(run_dir, spec, algo)  # the run's policy, as exported
@@ -115,7 +115,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
             raise UserError(f"environment {spec.env!r} cannot be rendered")
         plot = str(Path(render).with_suffix(".png")) if render and hasattr(env_cls, "plot_episode") else None
         if plot:
-            check_target(plot, protected=runs.own_paths(run_dir), follow=True)
+            check_target(plot, protected=rundir.own_paths(run_dir), follow=True)
         t0 = time.perf_counter()
         success = None
         if gymnasium:
@@ -183,8 +183,8 @@ class Run:
     @property
     def config(self) -> dict:
         """config.json as a dict: env, env_kwargs, vector, algo, seeds, run and algo_config."""
-        runs.read_config(self.path)  # refused in one line unless it is a whole, valid config
-        return reading.read_json(self.path / runs.CONFIG, "run config", limit=reading.MIB)
+        rundir.read_config(self.path)  # refused in one line unless it is a whole, valid config
+        return reading.read_json(self.path / rundir.CONFIG, "run config", limit=reading.MIB)
 
     @property
     def env(self) -> str:
@@ -204,22 +204,22 @@ class Run:
     @property
     def curve_file(self) -> Path:
         """The learning curve PNG (evaluation return against steps, one line per agent)."""
-        return self.path / runs.CURVE
+        return self.path / rundir.CURVE
 
     @property
     def summary(self) -> "dict | None":
         """summary.json (final returns, steps, wall time), or None before training finished."""
         if self._summary is not None:
             return self._summary
-        if not os.path.lexists(self.path / runs.SUMMARY):
+        if not os.path.lexists(self.path / rundir.SUMMARY):
             return None
-        return reading.read_json(self.path / runs.SUMMARY, "summary", limit=reading.MIB)
+        return reading.read_json(self.path / rundir.SUMMARY, "summary", limit=reading.MIB)
 
     @property
     def metrics(self) -> list:
         """metrics.jsonl: one dict per agent per evaluation (step, agent, seed, eval_return_mean,
         eval_return_std, train_return, wall_s)."""
-        return runs.read_metrics(self.path)
+        return rundir.read_metrics(self.path)
 
     def learning_curve(self, agent: int = 0) -> "tuple[np.ndarray, np.ndarray]":
         """(steps, mean evaluation return) of one agent, in training order."""
@@ -289,7 +289,7 @@ def load_run(path: "str | os.PathLike") -> Run:
     """Open an existing run directory (from `neuromotor.train` or `neuromotor train`); its config
     is checked now, so a missing or corrupted run fails here with a UserError."""
     path = Path(path)
-    runs.read_config(path)
+    rundir.read_config(path)
     return Run(path)
 
 

@@ -267,7 +267,8 @@ def table(results) -> str:
         if res["emulated"]:
             lines.append(f"{res['board']} ({res['port']}): EMULATED, instruction-count time "
                          f"(QEMU -icount shift=0: 1 instruction = 1 ns guest time); "
-                         f"'pred' = predicted at {res['predict_mhz']:.0f} MHz, 1 instruction per cycle")
+                         f"'pred' = predicted for {res.get('predicted_for', 'a board')} at {res['predict_mhz']:.0f} MHz, "
+                         "1 instruction per cycle")
             lines.append(f"  {'backend':8s} {'guest µs':>9s} {'p99':>8s} {'instr':>9s} {'instr/MAC':>9s} "
                          f"{'pred µs':>8s} {'pred kHz':>8s}")
             for b, s in res["backends"].items():

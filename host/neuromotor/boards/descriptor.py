@@ -45,6 +45,11 @@ CORE_ARCHS = {
 USB_ID_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{4}$")
 
 
+def _entry(key: str, kind: type, doc: str | None = None) -> property:
+    """A descriptor's value of `key` (kind(), "" or {}, when it has none)."""
+    return property(lambda self: self.data.get(key, kind()), doc=doc)
+
+
 @dataclass
 class BoardDescriptor:
     """One board descriptor (boards/<name>/board.toml)."""
@@ -53,42 +58,22 @@ class BoardDescriptor:
     path: Path
     data: dict = field(repr=False)
 
-    @property
-    def kind(self) -> str:
-        return self.data.get("kind", "")
+    kind = _entry("kind", str)
+    description = _entry("description", str)
+    mcu = _entry("mcu", dict)
+    micropython = _entry("micropython", dict)
+    serial = _entry("serial", dict)
+    qemu = _entry("qemu", dict)
+    firmware = _entry("firmware", dict,
+                      "The custom-firmware section of a real board (board files, manifest, user C modules).")
 
     @property
     def emulated(self) -> bool:
         return self.kind == "emulated"
 
     @property
-    def description(self) -> str:
-        return self.data.get("description", "")
-
-    @property
-    def mcu(self) -> dict:
-        return self.data.get("mcu", {})
-
-    @property
-    def micropython(self) -> dict:
-        return self.data.get("micropython", {})
-
-    @property
     def natmod_arch(self) -> str:
         return self.micropython.get("natmod_arch", "")
-
-    @property
-    def serial(self) -> dict:
-        return self.data.get("serial", {})
-
-    @property
-    def qemu(self) -> dict:
-        return self.data.get("qemu", {})
-
-    @property
-    def firmware(self) -> dict:
-        """The custom-firmware section of a real board (board files, manifest, user C modules)."""
-        return self.data.get("firmware", {})
 
     @property
     def usb_ids(self) -> list:

@@ -135,24 +135,23 @@ def _load_state(path: Path):
         return None
 
 
-def running() -> list:
-    """Emulated boards whose recorded QEMU process is alive."""
+def _records() -> list:
+    """(state file, its board or None, whether the board's process is alive) of every state file."""
     out = []
     for f in sorted(state_dir().glob("*.json")):
         b = _load_state(f)
-        if b is not None and b.alive():
-            out.append(b)
+        out.append((f, b, b is not None and b.alive()))
     return out
+
+
+def running() -> list:
+    """Emulated boards whose recorded QEMU process is alive."""
+    return [b for _, b, alive in _records() if alive]
 
 
 def stale() -> list:
     """State files whose process is gone (or whose PID now runs something else)."""
-    out = []
-    for f in sorted(state_dir().glob("*.json")):
-        b = _load_state(f)
-        if b is None or not b.alive():
-            out.append(f)
-    return out
+    return [f for f, _, alive in _records() if not alive]
 
 
 def clean_stale() -> list:

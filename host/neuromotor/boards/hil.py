@@ -11,6 +11,12 @@ The board must hold this policy: hil loads the path the last deploy wrote (its
 manifest, /nm_deploy.json) and refuses when the manifest's SHA-256 is not that
 of this source's policy file. Every action of every step is also compared, in
 every dimension, with the host's forward of the same observation.
+
+A recurrent policy (GRU layers) carries a hidden state from step to step, and
+the board holds one: its episodes run one after the other (env i still seeded
+with seed + i), each starting with the board's `reset` and the host's initial
+state, on both sides; the host compares each board action with its own step from
+the same observation and state.
 """
 
 import hashlib
@@ -70,11 +76,26 @@ def rollout(factory, episodes, seed, act_fn, steps=None):
             env.close()
 
 
+def rollouts(factory, episodes, seed, act_fn, steps, one_by_one):
+    """rollout's returns; one_by_one: episode i alone (env seeded with seed + i), for a policy
+    that keeps one state."""
+    if not one_by_one:
+        return rollout(factory, episodes, seed, act_fn, steps)
+    return np.concatenate([rollout(factory, 1, seed + i, act_fn, steps) for i in range(episodes)])
+
+
 def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout=10.0, log=print,
             env_kwargs=None):
     spec = load_spec(source)
     env_name, factory = env_for(spec, env_name, env_kwargs)
-    host_returns = rollout(factory, episodes, seed, lambda obs, t: spec.forward(obs), steps)
+    recurrent = spec.recurrent
+
+    def host_act(obs, t):
+        if t == 0:
+            spec.reset()  # an episode starts from the initial state
+        return spec.forward(obs)
+
+    host_returns = rollouts(factory, episodes, seed, host_act, steps, recurrent)
     rtts, dev_us, max_diff = [], [], [0.0]
     # What deploy put on the board: the policy file itself, or this run's policy, encoded from
     # the spec already loaded (the checkpoint is read once).
@@ -86,9 +107,17 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
                             "deploy this run first")
         log(f"hil: {env_name}, {episodes} episode(s), board backend {meta.get('backend')} on {port}")
 
+        state = [None]  # the host's state of the board's episode
+
         def board_act(obs, t):
             out = np.empty((obs.shape[0], spec.act_dim), np.float32)
-            ref = spec.forward(obs)
+            if recurrent:
+                if t == 0:
+                    c.request("reset")
+                    state[0] = spec.initial_state()
+                ref, state[0] = spec.step(obs, state[0])
+            else:
+                ref = spec.forward(obs)
             for i in range(obs.shape[0]):
                 a, us, rtt = c.act(obs[i])
                 if a.shape != (spec.act_dim,):
@@ -100,7 +129,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
             return out
 
         t0 = time.monotonic()
-        hil_returns = rollout(factory, episodes, seed, board_act, steps)
+        hil_returns = rollouts(factory, episodes, seed, board_act, steps, recurrent)
         wall = time.monotonic() - t0
         link = dict(c.stats)
         backend = meta.get("backend")
@@ -108,6 +137,7 @@ def run_hil(port, source, episodes=3, seed=0, env_name=None, steps=None, timeout
     tol = RTOL * max(1.0, float(np.max(np.abs(host_returns))))
     return {
         "port": port, "env": env_name, "episodes": episodes, "seed": seed, "backend": backend,
+        "recurrent": recurrent,
         "returns": hil_returns.tolist(), "host_returns": host_returns.tolist(),
         "return_mean": float(hil_returns.mean()), "host_return_mean": float(host_returns.mean()),
         "max_return_diff": float(np.max(np.abs(hil_returns - host_returns))),

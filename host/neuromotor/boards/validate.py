@@ -74,6 +74,15 @@ def _manifest_paths(manifest: Path, board_dir: Path) -> list:
     return out
 
 
+def _section(d: dict, name: str, problems: list) -> dict:
+    """The table [name] of a descriptor; {} (and a problem) when there is none."""
+    section = d.get(name)
+    if not isinstance(section, dict):
+        problems.append(f"[{name}] section is missing")
+        return {}
+    return section
+
+
 def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
     """Problems with one descriptor and the files it refers to ([] when consistent).
 
@@ -91,10 +100,7 @@ def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
     _req(d, "description", str, p, "board")
     _req(d, "notes", str, p, "board")
 
-    mcu = d.get("mcu")
-    if not isinstance(mcu, dict):
-        p.append("[mcu] section is missing")
-        mcu = {}
+    mcu = _section(d, "mcu", p)
     _req(mcu, "name", str, p, "mcu")
     core = _req(mcu, "core", str, p, "mcu")
     if core is not None and core not in CORE_ARCHS:
@@ -107,10 +113,7 @@ def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
     if flash is not None and (flash < 0 or (kind == "serial" and flash == 0)):
         p.append("mcu.flash_bytes must be positive for a real board")
 
-    mp = d.get("micropython")
-    if not isinstance(mp, dict):
-        p.append("[micropython] section is missing")
-        mp = {}
+    mp = _section(d, "micropython", p)
     port = _req(mp, "port", str, p, "micropython")
     if port is not None and port not in PORT_BUILD:
         p.append(f"micropython.port {port!r} is unknown (known: {', '.join(PORT_BUILD)})")
@@ -129,10 +132,7 @@ def validate_board(board: BoardDescriptor, mpy_src: Path | None = None) -> list:
         if not (SOURCE_ROOT / mod).is_dir():
             p.append(f"micropython.user_c_modules: {mod} does not exist")
 
-    ser = d.get("serial")
-    if not isinstance(ser, dict):
-        p.append("[serial] section is missing")
-        ser = {}
+    ser = _section(d, "serial", p)
     baud = _req(ser, "baudrate", int, p, "serial")
     if baud is not None and baud not in STANDARD_BAUDRATES:
         p.append(f"serial.baudrate {baud} is not a standard rate")

@@ -95,6 +95,19 @@ def env_name(option: str, value: str, kwargs: dict = None) -> str:
     return value
 
 
+def env_override(env, env_kwargs_text, why: str = "") -> dict | None:
+    """--env and --env-kwargs of a command that takes its env from elsewhere unless told: the
+    parsed kwargs (None without --env-kwargs), once the env they name builds with them."""
+    env_kwargs = None
+    if env_kwargs_text is not None:
+        if env is None:
+            raise UserError(f"--env-kwargs goes with --env{why}")
+        env_kwargs = api.parse_kwargs("--env-kwargs", env_kwargs_text)
+    if env is not None:
+        env_name("--env", env, env_kwargs)
+    return env_kwargs
+
+
 def elf_file(option: str, path: str) -> Path:
     p = Path(path)
     try:

@@ -25,6 +25,7 @@ def run(args) -> int:
     print(f"{'policy':<34} {'success':>8} {'worst drone':>12}")
     for name, row in summary["evaluation"].items():
         print(f"{name:<34} {row['success_mean']:>7.0%} {row['success_min']:>12.0%}")
+    print("CPU s: " + ", ".join(f"{phase} {cpu:.0f}" for phase, cpu in summary["cpu_s_per_phase"].items()))
     print(f"student: {shown_path(summary['student'])} (evaluate: neuromotor eval {shown_path(summary['student'])} "
           "--env quadrotor); teachers' run: " + shown_path(summary["teachers"]))
     return 0

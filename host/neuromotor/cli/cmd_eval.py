@@ -37,13 +37,7 @@ def run(args) -> int:
             raise UserError("--render draws neuromotor's env; it does not combine with --gymnasium")
         if not args.render.endswith(".gif"):
             raise UserError(f"--render writes a GIF; give a file name ending in .gif, not {args.render!r}")
-    env_kwargs = None
-    if args.env_kwargs is not None:
-        if args.env is None:
-            raise UserError("--env-kwargs goes with --env")
-        env_kwargs = api.parse_kwargs("--env-kwargs", args.env_kwargs)
-    if args.env is not None:
-        checks.env_name("--env", args.env, env_kwargs)
+    env_kwargs = checks.env_override(args.env, args.env_kwargs)
     ev = api.evaluate(args.run_dir, args.episodes, args.seed, args.gymnasium, args.render, args.agent,
                       env=args.env, env_kwargs=env_kwargs)
     returns, seeds, success = ev.returns, ev.seeds, ev.success

@@ -1,7 +1,6 @@
 """`neuromotor hil RUN --port PORT`: hardware-in-the-loop evaluation over serial."""
 
 from neuromotor.cli import checks, json_line
-from neuromotor.errors import UserError
 
 
 def register(sub):
@@ -32,13 +31,7 @@ def run(args):
     checks.seed("--seed", args.seed, count=args.episodes)
     if args.steps is not None:
         checks.int_range("--steps", args.steps, 1, 10**7)
-    env_kwargs = None
-    if args.env_kwargs is not None:
-        if args.env is None:
-            raise UserError("--env-kwargs goes with --env (a run's own env already has its env_kwargs)")
-        env_kwargs = api.parse_kwargs("--env-kwargs", args.env_kwargs)
-    if args.env is not None:
-        checks.env_name("--env", args.env, env_kwargs)
+    env_kwargs = checks.env_override(args.env, args.env_kwargs, " (a run's own env already has its env_kwargs)")
     res = api.Board(args.port).hil(args.source, episodes=args.episodes, seed=args.seed, env=args.env,
                                    steps=args.steps, env_kwargs=env_kwargs, verbose=True)
     print(res)

@@ -50,13 +50,7 @@ def _numbers(option: str, text):
 
 
 def run(args) -> int:
-    env_kwargs = None
-    if args.env_kwargs is not None:
-        if args.env is None:
-            raise UserError("--env-kwargs goes with --env")
-        env_kwargs = api.parse_kwargs("--env-kwargs", args.env_kwargs)
-    if args.env is not None:
-        checks.env_name("--env", args.env, env_kwargs)
+    env_kwargs = checks.env_override(args.env, args.env_kwargs)
     spec = api.import_policy(args.file, args.output, format=args.format,
                              obs_mean=_numbers("--obs-mean", args.obs_mean), obs_std=_numbers("--obs-std", args.obs_std),
                              action_low=_numbers("--action-low", args.action_low),

@@ -32,12 +32,11 @@ import functools
 import importlib
 import json
 import multiprocessing
-import os
-import sys
 
 import numpy as np
 
 from neuromotor.errors import UserError
+from neuromotor.registry import plugin_parts
 
 # Episodes of an env without a time limit of its own are cut here (gymnasium's MuJoCo default).
 DEFAULT_MAX_EPISODE_STEPS = 1000
@@ -68,11 +67,7 @@ def _gymnasium():
 def _import_attr(name: str):
     """`module:attr` -> the attribute, importing the module from the working directory
     or the installed packages. None when the module has no such attribute."""
-    module, _, attr = name.partition(":")
-    if not module or not attr:
-        raise UserError(f"environment {name!r}: give module:attr, e.g. mypackage.envs:MyRobotEnv")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    module, attr = plugin_parts(name, "environment", "mypackage.envs:MyRobotEnv")
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # an import error or any error the user's module raises while importing

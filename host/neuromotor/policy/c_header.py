@@ -30,7 +30,7 @@ def _floats(values, per_line: int = 6) -> str:
 
 def _forward_c(spec: PolicySpec) -> str:
     mlp = """nm_mlp(action, obs, nm_policy_net, nm_policy_layout + 1,
-            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);"""
+            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch, NULL);"""
     if not spec.has_limits:
         return f"""/* Returns 0, or -1 (action untouched) when an observation is NaN or inf. */
 static inline int nm_policy_forward(float *action, const float *obs) {{

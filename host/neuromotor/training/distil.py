@@ -16,6 +16,10 @@ one GRU student that flies them all (RAPTOR's recipe, arXiv 2509.11481, at a sma
 3. Evaluation: drones none of them trained on (fresh draws from the same ranges), from the
    task's starts; the student, every teacher on its own drone and, if given, one nominal policy.
 
+The student observes RAPTOR's 22 numbers (STUDENT_ENV: position in metres, rotation matrix,
+velocities, the last action; no rotor speed), the teachers the quadrotor's default 38: it must
+infer the rotors' lag and the drone from its memory, and it flies where RAPTOR's policy does.
+
 The run directory holds distil.json (the config and the drones), metrics.jsonl (one record
 per iteration, its "step"), learning_curve.png, summary.json and the student as student.nmp (policy file
 version 4).
@@ -31,20 +35,28 @@ import numpy as np
 
 from neuromotor import rules
 from neuromotor.envs import env_class
-from neuromotor.envs.quadrotor_drones import DRONE_FACTORS, QuadrotorDronesVec
+from neuromotor.envs import quadrotor as q
+from neuromotor.envs.quadrotor_drones import DRONE_FACTORS, SENSED, QuadrotorDronesVec
 from neuromotor.errors import UserError
 from neuromotor.nn.optim import Adam
 from neuromotor.nn.recurrent import RecurrentPolicyNet
 from neuromotor.policy.policy_file import write_policy
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.safe_write import atomic_write
-from neuromotor.training import config, plotting, runs, session
+from neuromotor.training import config, plotting, rundir, runs, session
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_policy_spec
 
 CONFIG, STUDENT, TEACHERS = "distil.json", "student.nmp", "teachers"
-OWN_FILES = (CONFIG, runs.METRICS, runs.CURVE, runs.SUMMARY, STUDENT)
+OWN_FILES = (CONFIG, rundir.METRICS, rundir.CURVE, rundir.SUMMARY, STUDENT)
 EVAL_SEED = 10_000  # the task's held-out starts (benchmarks/quadrotor.py)
+STUDENT_ENV = {"position_scale": 1, "rotor_speeds": False, "action_history": 1}
+
+
+def student_obs(obs: np.ndarray) -> np.ndarray:
+    """The student's observation (the quadrotor with STUDENT_ENV) of the teachers' (the default
+    quadrotor's): position in metres, the rest of the sensed state, the last action."""
+    return np.concatenate([obs[:, :3] / q.POSITION_SCALE, obs[:, 3:SENSED], obs[:, -4:]], 1)
 
 
 @dataclass
@@ -52,23 +64,25 @@ class DistilConfig:
     teachers: int = 8
     teacher_steps: int = 300_000     # per teacher: the SAC quadrotor preset's
     teacher_eval_episodes: int = 100
-    # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]
-    mass: float = 0.3
-    thrust: float = 0.3
+    # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]; mass and thrust
+    # 0.15 keep the thrust-to-weight ratio within 1.66-3.05 (the Crazyflie's 2.25): at 0.3 (1.2-4.2)
+    # teachers at 1.33-1.92 hovered from 0-57% of their starts (docs/distillation.md)
+    mass: float = 0.15
+    thrust: float = 0.15
     inertia: float = 0.3
     arm: float = 0.2
-    motor_time_constant: float = 0.3
+    motor_time_constant: float = 0.2
     dense: int = 64                  # student: Dense relu -> GRU -> Dense tanh
     hidden: int = 32
-    iterations: int = 10
-    envs_per_teacher: int = 8
+    iterations: int = 12
+    envs_per_teacher: int = 16
     rollout_steps: int = 500
     beta0: float = 1.0               # share of executed teacher actions in the first iteration
     beta_decay: float = 0.5
     window: int = 64
     burn_in: int = 16
-    batch_windows: int = 32
-    updates: int = 300               # gradient steps per iteration
+    batch_windows: int = 64
+    updates: int = 600               # gradient steps per iteration
     lr: float = 1e-3
     max_grad_norm: float = 1.0
     eval_drones: int = 16
@@ -111,18 +125,20 @@ def draw_drones(cfg: DistilConfig, count: int, stream: int) -> list:
 def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, progress: bool) -> list:
     """The teachers' SAC run in run_dir (agent k on drone k); each one's best policy."""
     steps = cfg.teacher_steps
+    # the preset's evaluations every 10k steps: best.npz is chosen from them (a single evaluation
+    # at the end left the last, often worse, policy)
     settings = {"env_kwargs": {"drones": drones}, "lr_decay_start": steps // 2, "lr_decay_end": steps,
-                "policy_average": min(30_000, steps // 10), "eval_every": steps,
+                "policy_average": min(30_000, steps // 10), "eval_every": min(10_000, steps),
                 "eval_episodes": cfg.teacher_eval_episodes, "checkpoint_every": 0}
     spec = session.new_config("quadrotor", "sac", settings=settings, steps=steps, shards=1,
                               seeds=f"0-{cfg.teachers - 1}", quiet=True)
     algo = runs.build(spec)
-    runs.make_dir(run_dir)
-    with runs.locked(run_dir):
-        runs.prepare(run_dir, force=True)
-        runs.write_config(run_dir, spec)
+    rundir.make_dir(run_dir)
+    with rundir.locked(run_dir):
+        rundir.prepare(run_dir, force=True)
+        rundir.write_config(run_dir, spec)
         session.train(run_dir, spec, algo, progress=progress)
-    return [load_policy_spec(run_dir, k, runs.BEST) for k in range(cfg.teachers)]
+    return [load_policy_spec(run_dir, k, rundir.BEST) for k in range(cfg.teachers)]
 
 
 class Dataset:
@@ -158,7 +174,7 @@ def rollout(net, norm, teachers, env, rngs, beta, rng, steps):
     ep_len = np.zeros(n, int)
     ended = succeeded = 0
     for _ in range(steps):
-        x = ((obs - norm[0]) / norm[1]).astype(np.float32)
+        x = ((student_obs(obs) - norm[0]) / norm[1]).astype(np.float32)
         label = np.empty((n, 4), np.float32)
         for teacher, (a, b) in zip(teachers, env.blocks):
             label[a:b] = teacher.forward(obs[a:b])
@@ -198,11 +214,12 @@ def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progr
 
     env = QuadrotorDronesVec(cfg.teachers * cfg.envs_per_teacher, drones=drones)
     rng = np.random.default_rng([cfg.seed, 1])
-    net = RecurrentPolicyNet(env.obs_dim, env.act_dim, cfg.dense, cfg.hidden, rng)
+    obs_dim = student_obs(np.zeros((1, env.obs_dim), np.float32)).shape[1]
+    net = RecurrentPolicyNet(obs_dim, env.act_dim, cfg.dense, cfg.hidden, rng)
     opt = Adam(len(net.params), lr=cfg.lr)
     data = Dataset()
     # the student flies iteration 0 unnormalised (beta0 1: it is not flying); its data then sets the statistics
-    norm = (np.zeros(env.obs_dim, np.float32), np.ones(env.obs_dim, np.float32))
+    norm = (np.zeros(obs_dim, np.float32), np.ones(obs_dim, np.float32))
     t0 = time.perf_counter()
     bar = tqdm(total=cfg.iterations, unit="iteration", desc="distil quadrotor", disable=not progress)
     try:
@@ -211,7 +228,7 @@ def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progr
             rngs = [np.random.default_rng([cfg.seed, 2, it, i]) for i in range(env.num_envs)]
             part, success = rollout(net, norm, teachers, env, rngs, beta, rng, cfg.rollout_steps)
             if it == 0:
-                raw = part[0].reshape(-1, env.obs_dim)
+                raw = part[0].reshape(-1, obs_dim)
                 norm = (raw.mean(0).astype(np.float32), np.maximum(raw.std(0), 1e-2).astype(np.float32))
                 part = ((part[0] - norm[0]) / norm[1],) + part[1:]
             data.add(*part)
@@ -220,7 +237,7 @@ def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progr
                       "rollout_success": success, "wall_s": round(time.perf_counter() - t0, 3)}
             if not np.isfinite(record["loss"]) or not np.isfinite(net.params).all():
                 raise UserError(f"distillation diverged at iteration {it}: NaN or inf in the student; lower lr")
-            runs.append_metrics(run_dir, [record])
+            rundir.append_metrics(run_dir, [record])
             bar.update(1)
             bar.set_postfix_str(f"loss {record['loss']:.4f}")
     finally:
@@ -243,16 +260,17 @@ def _update(net, opt, data: Dataset, rng, cfg: DistilConfig) -> float:
     return float((err * err).mean())
 
 
-def success_on(spec, drones: list, episodes: int) -> np.ndarray:
-    """(len(drones), episodes) success of `spec` flying each drone from the task's starts."""
-    factory = env_class("quadrotor", {"drones": drones})
+def success_on(spec, drones: list, episodes: int, env_kwargs=None) -> np.ndarray:
+    """(len(drones), episodes) success of `spec` flying each drone from the task's starts, observing
+    the quadrotor with `env_kwargs` (the student: STUDENT_ENV)."""
+    factory = env_class("quadrotor", {**(env_kwargs or {}), "drones": drones})
     _, success = evaluate_spec(spec, factory, len(drones) * episodes, EVAL_SEED)
     return success.reshape(len(drones), episodes)
 
 
 def evaluate(cfg: DistilConfig, student, teachers, drones, fresh, nominal=None) -> dict:
-    rows = {"student on fresh drones": success_on(student, fresh, cfg.eval_episodes).mean(1),
-            "student on the teachers' drones": success_on(student, drones, cfg.eval_episodes).mean(1),
+    rows = {"student on fresh drones": success_on(student, fresh, cfg.eval_episodes, STUDENT_ENV).mean(1),
+            "student on the teachers' drones": success_on(student, drones, cfg.eval_episodes, STUDENT_ENV).mean(1),
             "each teacher on its own drone": np.array([success_on(t, [d], cfg.eval_episodes).mean()
                                                        for t, d in zip(teachers, drones)])}
     if nominal is not None:
@@ -276,26 +294,33 @@ def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progre
     """Train the teachers, distil them, evaluate; the summary (also RUN/summary.json)."""
     run_dir = Path(run_dir)
     check_run_dir(run_dir, force)
-    runs.make_dir(run_dir)
+    rundir.make_dir(run_dir)
     for name in OWN_FILES:
         (run_dir / name).unlink(missing_ok=True)
     drones, fresh = draw_drones(cfg, cfg.teachers, 0), draw_drones(cfg, cfg.eval_drones, 1)
     atomic_write(run_dir / CONFIG, json.dumps({"env": "quadrotor", "config": dataclasses.asdict(cfg),
                                                "drones": drones, "fresh_drones": fresh}, indent=2) + "\n")
-    t0, cpu0 = time.perf_counter(), time.process_time()
+    t0, cpu = time.perf_counter(), [time.process_time()]
+
+    def lap() -> float:
+        cpu.append(time.process_time())
+        return round(cpu[-1] - cpu[-2], 1)
+
     teachers = train_teachers(run_dir / TEACHERS, cfg, drones, progress)
-    teacher_cpu = time.process_time() - cpu0
+    phases = {"teachers": lap()}
     net, norm, env = dagger(run_dir, cfg, teachers, drones, progress)
     student = student_spec(net, norm, env, {"env": "quadrotor", "algo": "distil", "seed": cfg.seed,
                                             "step": cfg.iterations})
     write_policy(student, run_dir / STUDENT)
-    metrics = runs.read_metrics(run_dir)
-    _plot(metrics, run_dir / runs.CURVE)
-    summary = {"evaluation": evaluate(cfg, student, teachers, drones, fresh, nominal),
-               "teacher_cpu_s": round(teacher_cpu, 1), "cpu_s": round(time.process_time() - cpu0, 1),
+    metrics = rundir.read_metrics(run_dir)
+    _plot(metrics, run_dir / rundir.CURVE)
+    phases["dagger"] = lap()
+    evaluation = evaluate(cfg, student, teachers, drones, fresh, nominal)
+    phases["evaluation"] = lap()
+    summary = {"evaluation": evaluation, "cpu_s_per_phase": phases, "cpu_s": round(cpu[-1] - cpu[0], 1),
                "wall_s": round(time.perf_counter() - t0, 1), "final_loss": metrics[-1]["loss"],
                "student": str(run_dir / STUDENT), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir)}
-    atomic_write(run_dir / runs.SUMMARY, json.dumps(summary, indent=2) + "\n")
+    atomic_write(run_dir / rundir.SUMMARY, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

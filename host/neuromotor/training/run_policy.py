@@ -14,14 +14,14 @@ from neuromotor.envs import env_class
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.policy.spec import PolicySpec
-from neuromotor.training import checkpoint, runs
+from neuromotor.training import checkpoint, rundir, runs
 from neuromotor.training.parallel import identity_arrays, shard_bounds, shard_prefix
 
 
-def load_policy_spec(run_dir, agent: int = 0, state_file: str = runs.CHECKPOINT) -> PolicySpec:
+def load_policy_spec(run_dir, agent: int = 0, state_file: str = rundir.CHECKPOINT) -> PolicySpec:
     """Agent `agent`'s actor of the run in `run_dir` (from its checkpoint, or from `state_file`:
-    runs.BEST), as a deployable policy."""
-    run = runs.read_config(run_dir)
+    rundir.BEST), as a deployable policy."""
+    run = rundir.read_config(run_dir)
     seeds = run.seeds
     if not 0 <= agent < len(seeds):
         raise UserError(f"agent {agent} out of range: {run_dir} has {len(seeds)} agent(s)")
@@ -33,15 +33,15 @@ def load_policy_spec(run_dir, agent: int = 0, state_file: str = runs.CHECKPOINT)
         shard = bounds.index(agent - index)
         template = algo.policy_state(run.algo_config, env, bounds[shard + 1] - bounds[shard])
         path = Path(run_dir) / state_file
-        if state_file == runs.BEST and not os.path.lexists(path):
-            raise UserError(f"{path}: no such file (a run keeps {runs.BEST} only on an env that judges "
+        if state_file == rundir.BEST and not os.path.lexists(path):
+            raise UserError(f"{path}: no such file (a run keeps {rundir.BEST} only on an env that judges "
                             f"success, such as the quadrotor)")
         arrays = checkpoint.load(path, {**{prefix + k: v for k, v in template.items()},
                                         **identity_arrays(runs.identity(run))})
         state = {k: arrays[prefix + k] for k in template}
         held, said = [int(s) for s in state["seeds"]], seeds[bounds[shard]:bounds[shard + 1]]
         if held != said:
-            raise UserError(f"checkpoint {path} holds agents with seeds {runs.short(held)}, but {runs.CONFIG} "
+            raise UserError(f"checkpoint {path} holds agents with seeds {runs.short(held)}, but {rundir.CONFIG} "
                             f"says {runs.short(said)}")
         spec = algo.policy_from_state(run.algo_config, env, state, index)
     finally:
@@ -59,11 +59,11 @@ def load_spec(source, agent: int = 0) -> PolicySpec:
     keeps best.npz, else the last), of one of a run's states (RUN/checkpoint.npz: the last,
     RUN/best.npz) or of a policy file (validated)."""
     path = Path(source)
-    if path.name in (runs.CHECKPOINT, runs.BEST) and (path.parent / runs.CONFIG).is_file():
+    if path.name in (rundir.CHECKPOINT, rundir.BEST) and (path.parent / rundir.CONFIG).is_file():
         return load_policy_spec(path.parent, agent=agent, state_file=path.name)
     if path.is_file():
         return read_policy(path)
     if not path.is_dir():
         raise UserError(f"{source}: no such run directory or policy file")
-    best = os.path.lexists(path / runs.BEST)
-    return load_policy_spec(path, agent=agent, state_file=runs.BEST if best else runs.CHECKPOINT)
+    best = os.path.lexists(path / rundir.BEST)
+    return load_policy_spec(path, agent=agent, state_file=rundir.BEST if best else rundir.CHECKPOINT)

@@ -15,12 +15,7 @@ from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.training.parallel import Sharded
 from neuromotor.paths import runs_dir
-# The run directory's names, also reached as runs.<name> by the modules that make and read runs.
-from neuromotor.training.rundir import (  # noqa: F401
-    ADDED_FILES, BEST, BOARD_POLICY, CHECKPOINT, CONFIG, CURVE, LOCK, METRICS, METRICS_LIMIT, ON_DEVICE, OWN_FILES,
-    SUMMARY, append_metrics, check_own_files, check_replaceable, claim_dir, default_name, locked, make_dir,
-    new_run_dir, own_paths, policy_keys, prepare, read_config, read_metrics, refuse_resume, truncate_metrics,
-    undone_on_failure, write_config, write_summary)
+from neuromotor.training.rundir import BEST, CHECKPOINT, CONFIG, policy_keys, read_config, read_metrics
 
 
 def build(spec: config.RunSpec):

@@ -4,7 +4,7 @@
 import os
 import sys
 
-from neuromotor.training import config, runs
+from neuromotor.training import config, rundir, runs
 from neuromotor.training.rundir import RunDir
 from neuromotor.algos import algo_class
 from neuromotor.envs import default_algo, env_class
@@ -104,23 +104,23 @@ def new_config(env, algo, *, preset=None, config_file=None, settings=(), env_kwa
 def resume(run_dir, vector=None, steps=None):
     """(RunSpec, algorithm) of the run in run_dir, whose lock the caller holds; `steps` may
     extend it, `vector` changes how a gymnasium env's copies step."""
-    runs.refuse_resume(run_dir)
-    runs.check_own_files(run_dir)
+    rundir.refuse_resume(run_dir)
+    rundir.check_own_files(run_dir)
     spec, algo = runs.load(run_dir, vector=vector)
     try:
         if vector is not None:  # how a gymnasium env's copies step, not what they compute
-            runs.write_config(run_dir, spec)
+            rundir.write_config(run_dir, spec)
         if steps is not None:
             if steps < algo.steps:
                 raise UserError(f"{run_dir}'s checkpoint is at step {algo.steps}; --steps {steps} would "
                                 "go back (give at least that many, or train a new run)")
             spec.run.steps = config.round_steps(steps, spec.algo_config)
             config.validate(spec.run)
-            runs.write_config(run_dir, spec)
+            rundir.write_config(run_dir, spec)
         elif spec.run.steps < algo.steps:
             raise UserError(f"{run_dir}: its checkpoint is at step {algo.steps}, past the {spec.run.steps} steps "
-                            f"in {runs.CONFIG}; resume with --steps {algo.steps} or more")
-        runs.truncate_metrics(run_dir, algo.steps)
+                            f"in {rundir.CONFIG}; resume with --steps {algo.steps} or more")
+        rundir.truncate_metrics(run_dir, algo.steps)
     except BaseException:
         algo.close()
         raise

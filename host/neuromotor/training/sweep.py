@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor.training import config, runs
+from neuromotor.training import config, rundir, runs
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir
@@ -164,17 +164,17 @@ def create(sweep_dir, the_plan: dict, backend: str) -> Path:
         if sweep_dir.exists() and (not sweep_dir.is_dir() or any(sweep_dir.iterdir())):
             raise UserError(f"{sweep_dir} exists and is not an empty directory; give a new --dir, or "
                             "--resume it if it is an interrupted sweep")
-        runs.make_dir(sweep_dir)
+        rundir.make_dir(sweep_dir)
     for unit in the_plan["units"]:
         run_dir = sweep_dir / unit["name"]
-        runs.make_dir(run_dir)
-        runs.write_config(run_dir, unit.pop("spec"))
+        rundir.make_dir(run_dir)
+        rundir.write_config(run_dir, unit.pop("spec"))
     write_plan(sweep_dir, {**the_plan, "backend": backend})
     return sweep_dir
 
 
 def _new_sweep_dir() -> Path:
-    return runs.claim_dir(Path(runs_dir()), f"sweep-{time.strftime('%Y%m%d-%H%M%S')}", "sweep")
+    return rundir.claim_dir(Path(runs_dir()), f"sweep-{time.strftime('%Y%m%d-%H%M%S')}", "sweep")
 
 
 def write_plan(sweep_dir: Path, doc: dict) -> None:
@@ -211,7 +211,7 @@ def driving(sweep_dir: Path):
     """Hold the sweep's lock (an flock on sweep_dir/.lock, gone with the process) while it
     runs: a second driver is refused before it takes any unit's lock, which would make the
     first fail on that unit."""
-    fd = open_own(Path(sweep_dir) / runs.LOCK, os.O_RDWR)
+    fd = open_own(Path(sweep_dir) / rundir.LOCK, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -228,7 +228,7 @@ def driving(sweep_dir: Path):
 
 def read_summary(run_dir) -> dict:
     """A finished unit's summary.json, or a UserError saying how to train the unit again."""
-    path = Path(run_dir) / runs.SUMMARY
+    path = Path(run_dir) / rundir.SUMMARY
     doc = reading.read_json(path, "summary", limit=reading.MIB)
     agents = doc.get("agents")
     if not (isinstance(agents, list) and agents and all(
@@ -247,16 +247,16 @@ def run_unit(run_dir) -> dict:
     from neuromotor.training.tensorboard import remove_event_files
 
     run_dir = Path(run_dir)
-    if os.path.lexists(run_dir / runs.SUMMARY):
+    if os.path.lexists(run_dir / rundir.SUMMARY):
         return read_summary(run_dir)
-    with runs.locked(run_dir):
-        if (run_dir / runs.CHECKPOINT).is_file():
+    with rundir.locked(run_dir):
+        if (run_dir / rundir.CHECKPOINT).is_file():
             spec, algo = session.resume(run_dir)
         else:
             # records of an attempt killed before its first checkpoint would be repeated
-            (run_dir / runs.METRICS).unlink(missing_ok=True)
+            (run_dir / rundir.METRICS).unlink(missing_ok=True)
             remove_event_files(run_dir)
-            spec = runs.read_config(run_dir)
+            spec = rundir.read_config(run_dir)
             algo = runs.build(spec)
         return session.train(run_dir, spec, algo, progress=False)
 

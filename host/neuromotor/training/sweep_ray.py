@@ -12,7 +12,7 @@ import os
 import socket
 from pathlib import Path
 
-from neuromotor.training import runs
+from neuromotor.training import rundir
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
 
@@ -38,14 +38,14 @@ def _unit_task(run_dir: str, config_text: str, head: str):
     from neuromotor.training import sweep
 
     run_dir = Path(run_dir)
-    if not (run_dir / runs.CONFIG).is_file():  # a node with its own disk: the plan lives on the head
-        runs.make_dir(run_dir)
-        atomic_write(run_dir / runs.CONFIG, config_text)
+    if not (run_dir / rundir.CONFIG).is_file():  # a node with its own disk: the plan lives on the head
+        rundir.make_dir(run_dir)
+        atomic_write(run_dir / rundir.CONFIG, config_text)
     summary = sweep.run_unit(run_dir)
     files = None
     if socket.gethostname() != head:
         files = {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*"))
-                 if p.is_file() and p.name != runs.LOCK}
+                 if p.is_file() and p.name != rundir.LOCK}
     return summary, files
 
 
@@ -77,7 +77,7 @@ def run_ray(sweep_dir: Path, units: list, address: str = None) -> dict:
     try:
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(_unit_task)
         head = socket.gethostname()
-        refs = {u["name"]: task.remote(str(sweep_dir / u["name"]), (sweep_dir / u["name"] / runs.CONFIG).read_text(),
+        refs = {u["name"]: task.remote(str(sweep_dir / u["name"]), (sweep_dir / u["name"] / rundir.CONFIG).read_text(),
                                        head) for u in units}
         out = {}
         for name, ref in refs.items():

@@ -8,7 +8,7 @@ summary.json, learning_curve.png), so `eval`, `export` and `hil` read it through
                    (written when training starts, so an unfinished run is recognised too)
 The checkpoint holds a host TD3 of the same configuration with the board's actor
 (critics and replay are not brought back: they never leave the board), so such a
-run cannot be resumed on the host: `runs.refuse_resume` says so.
+run cannot be resumed on the host: `rundir.refuse_resume` says so.
 """
 
 import importlib.util
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor.training import checkpoint, config, run_policy, runs
+from neuromotor.training import checkpoint, config, run_policy, rundir, runs
 from neuromotor.algos.td3 import Config
 from neuromotor.errors import UserError
 from neuromotor.safe_write import atomic_write
@@ -36,7 +36,7 @@ def _board_plan():
 
 _PLAN = _board_plan()
 PROFILES, PROFILE_SETTINGS = _PLAN.PROFILES, _PLAN.PROFILE_SETTINGS
-POLICY, ON_DEVICE = runs.BOARD_POLICY, runs.ON_DEVICE
+POLICY, ON_DEVICE = rundir.BOARD_POLICY, rundir.ON_DEVICE
 
 
 def write_started(run_dir: Path, profile: str, seed: int, steps: int) -> None:
@@ -68,12 +68,12 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
     """Write config, checkpoint, policy file, metrics and summary; returns the summary."""
     run_cfg = config.RunConfig(steps=steps, eval_episodes=eval_episodes, shards=1)
     algo_cfg = algo_config(profile)
-    runs.write_config(run_dir, config.RunSpec("pendulum", "td3", [seed], run_cfg, algo_cfg))
-    algo = runs.build(runs.read_config(run_dir))
+    rundir.write_config(run_dir, config.RunSpec("pendulum", "td3", [seed], run_cfg, algo_cfg))
+    algo = runs.build(rundir.read_config(run_dir))
     td3 = algo.local
     _set_actor(td3, spec)
     td3.steps = steps
-    checkpoint.save(run_dir / runs.CHECKPOINT, algo.state_dict())
+    checkpoint.save(run_dir / rundir.CHECKPOINT, algo.state_dict())
     atomic_write(run_dir / POLICY, policy_bytes)
     # the run directory must give back exactly the board's policy
     back = run_policy.load_policy_spec(run_dir)
@@ -91,11 +91,11 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
                     "eval_return_mean": float(returns[0].mean()), "eval_return_std": float(returns[0].std()),
                     "train_return": progress[-1].get("recent_return") if progress else None,
                     "wall_s": device.get("wall_s")})
-    runs.append_metrics(run_dir, records)
+    rundir.append_metrics(run_dir, records)
     try:
         from neuromotor.training import plotting
         plotting.learning_curve([r for r in records if r["eval_return_mean"] is not None],
-                                run_dir / runs.CURVE, f"td3 on pendulum, on the board ({profile})")
+                                run_dir / rundir.CURVE, f"td3 on pendulum, on the board ({profile})")
     except Exception:  # a plot is a nicety
         pass
     atomic_write(run_dir / ON_DEVICE,
@@ -112,5 +112,5 @@ def write_run_dir(run_dir: Path, spec, policy_bytes: bytes, profile: str, seed: 
                                                   "updates")},
     }
     summary["on_device"]["profile"] = profile
-    runs.write_summary(run_dir, summary)
+    rundir.write_summary(run_dir, summary)
     return summary

@@ -4,7 +4,7 @@ import contextlib
 import time
 from pathlib import Path
 
-from neuromotor.training import runs
+from neuromotor.training import rundir
 from neuromotor.errors import UserError
 from neuromotor.policy.policy_file import decode
 from neuromotor.boards.ondevice.client import BoardResetError, TrainClient, upload_trainer
@@ -27,7 +27,7 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
     try:
         return _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episodes, progress, log)
     except BoardResetError:  # a run cut short cannot be resumed: its files go, as the error says
-        for name in runs.OWN_FILES + runs.ADDED_FILES:
+        for name in rundir.OWN_FILES + rundir.ADDED_FILES:
             (run_dir / name).unlink(missing_ok=True)
         if made:
             with contextlib.suppress(OSError):
@@ -36,7 +36,7 @@ def train_on_device(port: str, profile: str = "teensy41", steps: int = 10000, se
 
 
 def _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episodes, progress, log) -> dict:
-    runs.prepare(run_dir, force)
+    rundir.prepare(run_dir, force)
     (run_dir / "policy.nmp").unlink(missing_ok=True)
     write_started(run_dir, profile, seed, steps)
     if upload:
@@ -61,7 +61,7 @@ def _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episo
             return
         info["wall_s"] = round(time.monotonic() - t0, 3)
         stream.append(info)
-        runs.append_metrics(run_dir, [{"step": info["step"], "agent": 0, "seed": seed, "eval_return_mean": None,
+        rundir.append_metrics(run_dir, [{"step": info["step"], "agent": 0, "seed": seed, "eval_return_mean": None,
                                        "eval_return_std": None, "train_return": info.get("recent_return"),
                                        "wall_s": info["wall_s"]}])
         if bar is not None:
@@ -74,7 +74,7 @@ def _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episo
     # metrics.jsonl grows while training runs (progress survives a reset)
     from neuromotor.training.config import RunConfig, RunSpec
     from neuromotor.boards.ondevice.rundir import algo_config
-    runs.write_config(run_dir, RunSpec("pendulum", "td3", [seed], RunConfig(steps=steps, shards=1), algo_config(profile)))
+    rundir.write_config(run_dir, RunSpec("pendulum", "td3", [seed], RunConfig(steps=steps, shards=1), algo_config(profile)))
     client = TrainClient(port, timeout=30.0)
     try:
         try:
@@ -102,5 +102,5 @@ def _train(port, profile, steps, seed, run_dir, force, upload, every, eval_episo
               "heap_setup": done.get("heap_setup"), "mem_free_before": done.get("mem_free_before"),
               "updates": done.get("updates")}
     # the progress-time metrics were provisional: rewrite them with the final record
-    (run_dir / runs.METRICS).unlink(missing_ok=True)
+    (run_dir / rundir.METRICS).unlink(missing_ok=True)
     return write_run_dir(run_dir, spec, data, profile, seed, steps, stream, device, eval_episodes)
