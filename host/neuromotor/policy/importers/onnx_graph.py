@@ -2,7 +2,8 @@
 
 Gemm, and MatMul with an Add of constants, are dense layers; Relu, Tanh and Sigmoid their
 activations; Flatten, Reshape, Squeeze, Unsqueeze and Identity are no-ops on a chain that carries
-one observation's features; GRU (forward, default activations, linear_before_reset=1, which
+one observation's features, and so is a Gather of index 0 on axis 0 after a GRU (the one step of
+the sequence it was given, as torch exports `gru(x)[0]`); GRU (forward, default activations, linear_before_reset=1, which
 is PyTorch's and this format's) is a GRU layer, its initial_h its initial state (zeros when it is
 a graph input or absent). Elementwise Add, Sub, Mul and Div by constants are folded: into the
 layer they follow when it has no activation yet, before the first layer into the observation
@@ -193,6 +194,12 @@ def read(path) -> Network:
         op, cs = node.op_type, [const[i] for i in node.input if i in const]
         if op in NO_OPS:
             pass
+        elif op == "Gather":
+            # torch's export of `gru(x)[0][0]`: the one step of the sequence the GRU was given
+            a = _attrs(node)
+            if not (any(layer.kind == "gru" for layer in chain.layers) and int(a.get("axis", 0)) == 0
+                    and len(cs) == 1 and cs[0].size == 1 and int(cs[0].reshape(-1)[0]) == 0):
+                chain.refuse(node, "only the first step of a GRU's output sequence (index 0 on axis 0) is supported")
         elif op == "Gemm":
             a = _attrs(node)
             if int(a.get("transA", 0)):
