@@ -13,7 +13,7 @@ from neuromotor.envs.quadrotor_drones import QuadrotorDronesVec
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.training import distil as d
 
-TINY = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "iterations": 2, "envs_per_teacher": 2,
+TINY = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100, "iterations": 2, "envs_per_teacher": 2,
         "rollout_steps": 40, "window": 16, "burn_in": 4, "batch_windows": 4, "updates": 3,
         "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
 
@@ -23,6 +23,8 @@ def test_the_students_file_is_the_trained_network(tmp_path):
     drones = d.draw_drones(cfg, cfg.teachers, 0)
     teachers = d.train_teachers(tmp_path / "teachers", cfg, drones, progress=False)
     assert len(teachers) == 2 and not teachers[0].recurrent
+    evaluated = [json.loads(line) for line in (tmp_path / "teachers" / "metrics.jsonl").read_text().splitlines()]
+    assert sorted({r["step"] for r in evaluated}) == [0, 100, 200]  # two legs, the second a resume
     net, norm, env = d.dagger(tmp_path, cfg, teachers, drones, progress=False)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [0, 1] and all(np.isfinite(r["loss"]) for r in records)

@@ -298,13 +298,13 @@ def test_bench_says_which_control_loops_a_policy_fits():
     real = {"emulated": False, "backends": {"native": {"median_us": 150.0}, "python": {"median_us": 4000.0}}}
     lines = control_loops(real)
     assert "measured" in lines[0]
-    assert "100 Hz fits, 67x headroom  500 Hz fits, 13x headroom" in lines[1]
-    assert "100 Hz fits, 2.5x headroom  500 Hz too slow (2.0x the period)" in lines[2]
+    assert "100 Hz fits, 67x headroom  400 Hz fits, 17x headroom  500 Hz fits, 13x headroom" in lines[1]
+    assert "100 Hz fits, 2.5x headroom  400 Hz too slow (1.6x the period)  500 Hz too slow (2.0x the period)" in lines[2]
     emulated = {"emulated": True, "predict_mhz": 600, "backends": {"native": {
         "predicted_us": 36.0, "predicted_boards": {"teensy41": {"us": 50.0}, "stm32f405": {"us": 2500.0}}}}}
     lines = control_loops(emulated)
     assert "predicted" in lines[0] and "teensy41: 100 Hz fits, 200x headroom" in lines[1]
-    assert "stm32f405: 100 Hz fits, 4.0x headroom  500 Hz too slow (1.2x the period)" in lines[2]
+    assert "stm32f405: 100 Hz fits, 4.0x headroom  400 Hz fits, 1.0x headroom  500 Hz too slow (1.2x the period)" in lines[2]
 
 
 def test_the_action_history_is_as_long_as_asked_and_holds_the_last_actions():

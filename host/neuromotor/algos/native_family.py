@@ -28,8 +28,8 @@ NATIVE_PENDULUM = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "g": 10.0, "
 def steps_natively(env) -> bool:
     """Whether the native call can also step `env`, one env per agent: the built-in pendulum, or
     the quadrotor (its C step takes the env's own model array)."""
-    if isinstance(env, QuadrotorVec):
-        return env.native_step
+    if type(env) is QuadrotorVec:  # not a subclass: per-drone models or delays are steps C does not know
+        return True
     return type(env) is PendulumVec and all(getattr(env, k) == v for k, v in NATIVE_PENDULUM.items())
 
 

@@ -217,7 +217,8 @@ def summarise(r, meta, emulated, predict_mhz, instructions_per_us=1000.0, ticks_
          "khz": (1000.0 / mean) if mean > 0 else None, "timer_overhead_us": r.get("timer_overhead_us"),
          "alloc_per_call": r.get("alloc_per_call"), "sizes": meta.get("sizes"),
          # counted high-water marks (None where the board's firmware does not count them)
-         "heap_peak": r.get("heap_peak"), "load_heap_peak": meta.get("load_heap_peak")}
+         "heap_peak": r.get("heap_peak"), "load_heap_peak": meta.get("load_heap_peak"),
+         "recurrent": bool(meta.get("recurrent"))}
     if "cpu_ticks" in r:
         s["cpu_ticks"] = r["cpu_ticks"]
     if emulated:
@@ -305,22 +306,34 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
-CONTROL_RATES_HZ = (100, 500)
+CONTROL_RATES_HZ = (100, 400, 500)  # 400 Hz: the rate PX4 runs RAPTOR at
 
 
 def _headroom(us: float) -> str:
     def fits(room):
         return f"fits, {room:.0f}x headroom" if room >= 10 else f"fits, {room:.1f}x headroom"
+    # the fastest loop answers any other rate (a quadrotor's 400 Hz, say) at a glance
+    fastest = f"{1e3 / us:.1f} kHz" if us < 1e3 else f"{1e6 / us:.0f} Hz"
     return "  ".join(f"{hz} Hz " + (fits(1e6 / hz / us) if us <= 1e6 / hz
                                     else f"too slow ({us / (1e6 / hz):.1f}x the period)")
-                     for hz in CONTROL_RATES_HZ)
+                     for hz in CONTROL_RATES_HZ) + f"  (fastest loop {fastest})"
 
 
 def control_loops(res) -> list:
-    """Whether one inference per period fits a 100 Hz and a 500 Hz control loop, per backend:
-    from measured µs on a real board; on an emulated one from the cycle model's prediction for
-    each real board it models (else the instruction-count prediction), labelled as predicted."""
-    lines = [f"  control loop, one inference per period ({'predicted' if res['emulated'] else 'measured'}):"]
+    """Whether one inference per period fits a 100 Hz and a 500 Hz control loop, and the fastest
+    loop it fits, per backend: from measured µs on a real board; on an emulated one from the
+    cycle model's prediction for each real board it models (else the instruction-count
+    prediction), labelled as predicted and by which of the two."""
+    if not res["emulated"]:
+        how = "measured"
+    elif any(s.get("predicted_boards") for s in res["backends"].values()):
+        how = "predicted by the cycle model at each real board's clock, not measured"
+    else:
+        how = f"predicted from instruction counts at {res['predict_mhz']:.0f} MHz, 1 instruction per cycle, not measured"
+    # a recurrent policy's inference is one step: its GRU state update is in the time
+    step = ("one step (GRU state update included)" if any(s.get("recurrent") for s in res["backends"].values())
+            else "one inference")
+    lines = [f"  control loop, {step} per period ({how}):"]
     for b, s in res["backends"].items():
         if not res["emulated"]:
             lines.append(f"  {b:8s} {_headroom(s['median_us'])}")

@@ -1,7 +1,7 @@
 """`neuromotor distil quadrotor`: teachers on their own drones, distilled into one GRU student."""
 
 from neuromotor import api
-from neuromotor.cli import json_line, shown_path
+from neuromotor.cli import checks, json_line, shown_path
 
 
 def register(sub):
@@ -10,7 +10,7 @@ def register(sub):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a DistilConfig setting (teachers, teacher_steps, iterations, hidden, dense, mass, ...)")
     p.add_argument("--nominal", metavar="RUN_OR_NMP", help="a single policy evaluated beside the student")
-    p.add_argument("--run-dir", help="where to write the run (default runs/quadrotor-distil-<time>)")
+    p.add_argument("--run-dir", type=checks.nonempty_path, help="where to write the run (default runs/quadrotor-distil-<time>)")
     p.add_argument("--force", action="store_true", help="replace an earlier distillation in --run-dir")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
     p.set_defaults(func=run)

@@ -205,7 +205,6 @@ class QuadrotorVec:
 
     obs_dim = 22 + 4 * ACTION_HISTORY  # with the default action history and rotor speeds
     act_dim = 4
-    native_step = True  # the C step (nm_host_quadrotor.h) computes exactly this class's step
     env_kwargs = ("action_history", "randomize", "reward", "rotor_speeds", "position_scale",  # what `--env-kwargs` may set
                   "drones", "obs_delay")  # these two: QuadrotorDronesVec
     variant = ("drones", "obs_delay"), "neuromotor.envs.quadrotor_drones:QuadrotorDronesVec"

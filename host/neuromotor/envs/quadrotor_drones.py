@@ -40,8 +40,6 @@ def check_drones(drones) -> list:
 class QuadrotorDronesVec(QuadrotorVec):
     """`QuadrotorDronesVec(n, ..., drones=None, obs_delay=0)`: QuadrotorVec's arguments and these two."""
 
-    native_step = False  # the C step knows one model and no delay: this class steps in NumPy
-
     def __init__(self, num_envs: int, *args, drones=None, obs_delay: int = 0, **kwargs):
         if isinstance(obs_delay, bool) or not isinstance(obs_delay, int) or not 0 <= obs_delay <= MAX_OBS_DELAY:
             raise UserError(f"quadrotor: obs_delay must be an integer from 0 to {MAX_OBS_DELAY}, got {obs_delay!r}")

@@ -64,6 +64,7 @@ class DistilConfig:
     teachers: int = 8
     teacher_steps: int = 300_000     # per teacher: the SAC quadrotor preset's
     teacher_eval_episodes: int = 100
+    teacher_eval_every: int = 10_000  # the preset's; each teacher is kept from its best evaluation
     # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]; mass and thrust
     # 0.15 keep the thrust-to-weight ratio within 1.66-3.05 (the Crazyflie's 2.25): at 0.3 (1.2-4.2)
     # teachers at 1.33-1.92 hovered from 0-57% of their starts (docs/distillation.md)
@@ -91,8 +92,8 @@ class DistilConfig:
 
     RULES = {
         **{name: rules.integer(1, 10**9) for name in (
-            "teachers", "teacher_steps", "teacher_eval_episodes", "dense", "hidden", "iterations",
-            "envs_per_teacher", "rollout_steps", "window", "batch_windows", "updates", "eval_drones",
+            "teachers", "teacher_steps", "teacher_eval_episodes", "teacher_eval_every", "dense", "hidden",
+            "iterations", "envs_per_teacher", "rollout_steps", "window", "batch_windows", "updates", "eval_drones",
             "eval_episodes")},
         **{name: rules.number(0, 0.7) for name in DRONE_FACTORS},
         "burn_in": rules.integer(0, 10**9),
@@ -123,22 +124,44 @@ def draw_drones(cfg: DistilConfig, count: int, stream: int) -> list:
 
 
 def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, progress: bool) -> list:
-    """The teachers' SAC run in run_dir (agent k on drone k); each one's best policy."""
+    """The teachers' SAC run in run_dir (agent k on drone k); each one's best policy.
+
+    The run goes from evaluation to evaluation (every teacher_eval_every steps), each leg a
+    resume of the last: an agent's policy swings from one evaluation to the next, and the
+    run's best.npz is the step of the population's best mean, so each teacher is kept from
+    its own best evaluation instead."""
     steps = cfg.teacher_steps
-    # the preset's evaluations every 10k steps: best.npz is chosen from them (a single evaluation
-    # at the end left the last, often worse, policy)
+    every = min(cfg.teacher_eval_every, steps)
     settings = {"env_kwargs": {"drones": drones}, "lr_decay_start": steps // 2, "lr_decay_end": steps,
-                "policy_average": min(30_000, steps // 10), "eval_every": min(10_000, steps),
+                "policy_average": min(30_000, steps // 10), "eval_every": every,
                 "eval_episodes": cfg.teacher_eval_episodes, "checkpoint_every": 0}
-    spec = session.new_config("quadrotor", "sac", settings=settings, steps=steps, shards=1,
+    spec = session.new_config("quadrotor", "sac", settings=settings, steps=every, shards=1,
                               seeds=f"0-{cfg.teachers - 1}", quiet=True)
     algo = runs.build(spec)
     rundir.make_dir(run_dir)
+    best, scores = [None] * cfg.teachers, [None] * cfg.teachers
     with rundir.locked(run_dir):
         rundir.prepare(run_dir, force=True)
         rundir.write_config(run_dir, spec)
         session.train(run_dir, spec, algo, progress=progress)
-    return [load_policy_spec(run_dir, k, rundir.BEST) for k in range(cfg.teachers)]
+        _keep_best(run_dir, best, scores)
+        for end in [*range(2 * every, steps, every), *([steps] if steps > every else [])]:
+            spec, algo = session.resume(run_dir, steps=end)
+            session.train(run_dir, spec, algo, progress=progress)
+            _keep_best(run_dir, best, scores)
+    return best
+
+
+def _keep_best(run_dir: Path, best: list, scores: list) -> None:
+    """Each agent's policy of the run's last state where its evaluation (success, then return)
+    beats its earlier ones."""
+    records = rundir.read_metrics(run_dir)
+    last = max(r["step"] for r in records)
+    for r in records:
+        k = r["agent"]
+        score = (r["eval_success"], r["eval_return_mean"])
+        if r["step"] == last and (scores[k] is None or score > scores[k]):
+            scores[k], best[k] = score, load_policy_spec(run_dir, k)
 
 
 class Dataset:
