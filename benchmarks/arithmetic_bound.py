@@ -666,46 +666,55 @@ def sac_pendulum(add, out, args, counts, fp32_peak, runs, scheme, name):
         "of their peak")
 
 
+# The reported figures and the targets' ratios the bounds are judged by (each must be
+# positive): option: (default, help).
+FIGURES = {
+    "rltools-s": (1.73, "RLtools' TD3 seconds for 10k steps, one thread"),
+    "rltools-factor": (0.67, "allowed CPU s per agent / RLtools' s"),
+    "sb3-td3-s": (23.17, "SB3 TD3's seconds for 10k steps, one thread"),
+    "sb3-td3-ratio": (20.0, "required SB3 / ours time ratio for TD3"),
+    "ours-td3-s": (1.66, "our TD3's reported seconds for 10k steps, one agent (from td3_pendulum.py)"),
+    "sb3-sac-ms": (14.81, "SB3 SAC's ms per update on HalfCheetah-v5"),
+    "ours-sac-ms": (8.85, "our SAC's reported ms per update (sac.py)"),
+    "sb3-sac-ratio": (4.0, "required SB3 / ours time ratio for SAC"),
+    "rltools-l2f-s": (6.5, "RLtools' L2F SAC zoo run's seconds, one thread (benchmarks/quadrotor.py --rltools)"),
+    "ours-quadrotor-s": (63.8, "our `train quadrotor` CPU s per seed (benchmarks/quadrotor.py)"),
+    "sac-pendulum-ratio": (3.0, "required NumPy / native time ratio"),
+}
+# How much is timed (each at least 1): option: (default, help).
+COUNTS = {
+    "reps": (60, "repetitions of each peak kernel and SGEMM batch (best counts)"),
+    "td3-run-steps": (2000, "timed TD3 steps of one agent after warm-up"),
+    "sac-run-updates": (150, "timed SAC steps after warm-up"),
+    "sac-pendulum-run-steps": (300, "timed pendulum SAC steps per backend and scheme after warm-up "
+                               "(fastest of 3 rounds)"),
+}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rltools-s", type=float, default=1.73, help="RLtools' TD3 seconds for 10k steps, one thread")
-    p.add_argument("--rltools-factor", type=float, default=0.67, help="allowed CPU s per agent / RLtools' s")
-    p.add_argument("--sb3-td3-s", type=float, default=23.17, help="SB3 TD3's seconds for 10k steps, one thread")
-    p.add_argument("--sb3-td3-ratio", type=float, default=20.0, help="required SB3 / ours time ratio for TD3")
-    p.add_argument("--ours-td3-s", type=float, default=1.66,
-                   help="our TD3's reported seconds for 10k steps, one agent (from td3_pendulum.py)")
-    p.add_argument("--sb3-sac-ms", type=float, default=14.81, help="SB3 SAC's ms per update on HalfCheetah-v5")
-    p.add_argument("--ours-sac-ms", type=float, default=8.85, help="our SAC's reported ms per update (sac.py)")
-    p.add_argument("--sb3-sac-ratio", type=float, default=4.0, help="required SB3 / ours time ratio for SAC")
+    for name, (default, text) in FIGURES.items():
+        p.add_argument(f"--{name}", type=float, default=default, help=text)
     for scheme, (numpy_s, native_s) in (("rltools", (5.23, 2.10)), ("shared", (4.85, 1.85))):
         p.add_argument(f"--sac-pendulum-{scheme}-s", type=float, nargs=2, default=[numpy_s, native_s],
                        metavar=("NUMPY", "NATIVE"), help=f"NumPy and native SAC's reported CPU s for Pendulum 10k "
                        f"steps, {scheme} scheme (sac.py --phases pendulum --no-sb3); with --no-train")
-    p.add_argument("--rltools-l2f-s", type=float, default=6.5,
-                   help="RLtools' L2F SAC zoo run's seconds, one thread (benchmarks/quadrotor.py --rltools)")
-    p.add_argument("--ours-quadrotor-s", type=float, default=63.8,
-                   help="our `train quadrotor` CPU s per seed (benchmarks/quadrotor.py)")
-    p.add_argument("--sac-pendulum-ratio", type=float, default=3.0, help="required NumPy / native time ratio")
     p.add_argument("--td3-steps", type=int, default=10_000, help="TD3 steps of the targets")
-    p.add_argument("--reps", type=int, default=60, help="repetitions of each peak kernel and SGEMM batch (best counts)")
-    p.add_argument("--td3-run-steps", type=int, default=2000, help="timed TD3 steps of one agent after warm-up")
-    p.add_argument("--sac-run-updates", type=int, default=150, help="timed SAC steps after warm-up")
-    p.add_argument("--sac-pendulum-run-steps", type=int, default=300,
-                   help="timed pendulum SAC steps per backend and scheme after warm-up (fastest of 3 rounds)")
+    for name, (default, text) in COUNTS.items():
+        p.add_argument(f"--{name}", type=int, default=default, help=text)
     p.add_argument("--no-train", action="store_true", help="skip the short trainer runs")
     p.add_argument("--out", type=Path, default=RESULTS / "arithmetic_bound.json")
     args = p.parse_args()
-    for name in ("rltools_s", "rltools_factor", "sb3_td3_s", "sb3_td3_ratio", "ours_td3_s", "sb3_sac_ms",
-                 "ours_sac_ms", "sb3_sac_ratio", "sac_pendulum_ratio", "rltools_l2f_s", "ours_quadrotor_s"):
-        if not getattr(args, name) > 0:
-            p.error(f"--{name.replace('_', '-')} must be positive")
+    for name in FIGURES:
+        if not getattr(args, name.replace("-", "_")) > 0:
+            p.error(f"--{name} must be positive")
     if not all(x > 0 for x in args.sac_pendulum_rltools_s + args.sac_pendulum_shared_s):
         p.error("--sac-pendulum-rltools-s and --sac-pendulum-shared-s must be positive")
     if args.td3_steps <= TD3Shape.learning_starts:
         p.error(f"--td3-steps must exceed the {TD3Shape.learning_starts} warm-up steps")
-    for name in ("reps", "td3_run_steps", "sac_run_updates", "sac_pendulum_run_steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    for name in COUNTS:
+        if getattr(args, name.replace("-", "_")) < 1:
+            p.error(f"--{name} must be at least 1")
 
     load_start = os.getloadavg()
     td3 = TD3Shape(steps=args.td3_steps)

@@ -94,6 +94,20 @@ def check_target(path, protected=(), follow: bool = False) -> Path:
     return target
 
 
+def check_dir_target(out_dir, option: str, purpose: str) -> Path:
+    """The output directory that `option` names, as a Path, or a UserError when it cannot be
+    one (empty, an existing file, or below a file), so that no work is spent before that."""
+    if out_dir is None or str(out_dir) == "":
+        raise UserError(f"{option} is empty: give a directory for {purpose}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{option} {out}: exists and is not a directory (it is for {purpose})")
+    existing = next((p for p in out.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UserError(f"{option} {out}: {existing} is not a directory")
+    return out
+
+
 def _tmp_prefix(target: Path) -> str:
     return f".{target.name}.{os.getpid()}."
 

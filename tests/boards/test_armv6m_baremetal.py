@@ -4,11 +4,10 @@ is bit-exact, and the instructions per multiply-add are counted exactly (cycle-m
 plugin marks)."""
 
 import re
-import shutil
 
 import numpy as np
 import pytest
-from test_xtensa_baremetal import check_against_host, natmod_opt, policy_case
+from test_xtensa_baremetal import check_against_host, installed_case, natmod_opt
 
 from neuromotor.boards import policy_baremetal as pb
 from neuromotor.policy.quantize import quantize
@@ -18,16 +17,12 @@ from neuromotor.policy.spec import PolicySpec
 
 @pytest.fixture(scope="module")
 def case():
-    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
-        if not shutil.which(tool):
-            pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
-    return policy_case()
+    return installed_case("arm-none-eabi-gcc", "qemu-system-arm")
 
 
 @pytest.fixture(scope="module")
 def m0_run(case):
-    spec, qp, obs = case
-    return pb.run_policy("armv6m", spec, qp, obs)
+    return pb.run_policy("armv6m", *case)
 
 
 def test_armv6m_forward_passes_match_the_host(case, m0_run):

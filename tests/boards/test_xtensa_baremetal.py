@@ -2,7 +2,8 @@
 the float forward pass of a 13->64->64->4 policy agrees with the host's NumPy reference,
 the int8 one is bit-exact, and a payload nm_q8_check refuses stops the program.
 
-`policy_case` is also the armv6m test's case (tests/boards/test_armv6m_baremetal.py).
+`policy_case`, and `installed_case` (it after the tools' check), are also the case of the other
+bare-metal tests (tests/boards/test_armv6m_baremetal.py, tests/boards/test_xtensawin_baremetal.py).
 """
 
 import re
@@ -22,6 +23,15 @@ def policy_case():
     return pb.td3_shaped_case(SIZES)
 
 
+def installed_case(*tools):
+    """policy_case, once the core's compiler and emulator are found: a missing one fails the
+    test, since device/port/setup_system.sh installs them all."""
+    for tool in tools:
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
+    return policy_case()
+
+
 def check_against_host(r, spec, qp, obs):
     """The core's actions against the NumPy references: int8 bit for bit, float to float32 rounding."""
     want_q = qp.forward(obs)
@@ -36,16 +46,12 @@ def check_against_host(r, spec, qp, obs):
 
 @pytest.fixture(scope="module")
 def case():
-    for tool in ("xtensa-lx106-elf-gcc", "qemu-system-xtensa"):
-        if not shutil.which(tool):
-            pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
-    return policy_case()
+    return installed_case("xtensa-lx106-elf-gcc", "qemu-system-xtensa")
 
 
 @pytest.fixture(scope="module")
 def xtensa_run(case):
-    spec, qp, obs = case
-    return pb.run_policy("xtensa", spec, qp, obs)
+    return pb.run_policy("xtensa", *case)
 
 
 def test_xtensa_forward_passes_match_the_host(case, xtensa_run):

@@ -9,7 +9,6 @@ int8 one is bit-exact; so do a small policy whose widths exercise the assembly's
 
 import dataclasses
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -18,7 +17,7 @@ import pytest
 from neuromotor.boards import policy_baremetal as pb
 from neuromotor.policy.quantize import quantize
 from neuromotor.policy.spec import PolicySpec
-from test_xtensa_baremetal import check_against_host, policy_case
+from test_xtensa_baremetal import check_against_host, installed_case
 
 
 def edge_case(seed: int = 1, n_obs: int = 6):
@@ -45,16 +44,12 @@ def edge_case(seed: int = 1, n_obs: int = 6):
 
 @pytest.fixture(scope="module")
 def case():
-    for tool in ("clang-22", "llvm-mc-22", "xtensa-lx106-elf-ld", "qemu-system-xtensa"):
-        if not shutil.which(tool):
-            pytest.fail(f"{tool} is not installed: run device/port/setup_system.sh")
-    return policy_case()
+    return installed_case("clang-22", "llvm-mc-22", "xtensa-lx106-elf-ld", "qemu-system-xtensa")
 
 
 @pytest.fixture(scope="module", params=[1, 0], ids=["assembly", "c"])
 def run(request, case):
-    spec, qp, obs = case
-    return pb.run_policy("xtensawin", spec, qp, obs, make_vars={"XT_ASM": request.param})
+    return pb.run_policy("xtensawin", *case, make_vars={"XT_ASM": request.param})
 
 
 def test_xtensawin_forward_passes_match_the_host(case, run):

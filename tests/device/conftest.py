@@ -7,14 +7,18 @@
 `natmod_x64_dir` the folder holding nm_kernels_natmod.mpy for x64.
 `run_mp`         run a script on a micropython binary in a subprocess.
 `make_spec`      build a random PolicySpec for given layer sizes.
+`board_pool`     BoardPool of the emulated boards for the session (boards built if missing,
+                 started once, stopped at the end).
 """
 
+import contextlib
 import os
 from pathlib import Path
 
 import pytest
 from mp_helpers import random_spec, run_script
 
+from neuromotor.boards.testing import BoardPool
 from neuromotor.paths import cache_dir
 
 NATMOD_NAME = "nm_kernels_natmod.mpy"
@@ -59,3 +63,9 @@ def run_mp(micropython):
 @pytest.fixture(scope="session")
 def make_spec():
     return random_spec
+
+
+@pytest.fixture(scope="session")
+def board_pool():
+    with contextlib.closing(BoardPool(build=True)) as pool:
+        yield pool

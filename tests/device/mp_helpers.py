@@ -15,6 +15,18 @@ class MicroPythonError(AssertionError):
     pass
 
 
+# For MicroPython scripts that check refusals line by line: attempt(f, *a) prints 'ok', or the
+# TypeError or ValueError that f(*a) raised.
+ATTEMPT = """
+def attempt(f, *a):
+    try:
+        f(*a)
+        print('ok')
+    except (TypeError, ValueError) as e:
+        print(type(e).__name__, e)
+"""
+
+
 def run_script(binary, script: str, timeout: float = 120, check: bool = True, cwd=None):
     """Run `script` (passed with -c) on a MicroPython binary; return the CompletedProcess.
     With check, a non-zero exit raises with the script's output."""
@@ -28,6 +40,27 @@ def run_script(binary, script: str, timeout: float = 120, check: bool = True, cw
                                f"stderr:\n{proc.stderr[-3000:]}")
     return proc
 
+
+def native_loop_script(natmod_dir, kernels: str, policy, n_obs: int) -> str:
+    """The opening of a MicroPython script that measures allocation: the policy file loaded
+    on the native backend with the `kernels` module, an observation `obs` and `run(n)`, which
+    calls the policy n times and returns its last action, already run once to warm up."""
+    return f"""
+import gc, sys
+from array import array
+sys.path.append({str(natmod_dir)!r})
+import {kernels} as k
+import neuromotor_rt as rt
+p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
+obs = array('f', [0.1 * i for i in range({n_obs})])
+def run(n):
+    i = 0
+    while i < n:  # no range object: the loop itself must not allocate
+        a = p(obs)
+        i += 1
+    return a
+a = run(10)
+"""
 
 
 def random_spec(sizes, seed=0, activations=None) -> PolicySpec:

@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 
-from mp_helpers import run_script
+from mp_helpers import ATTEMPT, native_loop_script, run_script
 
 GRU = 16
 KINDS = ["nm_kernels", "nm_kernels_natmod"]
@@ -239,26 +239,12 @@ def test_native_gru_step_does_not_allocate(micropython, natmod_x64_dir, tmp_path
     p = random_policy([13, 64, 4], [GRU, 2], seed=5)
     policy = tmp_path / "gru.nmp"
     policy.write_bytes(encode_v4(p))
-    proc = run_script(micropython, f"""
-import gc, sys
-from array import array
-sys.path.append({str(natmod_x64_dir)!r})
-import {kind} as k
-import neuromotor_rt as rt
-p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
-obs = array('f', [0.1 * i for i in range(13)])
-def run(n):
-    i = 0
-    while i < n:  # no range object: the loop itself must not allocate
-        a = p(obs)
-        i += 1
-    return a
+    proc = run_script(micropython, native_loop_script(natmod_x64_dir, kind, policy, 13) + """
 def bare(n):
     i = 0
     while i < n:
         p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp, p.state)
         i += 1
-a = run(10)
 s0 = list(p.state)
 b0 = b1 = c0 = c1 = r0 = r1 = 0
 gc.collect()
@@ -280,7 +266,7 @@ print(b1 - b0, c1 - c0, r1 - r0, a is p.out, s0 != list(p.state))
     assert same == "True" and moved == "True"
 
 
-PRELUDE = """
+PRELUDE = ATTEMPT + """
 import sys
 from array import array
 sys.path.append({natmod_dir!r})
@@ -296,12 +282,6 @@ state = array('f', range(k.state_size(lay)))
 out = array('f', [0, 0])
 x = array('f', [0.5, -0.25, 1.0])
 xbuf = array('f', [0, 0, 0])
-def attempt(f, *a):
-    try:
-        f(*a)
-        print('ok')
-    except (TypeError, ValueError) as e:
-        print(type(e).__name__, e)
 """
 
 

@@ -4,40 +4,18 @@ through two episodes by the firmware's kernels, the natmod of the board's archit
 the python backend, against test_gru's float32 NumPy reference of the format's step."""
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from neuromotor.boards.testing import BoardPool
-from neuromotor.paths import cache_dir
+from board_helpers import SYSTEM, mpremote, natmod_on
 from test_gru import GRU, encode_v4, random_policy, ref_episodes
 
 pytestmark = [pytest.mark.qemu]
 
 REPO = Path(__file__).resolve().parents[2]
-MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
-SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32",
-          "qemu-xtensa": "qemu-system-xtensa"}
-NATMOD = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc", "qemu-xtensa": "xtensawin"}
 EP = 12
-
-
-@pytest.fixture(scope="module")
-def pool():
-    p = BoardPool(build=True)
-    try:
-        yield p
-    finally:
-        p.close()
-
-
-def _mpremote(port, *args):
-    res = subprocess.run([MPREMOTE, "connect", port, *args], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return res.stdout
 
 
 SCRIPT = """
@@ -57,7 +35,7 @@ for t, o in enumerate({obs!r}):
 
 
 def _run(port, module, backend, obs, n):
-    out = _mpremote(port, "exec", SCRIPT.format(module=module, backend=backend, obs=obs.tolist(), ep=EP, n=n))
+    out = mpremote(port, "exec", SCRIPT.format(module=module, backend=backend, obs=obs.tolist(), ep=EP, n=n))
     return np.array([[int(v) for v in line.split()] for line in out.splitlines()], np.uint32).view(np.float32)
 
 
@@ -66,12 +44,12 @@ def _close(dev, ref, tol):
 
 
 @pytest.mark.parametrize("board_name", ["qemu-m7", "qemu-m4f", "qemu-rv32", "qemu-xtensa"])
-def test_gru_policy_on_emulated_boards(pool, board_name, tmp_path):
+def test_gru_policy_on_emulated_boards(board_pool, board_name, tmp_path):
     if not shutil.which(SYSTEM[board_name]):
         pytest.fail(f"{SYSTEM[board_name]} is not installed (make system)")
-    if not pool.firmware_ready(board_name):
+    if not board_pool.firmware_ready(board_name):
         pytest.skip(f"{board_name} firmware not built (make firmware BOARD={board_name})")
-    board = pool.get(board_name)
+    board = board_pool.get(board_name)
     p = random_policy([6, 16, 12, 3], [3, GRU, 2], seed=21)
     policy = tmp_path / "gru.nmp"
     policy.write_bytes(encode_v4(p))
@@ -80,22 +58,15 @@ def test_gru_policy_on_emulated_boards(pool, board_name, tmp_path):
     ref_acts, ref_states = ref_episodes(p, obs, EP)
     ref = np.concatenate([ref_acts, ref_states], axis=1)
     for name in ("neuromotor_rt.py", "nm_rt_python.py", "nm_rt_native.py"):
-        _mpremote(board.port, "cp", str(REPO / "device" / "lib" / name), ":" + name)
-    _mpremote(board.port, "cp", str(policy), ":gru.nmp")
+        mpremote(board.port, "cp", str(REPO / "device" / "lib" / name), ":" + name)
+    mpremote(board.port, "cp", str(policy), ":gru.nmp")
     firmware = _run(board.port, "nm_kernels", "native", obs, 3 + 12)
     assert _close(firmware, ref, 1e-5), np.abs(firmware - ref).max()
     assert firmware[:EP].tobytes() == firmware[EP:].tobytes()  # reset() restarts the episode exactly
     python = _run(board.port, "", "python", obs, 3 + 12)
     assert _close(python, ref, 1e-4), np.abs(python - ref).max()
-    mpy = cache_dir() / "natmods" / NATMOD[board_name] / "nm_kernels_natmod.mpy"
-    if not mpy.exists():
-        pytest.skip(f"no {NATMOD[board_name]} natmod: run `make natmods`")
-    _mpremote(board.port, "cp", str(mpy), ":nm_kernels_natmod.mpy")
-    try:
+    with natmod_on(board_name, board.port):
         natmod = _run(board.port, "nm_kernels_natmod", "native", obs, 3 + 12)
-    finally:
-        subprocess.run([MPREMOTE, "connect", board.port, "fs", "rm", ":nm_kernels_natmod.mpy"],
-                       capture_output=True, timeout=60)
     assert _close(natmod, ref, 1e-5), np.abs(natmod - ref).max()
     if board_name != "qemu-xtensa":  # xtensawin's natmod runs the dense layers in assembly (madd.s)
         assert natmod.tobytes() == firmware.tobytes()

@@ -2,38 +2,16 @@
 rv32imc and the ESP32's Xtensa ABI (plain C), built into the firmware and as natmods,
 give the host NumPy reference's exact bits."""
 
-import contextlib
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from neuromotor.boards.testing import BoardPool
 from neuromotor.policy.quantize import pack_qnet
-from neuromotor.paths import cache_dir
+from board_helpers import SYSTEM, mpremote, natmod_on
 from test_int8 import int8_policy
 
 pytestmark = [pytest.mark.qemu]
-
-MPREMOTE = str(Path(sys.executable).with_name("mpremote"))
-SYSTEM = {"qemu-m4f": "qemu-system-arm", "qemu-m7": "qemu-system-arm", "qemu-rv32": "qemu-system-riscv32",
-          "qemu-xtensa": "qemu-system-xtensa"}
-NATMOD = {"qemu-m4f": "armv7emsp", "qemu-m7": "armv7emdp", "qemu-rv32": "rv32imc", "qemu-xtensa": "xtensawin"}
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with contextlib.closing(BoardPool(build=True)) as p:
-        yield p
-
-
-def _mpremote(port, *args):
-    res = subprocess.run([MPREMOTE, "connect", port, *args], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    return res.stdout
 
 
 def _script(module, qp, obs):
@@ -54,24 +32,17 @@ for r in {obs.tolist()!r}:
 
 
 @pytest.mark.parametrize("board_name", ["qemu-m4f", "qemu-m7", "qemu-rv32", "qemu-xtensa"])
-def test_int8_kernels_on_emulated_boards_are_bit_exact(pool, board_name):
+def test_int8_kernels_on_emulated_boards_are_bit_exact(board_pool, board_name):
     if not shutil.which(SYSTEM[board_name]):
         pytest.fail(f"{SYSTEM[board_name]} is not installed (make system)")
-    if board_name == "qemu-rv32" and not pool.firmware_ready(board_name):
+    if board_name == "qemu-rv32" and not board_pool.firmware_ready(board_name):
         pytest.skip("qemu-rv32 firmware not built (make firmware BOARD=qemu-rv32)")
-    board = pool.get(board_name)
+    board = board_pool.get(board_name)
     qp, obs = int8_policy([13, 64, 64, 4], ["relu", "relu", "tanh"], seed=5, n_obs=12)
     want = qp.forward(obs).view(np.uint32).tolist()
-    got = [list(map(int, line.split())) for line in _mpremote(board.port, "exec", _script("nm_kernels", qp, obs))
+    got = [list(map(int, line.split())) for line in mpremote(board.port, "exec", _script("nm_kernels", qp, obs))
            .splitlines()]
     assert got == want
-    mpy = cache_dir() / "natmods" / NATMOD[board_name] / "nm_kernels_natmod.mpy"
-    if not mpy.exists():
-        pytest.skip(f"no {NATMOD[board_name]} natmod: run `make natmods`")
-    _mpremote(board.port, "cp", str(mpy), ":nm_kernels_natmod.mpy")
-    try:
-        out = _mpremote(board.port, "exec", _script("nm_kernels_natmod", qp, obs))
-        assert [list(map(int, line.split())) for line in out.splitlines()] == want
-    finally:
-        subprocess.run([MPREMOTE, "connect", board.port, "fs", "rm", ":nm_kernels_natmod.mpy"],
-                       capture_output=True, timeout=60)
+    with natmod_on(board_name, board.port):
+        out = mpremote(board.port, "exec", _script("nm_kernels_natmod", qp, obs))
+    assert [list(map(int, line.split())) for line in out.splitlines()] == want

@@ -13,7 +13,7 @@ from neuromotor.policy import encode, write_policy
 from neuromotor.policy.policy_file import net_size
 from neuromotor.policy.spec import PolicySpec
 
-from mp_helpers import clamped_spec, patched, random_spec, run_script
+from mp_helpers import ATTEMPT, clamped_spec, native_loop_script, patched, random_spec, run_script
 
 NETS = {
     "3-64-64-1": [3, 64, 64, 1],
@@ -169,21 +169,7 @@ def test_native_inference_does_not_allocate(run_mp, natmod_x64_dir, tmp_path, ki
     policy = tmp_path / "p.nmp"
     write_policy(random_spec([13, 64, 64, 4]), policy)
     kernels = "nm_kernels" if kind == "usermod" else "nm_kernels_natmod"
-    proc = run_mp(f"""
-import gc, sys
-from array import array
-sys.path.append({str(natmod_x64_dir)!r})
-import {kernels} as k
-import neuromotor_rt as rt
-p = rt.Policy.load({str(policy)!r}, backend='native', kernels=k)
-obs = array('f', [0.1 * i for i in range(13)])
-def run(n):
-    i = 0
-    while i < n:  # no range object: the loop itself must not allocate
-        a = p(obs)
-        i += 1
-    return a
-a = run(10)
+    proc = run_mp(native_loop_script(natmod_x64_dir, kernels, policy, 13) + """
 before = after = 0  # globals exist before measuring (a new global would allocate)
 gc.collect()
 gc.disable()
@@ -302,17 +288,11 @@ for act in (k.IDENTITY, k.RELU, k.TANH):
 
 @pytest.mark.device
 def test_native_errors_name_expected_and_given(run_mp):
-    proc = run_mp("""
+    proc = run_mp(ATTEMPT + """
 from array import array
 import nm_kernels as k
 lay = array('H', [2, 3, 8, 2, 1, 0])
 n = k.net_size(lay)
-def attempt(f, *a):
-    try:
-        f(*a)
-        print('ok')
-    except (TypeError, ValueError) as e:
-        print(type(e).__name__, e)
 attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n - 1)), lay, array('f', range(16)))
 attempt(k.mlp, array('f', [0, 0]), array('d', [0, 0, 0]), array('f', range(n)), lay, array('f', range(16)))
 attempt(k.mlp, array('f', [0, 0]), array('f', [0, 0, 0]), array('f', range(n)), lay, array('f', range(3)))

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.safe_write import atomic_open, atomic_write, check_target
+from neuromotor.safe_write import atomic_open, atomic_write, check_dir_target, check_target
 from neuromotor.boards.link import LinkClient
 from neuromotor.boards.link.client import ProtocolError
 from neuromotor.boards.link.ports import board_for_port
@@ -407,14 +407,7 @@ def run_bench(ports, n=1000, backends=None, out_dir="runs/bench", predict_mhz=No
 
 def prepare_out_dir(out_dir, create: bool = True) -> Path:
     """The output directory, checked (and created) before any board time is spent on results."""
-    if out_dir is None or str(out_dir) == "":
-        raise UserError("--out is empty; give a directory for bench.json and bench.png")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} exists and is not a directory")
-    existing = next((p for p in out.parents if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise UserError(f"--out {out}: {existing} is not a directory")
+    out = check_dir_target(out_dir, "--out", "bench.json and bench.png")
     if not create:
         return out
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import SOURCE_ROOT
-from neuromotor.safe_write import atomic_write
+from neuromotor.safe_write import atomic_write, check_dir_target
 
 from .c_header import render_c_header
 
@@ -80,14 +80,7 @@ def project_files() -> list:
 
 def check_project_dir(out_dir) -> Path:
     """The project directory, or a UserError saying why it cannot be written (before any work)."""
-    if out_dir is None or str(out_dir) == "":
-        raise UserError("-o is empty: give a directory for the PlatformIO project")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"-o {out}: exists and is not a directory (a PlatformIO project is a directory)")
-    existing = next((p for p in out.parents if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise UserError(f"-o {out}: {existing} is not a directory")
+    out = check_dir_target(out_dir, "-o", "the PlatformIO project")
     if (out / "config.json").is_file():
         raise UserError(f"-o {out} is a run directory: choose another directory for the project")
     for rel in project_files():

@@ -174,26 +174,34 @@ def undone_on_failure(run_dir: Path, made: bool = False):
 
 
 @contextlib.contextmanager
-def locked(run_dir: Path):
-    """Hold the run directory's lock (an flock on run_dir/.lock) for the block: one trainer
-    per run. The lock goes with the process, so a killed trainer never leaves it held."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a run directory")
-    fd = open_own(run_dir / LOCK, os.O_RDWR)
+def hold_lock(directory: Path, in_use: str):
+    """Hold an flock on directory/.lock for the block, this process's pid written in it so
+    that a second holder is refused with whose it is: "<in_use> by another neuromotor
+    process (pid N)". The lock goes with the process, so a killed holder never leaves it held."""
+    fd = open_own(Path(directory) / LOCK, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            raise UserError(f"run directory {run_dir} is in use by another neuromotor process"
+            raise UserError(f"{in_use} by another neuromotor process"
                             + (f" (pid {holder})" if holder.isdigit() else "")) from None
         if os.pread(fd, 32, 0).decode(errors="replace").strip() != str(os.getpid()):
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield run_dir
+        yield
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path):
+    """Hold the run directory's lock for the block: one trainer per run."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a run directory")
+    with hold_lock(run_dir, f"run directory {run_dir} is in use"):
+        yield run_dir
 
 
 def write_config(run_dir: Path, spec: "config.RunSpec") -> None:

@@ -19,7 +19,6 @@ shards do); "ray" runs each unit as a Ray task (see neuromotor.training.sweep_ra
 """
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -32,7 +31,7 @@ from neuromotor.training import config, rundir, runs
 from neuromotor import reading
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir
-from neuromotor.safe_write import atomic_write, open_own
+from neuromotor.safe_write import atomic_write
 
 PLAN = "sweep.json"
 PLOT = "returns.png"
@@ -211,19 +210,8 @@ def driving(sweep_dir: Path):
     """Hold the sweep's lock (an flock on sweep_dir/.lock, gone with the process) while it
     runs: a second driver is refused before it takes any unit's lock, which would make the
     first fail on that unit."""
-    fd = open_own(Path(sweep_dir) / rundir.LOCK, os.O_RDWR)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-            raise UserError(f"sweep {sweep_dir} is being run by another neuromotor process"
-                            + (f" (pid {holder})" if holder.isdigit() else "")) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    with rundir.hold_lock(sweep_dir, f"sweep {sweep_dir} is being run"):
         yield
-    finally:
-        os.close(fd)
 
 
 def read_summary(run_dir) -> dict:
