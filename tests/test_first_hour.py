@@ -156,10 +156,16 @@ def test_eval_of_a_run_reports_success(tmp_path, cli):
     assert np.isfinite(result["eval_return_mean"])
 
 
-def test_deploy_refuses_what_is_not_a_serial_port(tmp_path, cli, trained):
+@pytest.mark.parametrize("command", ["deploy", "hil"])
+def test_deploy_and_hil_refuse_what_is_not_a_serial_port(tmp_path, cli, trained, command):
     for port in ("/dev/null", tmp_path):
-        code, _, err = cli("deploy", trained, "--port", port)
+        code, _, err = cli(command, trained, "--port", port)
         assert code == 2 and f"{port} is not a serial port" in err and "another program" not in err
+
+
+def test_an_unknown_algorithm_gets_the_closest_name(cli, runs_root):
+    code, _, err = cli("train", "pendulum", "--algo", "sca", "--steps", 10)
+    assert code == 2 and "unknown algorithm 'sca'; did you mean sac?" in err and err.count("\n") == 1
 
 
 def test_a_policy_deploy_leaves_the_trainer_out(tmp_path):

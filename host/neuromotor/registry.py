@@ -5,6 +5,7 @@ Lazy imports keep `neuromotor --help` fast and let the MuJoCo envs live
 behind an optional extra.
 """
 
+import difflib
 import importlib
 import os
 import sys
@@ -15,7 +16,9 @@ from neuromotor.errors import UserError
 def lookup(table: dict, kind: str, name: str):
     """The class `table[name]` names as "module:Class"; an unknown name is a UserError."""
     if not isinstance(name, str) or name not in table:
-        raise UserError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
+        close = difflib.get_close_matches(name, table, n=1) if isinstance(name, str) else []
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UserError(f"unknown {kind} {name!r}{hint}; known: {', '.join(sorted(table))}")
     module, cls = table[name].split(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -18,7 +18,6 @@ clear message; the next deploy cleans up and completes.
 import json
 import os
 import shutil
-import stat
 import struct
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuromotor.boards.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
+from neuromotor.boards.link.tty import is_terminal
 from neuromotor.boards.mip.fetch import fetch as fetch_index
 from neuromotor.boards.mip.layout import RUNTIME
 from neuromotor.errors import UserError
@@ -214,21 +214,6 @@ def index_plan(board: dict, index: str, policy_source: str, policy_data: bytes, 
         items.append(Item("natmod", f"{index} {got.package}", f"{libdir}/{name}", got.natmods[name]))
     items.append(Item("policy", policy_source, policy_dest, policy_data))
     return Plan(board, items, notes, remove)
-
-
-def is_terminal(port: str) -> bool:
-    """Whether `port` is a terminal device, as every serial port is (/dev/null, a file or a
-    directory is not); a remote or Windows port counts as one."""
-    if port.startswith(("rfc2217://", "COM")):
-        return True
-    try:
-        fd = os.open(port, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-    except OSError:
-        return os.path.exists(port) and stat.S_ISCHR(os.stat(port).st_mode)  # busy or not ours: still a device
-    try:
-        return os.isatty(fd)
-    finally:
-        os.close(fd)
 
 
 class Deployer:

@@ -18,6 +18,7 @@ import time
 
 from neuromotor.errors import UserError
 from neuromotor.boards.link.protocol import PROTO, BadLine, decode_line, encode_line
+from neuromotor.boards.link.tty import is_terminal
 
 START_SERVER = "import nm_bench\nnm_bench.serve()\n"
 
@@ -64,6 +65,9 @@ class LinkClient:
         try:
             self._transport = SerialTransport(self.port, baudrate=baudrate)
         except TransportError as exc:
+            if not is_terminal(self.port):
+                raise ProtocolError(f"{self.port} is not a serial port (a board's port is a terminal device such "
+                                    "as /dev/ttyACM0; `neuromotor boards` lists them)") from exc
             raise ProtocolError(f"cannot open {self.port}: {exc} (is another program using it?)") from exc
         self.ser = self._transport.serial
         self.ser.timeout = 0.05
