@@ -183,7 +183,7 @@ def test_a_policy_deploy_leaves_the_trainer_out(tmp_path):
 
 
 def test_bench_names_the_board_its_predictions_assume():
-    from neuromotor.api._board import predicted_board
+    from neuromotor.boards.bench import predicted_board
     from neuromotor.boards.bench import table
 
     res = {"board": "qemu-m4f", "port": "/dev/pts/9", "emulated": True, "predict_mhz": 600.0, "unavailable": {},

@@ -54,7 +54,9 @@ def test_bench_says_which_loops_raptor_fits(board, raptor, tmp_path):
     header = [line for line in res.stdout.splitlines() if "control loop" in line]
     assert header and "one step (GRU state update included)" in header[0], res.stdout
     assert "predicted from instruction counts" in header[0] and "not measured" in header[0], header
-    full = json.loads((tmp_path / "bench.json").read_text())["results"][0]["backends"]
+    saved = json.loads((tmp_path / "bench.json").read_text())["results"][0]
+    assert saved["predicted_for"] in ("a Teensy 4.1 (Cortex-M7)", "an ESP32 (Xtensa LX6)")  # the board assumed
+    full = saved["backends"]
     assert full["native"]["recurrent"] is True and full["native"]["macs"] == 22 * 16 + 3 * 16 * 32 + 16 * 4
     native = [line for line in res.stdout.splitlines() if line.strip().startswith("native") and "fastest loop" in line]
     # RAPTOR's 400 Hz loop: the firmware's kernels take a few thousand instructions per step

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from neuromotor import boards
 from neuromotor.boards import baremetal
-from neuromotor.boards.bench import DEFAULT_PREDICT_MHZ, json_summary, prepare_out_dir, run_bench, table
+from neuromotor.boards.bench import json_summary, prepare_out_dir, run_bench, table
 from neuromotor.boards.deploy import deploy
 from neuromotor.boards.link.ports import resolve_port, resolve_ports
 from neuromotor.boards.web.serve import make_server, url
@@ -288,21 +288,7 @@ def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "
         if claimed and not any(Path(out).iterdir()):  # no board answered: no empty directory left behind
             Path(out).rmdir()
         raise
-    for res in results:
-        if res["emulated"]:
-            res["predicted_for"] = predicted_board(res["predict_mhz"], predict_mhz is not None)
     return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
-
-
-# The boards whose clocks bench predicts emulated timings at, unless told another (--predict-mhz).
-PREDICTED_BOARDS = {DEFAULT_PREDICT_MHZ: "a Teensy 4.1 (Cortex-M7)", 240.0: "an ESP32 (Xtensa LX6)"}
-
-
-def predicted_board(mhz: float, given: bool) -> str:
-    """The board an emulated timing is predicted for, as the table names it."""
-    if given or mhz not in PREDICTED_BOARDS:
-        return "a board"
-    return PREDICTED_BOARDS[mhz]
 
 
 def board_names() -> list:
