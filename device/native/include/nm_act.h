@@ -78,44 +78,83 @@ NM_INLINE float nm_div_1_2(float a, float b) {
 #define nm_div_1_2(a, b) ((a) / (b))
 #endif
 
-/* e^-a for a >= 0, the one exponential sigmoid and the GRU's tanh need: 2^-t with
- * t = a log2(e) = k - f, k the nearest integer, f in [-1/2, 1/2], and 2^f a degree-5
- * polynomial fitted for relative error (2.3e-7 evaluated in float32). t's own rounding
- * adds a relative error of about a * 6e-8, which the gates' saturation damps: it is
- * multiplied by s (1 - s). 0 past a = 87, NaN stays NaN. A third fewer instructions
- * than nm_math.h's nm_expf (training's, for any sign). */
-NM_INLINE float nm_exp_neg(float a) {
-    if (!(a <= 87.0f)) {
-        return a > 87.0f ? 0.0f : a;
+/* e^-a and e^-b for a, b >= 0 given by their bits (sign clear), the exponentials sigmoid
+ * and the GRU's tanh need: 2^-t with t = a log2(e) = k - f, k the nearest integer, f in
+ * [-1/2, 1/2], and 2^f a degree-5 polynomial fitted for relative error (2.3e-7 evaluated
+ * in float32). t's own rounding adds a relative error of about a * 6e-8, which the gates'
+ * saturation damps: it is multiplied by s (1 - s). 0 past 87, NaN stays NaN. Two in step
+ * share each coefficient (xtensawin has 16 float registers and reloads every constant
+ * it cannot keep); the range tests compare bits as integers (without an FPU each float
+ * comparison is a library call), clamping first keeps the conversion to int defined.
+ * A third fewer instructions than nm_math.h's nm_expf (training's, for any sign). */
+NM_INLINE void nm_exp_neg2(uint32_t ua, uint32_t ub, float *ea, float *eb) {
+    union { uint32_t u; float f; } va, vb;
+    va.u = ua < 0x42AE0000u ? ua : 0x42AE0000u; // 87
+    vb.u = ub < 0x42AE0000u ? ub : 0x42AE0000u;
+    const float ta = va.f * 1.44269504088896341f, tb = vb.f * 1.44269504088896341f;
+    const int ka = (int)(ta + 0.5f), kb = (int)(tb + 0.5f);
+    const float fa = (float)ka - ta, fb = (float)kb - tb;
+    float pa = 0.00132764713f, pb = 0.00132764713f;
+    pa = pa * fa + 0.00967554189f;
+    pb = pb * fb + 0.00967554189f;
+    pa = pa * fa + 0.0555071309f;
+    pb = pb * fb + 0.0555071309f;
+    pa = pa * fa + 0.240221202f;
+    pb = pb * fb + 0.240221202f;
+    pa = pa * fa + 0.693146944f;
+    pb = pb * fb + 0.693146944f;
+    pa = pa * fa + 1.00000012f;
+    pb = pb * fb + 1.00000012f;
+    // p 2^-k by the exponent field: e >= e^-87 > 2^-126 stays normal, so this is exact
+    va.f = pa;
+    vb.f = pb;
+    va.u -= (uint32_t)ka << 23;
+    vb.u -= (uint32_t)kb << 23;
+    *ea = va.f;
+    *eb = vb.f;
+    if (ua > 0x42AE0000u) {
+        va.u = ua > 0x7F800000u ? ua : 0u;
+        *ea = va.f;
     }
-    const float t = a * 1.44269504088896341f;
-    const int k = (int)(t + 0.5f);
-    const float f = (float)k - t;
-    float p = 0.00132764713f;
-    p = p * f + 0.00967554189f;
-    p = p * f + 0.0555071309f;
-    p = p * f + 0.240221202f;
-    p = p * f + 0.693146944f;
-    p = p * f + 1.00000012f;
-    union { uint32_t u; float f; } two;
-    two.u = (uint32_t)(127 - k) << 23; // 2^-k, k <= 126
-    return p * two.f;
+    if (ub > 0x42AE0000u) {
+        vb.u = ub > 0x7F800000u ? ub : 0u;
+        *eb = vb.f;
+    }
 }
 
-// 1 / (1 + e^-x), from e^-|x| so nothing overflows: e / (1 + e) below 0.
+NM_INLINE uint32_t nm_f32_bits(float x) {
+    union { float f; uint32_t u; } v;
+    v.f = x;
+    return v.u;
+}
+
+/* 1 / (1 + e^-x), from e^-|x| so nothing overflows: e / (1 + e) when x's sign bit is set.
+ * Two at once for the GRU's r and z, whose exponentials then share their constants. */
+NM_INLINE void nm_sigmoid2(float x, float y, float *sx, float *sy) {
+    const uint32_t ux = nm_f32_bits(x), uy = nm_f32_bits(y);
+    float ex, ey;
+    nm_exp_neg2(ux & 0x7FFFFFFFu, uy & 0x7FFFFFFFu, &ex, &ey);
+    *sx = nm_div_1_2(ux >> 31 ? ex : 1.0f, 1.0f + ex);
+    *sy = nm_div_1_2(uy >> 31 ? ey : 1.0f, 1.0f + ey);
+}
+
 NM_INLINE float nm_sigmoidf(float x) {
-    const float e = nm_exp_neg(x < 0.0f ? -x : x);
-    return nm_div_1_2(x < 0.0f ? e : 1.0f, 1.0f + e);
+    float s, unused;
+    nm_sigmoid2(x, 0.0f, &s, &unused);
+    return s;
 }
 
 /* tanh for the GRU's candidate gate: (1 - e) / (1 + e), e = e^-2|x|, sign restored. Its
  * absolute error stays near 1e-7 (1 - e cancels for tiny x, where tanh is tiny too);
  * dense layers keep nm_tanhf, whose relative error is a few ulps everywhere. */
 NM_INLINE float nm_tanh_gate(float x) {
-    const float a = x < 0.0f ? -x : x;
-    const float e = nm_exp_neg(a + a);
+    const uint32_t u = nm_f32_bits(x);
+    union { uint32_t u; float f; } a;
+    a.u = u & 0x7FFFFFFFu;
+    float e, unused;
+    nm_exp_neg2(nm_f32_bits(a.f + a.f), 0u, &e, &unused);
     const float t = nm_div_1_2(1.0f - e, 1.0f + e);
-    return x < 0.0f ? -t : t;
+    return u >> 31 ? -t : t;
 }
 
 // RLtools' FAST_TANH: a rational function on [-3, 3], exactly +-1 at the ends.

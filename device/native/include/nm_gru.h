@@ -14,7 +14,7 @@
  * (nm_layout.h), gates 6 hd floats of scratch:
  *   gi = W_i x + b_i, gh = W_h h + b_h   (rows r, z, n)
  *   r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r gh_n)
- *   h' = (1 - z) n + z h
+ *   h' = (1 - z) n + z h, computed as n + z (h - n): one multiplication fewer
  * h is updated in place: unit i reads only its own h[i] after the products.
  * x, h, w and gates are disjoint; the caller validated the sizes.
  */
@@ -24,10 +24,10 @@ static inline void nm_gru_step(float *h, const float *x, const float *w, size_t 
     nm_dense(gi, x, w, n_in, 3 * hd, NM_ACT_IDENTITY);
     nm_dense(gh, h, w + nm_dense_len(n_in, 3 * hd), hd, 3 * hd, NM_ACT_IDENTITY);
     for (size_t i = 0; i < hd; i++) {
-        const float r = nm_sigmoidf(gi[i] + gh[i]);
-        const float z = nm_sigmoidf(gi[hd + i] + gh[hd + i]);
+        float r, z;
+        nm_sigmoid2(gi[i] + gh[i], gi[hd + i] + gh[hd + i], &r, &z);
         const float n = nm_tanh_gate(gi[2 * hd + i] + r * gh[2 * hd + i]);
-        h[i] = (1.0f - z) * n + z * h[i];
+        h[i] = n + z * (h[i] - n);
     }
 }
 
