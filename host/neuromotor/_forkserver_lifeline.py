@@ -1,7 +1,8 @@
-"""Preloaded by the multiprocessing forkserver of a sweep (see neuromotor.training.sweep.run_local).
+"""Preloaded by the multiprocessing forkserver of a sweep (neuromotor.training.sweep.run_local) and of
+a population's shards (neuromotor.training.parallel).
 
 The forkserver otherwise lives as long as any process it forked, and those are its own
-children, so a killed sweep would leave both running. Importing this module has the
+children, so a killed sweep or train would leave both running. Importing this module has the
 forkserver end with the process that started it; its workers end with it in turn.
 """
 

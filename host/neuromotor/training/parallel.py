@@ -20,6 +20,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from neuromotor.lifeline import die_with_parent
 from neuromotor.training.checkpoint import IDENTITY_PREFIX as checkpoint_identity_prefix
 
 _context = None
@@ -27,11 +28,12 @@ _context = None
 
 def _mp_context():
     """forkserver: workers start from a clean process, not a fork of a parent that may
-    run threads (progress bar, MuJoCo pools)."""
+    run threads (progress bar, MuJoCo pools). Every worker holds the forkserver open, so
+    the forkserver ends with this process (the lifeline) and each worker with it (_serve)."""
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(["numpy"])
+        _context.set_forkserver_preload(["numpy", "neuromotor._forkserver_lifeline"])
     return _context
 
 
@@ -39,6 +41,9 @@ def _serve(conn, settings, algo_cls, cfg, env_factory, seeds):
     """A shard's worker: builds its algorithm, then runs method calls until the pipe closes
     (the parent closed it, or died). Every request gets one reply, (True, result) or
     (False, exception); the first reply says whether the algorithm could be built."""
+    # A shard busy in a long advance() would not see the pipe close: end with the forkserver,
+    # which ends with the training process, however that process ended.
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it then closes the pipe
     os.environ.update(settings)
     try:
