@@ -331,6 +331,20 @@ def test_silent_port_is_one_error_and_nothing_on_stdout(capsys):
     assert "could not start the bench server" in str(exc.value) and "the board sent nothing" in str(exc.value)
 
 
+def test_deploy_to_a_silent_port_is_one_error_and_nothing_on_stdout(capsys):
+    from neuromotor.boards.deploy.core import DeployError, Deployer
+
+    master, slave = os.openpty()
+    try:
+        with pytest.raises(DeployError) as exc:
+            Deployer(os.ttyname(slave), log=lambda s: None, timeout=1.0)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert capsys.readouterr().out == ""
+    assert "could not enter MicroPython's raw REPL" in str(exc.value) and "the board sent nothing" in str(exc.value)
+
+
 # --- temporaries of a killed writer -------------------------------------------------------------
 
 KILLED_WRITER = """

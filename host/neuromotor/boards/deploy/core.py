@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuromotor.boards.deploy.board import HASH_FN, PROBE, host_hash, parse_probe
+from neuromotor.boards.link.client import enter_raw_repl
 from neuromotor.boards.link.tty import is_terminal
 from neuromotor.boards.mip.fetch import fetch as fetch_index
 from neuromotor.boards.mip.layout import RUNTIME
@@ -237,7 +238,7 @@ class Deployer:
             raise DeployError(f"cannot open {port}: {exc} (is another program using it?)") from exc
         self.t.serial.timeout = 15  # never block forever on a board that went away
         try:
-            self.t.enter_raw_repl(soft_reset=True, timeout_overall=timeout)
+            enter_raw_repl(self.t, True, timeout)
         except TransportError as exc:
             self.t.close()
             raise DeployError(f"{port}: could not enter MicroPython's raw REPL ({exc}); "

@@ -31,6 +31,19 @@ class ServerError(ProtocolError):
     """The server answered ``err``: the request was understood and failed."""
 
 
+def enter_raw_repl(transport, soft_reset: bool, timeout: float) -> None:
+    """mpremote's enter_raw_repl, whose failure prints what the board sent to our stdout (a
+    bare b'' when nothing answers): that text goes into the TransportError instead."""
+    from mpremote.transport import TransportError
+    seen = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(seen):
+            transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=timeout)
+    except TransportError as exc:
+        got = seen.getvalue().strip()
+        raise TransportError(f"{exc}; the board sent " + ("nothing" if got in ("", "b''") else got[-80:])) from None
+
+
 class LinkClient:
     def __init__(self, port: str, baudrate: int = 115200, timeout: float = 10.0,
                  retries: int = 3, start_server: bool = True, soft_reset: bool = True):
@@ -72,22 +85,10 @@ class LinkClient:
         self.ser = self._transport.serial
         self.ser.timeout = 0.05
 
-    def _enter_raw_repl(self, soft_reset):
-        """mpremote's enter_raw_repl, whose failure prints what the board sent to our stdout (a
-        bare b'' when nothing answers): that text goes into the TransportError instead."""
-        from mpremote.transport import TransportError
-        seen = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(seen):
-                self._transport.enter_raw_repl(soft_reset=soft_reset, timeout_overall=self.timeout)
-        except TransportError as exc:
-            got = seen.getvalue().strip()
-            raise TransportError(f"{exc}; the board sent " + ("nothing" if got in ("", "b''") else got[-80:])) from None
-
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
         try:
-            self._enter_raw_repl(soft_reset)
+            enter_raw_repl(self._transport, soft_reset, self.timeout)
             self._transport.exec_raw_no_follow(START_SERVER)
         except TransportError as exc:
             raise ProtocolError(
