@@ -1,7 +1,6 @@
 """Shared fixtures for the host tests: the CLI in-process and as a real subprocess, a short
 trained run, and a snapshot of a directory tree (to show a command changed nothing)."""
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 from neuromotor.cli import main
+from tree_snapshot import tree_state
 
 
 @pytest.fixture
@@ -58,27 +58,6 @@ def run_copy(trained, tmp_path):
     dst = tmp_path / "run"
     shutil.copytree(trained, dst)
     return dst
-
-
-def tree_state(root) -> dict:
-    """Every entry below root: its mode, and for a file its mtime and contents' hash, for a
-    symlink its target (a directory's mtime moves with a probe file, so only its mode counts)."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            if os.path.islink(p):
-                out[os.path.relpath(p, root)] = (st.st_mode, os.readlink(p))
-            elif os.path.isdir(p):
-                out[os.path.relpath(p, root)] = (st.st_mode,)
-            else:
-                digest = None
-                if os.path.isfile(p):
-                    with open(p, "rb") as f:
-                        digest = hashlib.sha256(f.read()).hexdigest()
-                out[os.path.relpath(p, root)] = (st.st_mode, st.st_mtime_ns, digest)
-    return out
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import tree_state
+from tree_snapshot import tree_state
 from test_faults import _descendants, _survivors
 from neuromotor.training import rundir
 
