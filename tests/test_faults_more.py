@@ -209,8 +209,10 @@ def test_quantized_export_signalled_leaves_the_previous_policy(exported, procs, 
 
 def test_frozen_export_killed_leaves_the_previous_policy(exported, procs):
     before = tree_state(exported)
-    proc = procs("export", exported, "-o", exported / "policy.nmp")
-    _wait_until(proc, lambda: _cpu_seconds(proc.pid) >= 0.2)
+    # an export long enough to be frozen mid-work on any machine (a plain one may end first)
+    proc = procs("export", exported, "-o", exported / "policy.nmp", "--quantize", "int8",
+                 "--calibration", 100000, "--finetune-steps", 2000)
+    _wait_until(proc, lambda: _cpu_seconds(proc.pid) >= 1.0)
     _fault(procs, proc, signal.SIGKILL, frozen=True)
     assert _without_temporaries(tree_state(exported)) == before
 
