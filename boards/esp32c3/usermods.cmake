@@ -3,4 +3,4 @@
 #   make -C ports/esp32 BOARD_DIR=<repo>/boards/esp32c3 \
 #        USER_C_MODULES=<repo>/boards/esp32c3/usermods.cmake [ULAB_DIR=<micropython-ulab>]
 include(${CMAKE_CURRENT_LIST_DIR}/../../device/native/micropython.cmake)
-include(${CMAKE_CURRENT_LIST_DIR}/../esp32-common/ulab.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/../esp32-common/with_ulab_dir.cmake)

@@ -277,7 +277,8 @@ class RunDir:
 
     @contextlib.contextmanager
     def training(self, seeds: list, step: int):
-        """The block in which this session of training writes its TensorBoard events, from `step`."""
+        """The block in which this run's training (a new run or one resumed at `step`) writes its
+        TensorBoard events, from `step` on."""
         self._board = RunBoard(self.path, seeds, step)
         try:
             yield self
