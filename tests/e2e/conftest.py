@@ -14,7 +14,7 @@ from .helpers import make_spec, started_board, write_spec
 
 # qemu-rv32 runs the deploy/run/bench/HIL tests where its QEMU is installed, qemu-xtensa
 # (the ESP32's ABI) runs them too; fault injection,
-# garbage and the other protocol tests run on the two Arm boards (the issue's requirement),
+# garbage and the other protocol tests run on the two Arm boards,
 # which keeps the whole directory at a few minutes.
 E2E_BOARDS = ["qemu-m4f", "qemu-m7"] + (["qemu-rv32"] if shutil.which("qemu-system-riscv32") else []) + ["qemu-xtensa"]
 FAULT_BOARDS = ("qemu-m4f", "qemu-m7")
