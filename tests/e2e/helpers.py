@@ -49,6 +49,18 @@ def last_json(text):
     return json.loads(text.strip().splitlines()[-1])
 
 
+def recurrent_hil(port, policy, env_kwargs: dict, episodes: int, steps: int, seed: int) -> dict:
+    """`neuromotor hil` of a recurrent quadrotor policy already on the board; its JSON, once it
+    ran on the firmware's kernels with returns equal to the host's and every action within 1e-5
+    of the host's step from the same observation and state."""
+    res = nm("hil", policy, "--port", port, "--env", "quadrotor", "--env-kwargs", json.dumps(env_kwargs),
+             "--episodes", episodes, "--steps", steps, "--seed", seed, "--json", check=True)
+    r = last_json(res.stdout)
+    assert r["recurrent"] is True and r["backend"] == "native", r
+    assert r["returns_match"] is True and r["max_action_rel_diff"] <= 1e-5, r
+    return r
+
+
 def start_paused(*args, stage, timeout=120):
     """Start `neuromotor <args>` with the deploy fault hook; return the process once it is paused."""
     env = dict(os.environ, NEUROMOTOR_DEPLOY_PAUSE=stage, PYTHONUNBUFFERED="1")

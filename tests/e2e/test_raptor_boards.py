@@ -10,7 +10,7 @@ import pytest
 
 from neuromotor.paths import SOURCE_ROOT
 
-from .helpers import ensure_deployed, last_json, nm
+from .helpers import ensure_deployed, nm, recurrent_hil
 
 pytest.importorskip("h5py")
 pytest.importorskip("foundation_policy")
@@ -18,7 +18,6 @@ sys.path.append(str(SOURCE_ROOT / "benchmarks"))  # after everything else: its s
 import raptor_boards  # noqa: E402
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
-ENV_KWARGS = json.dumps(raptor_boards.ENV_KWARGS)
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +39,8 @@ def test_the_example_is_replayed_by_every_backend(board, raptor):
 
 def test_hil_agrees_with_the_host_step_by_step(board, raptor):
     ensure_deployed(board.port, raptor["policy"])
-    res = nm("hil", raptor["policy"], "--port", board.port, "--env", "quadrotor", "--env-kwargs", ENV_KWARGS,
-             "--episodes", "2", "--steps", "100", "--seed", "7", "--json", check=True)
-    r = last_json(res.stdout)
-    assert r["recurrent"] is True and r["backend"] == "native" and r["steps"] == 200
-    assert r["returns_match"] is True and r["max_action_rel_diff"] <= 1e-5
+    r = recurrent_hil(board.port, raptor["policy"], raptor_boards.ENV_KWARGS, episodes=2, steps=100, seed=7)
+    assert r["steps"] == 200
     assert len(set(r["returns"])) == 2  # two different starts, each flown from the initial state
 
 

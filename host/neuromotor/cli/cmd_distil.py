@@ -1,5 +1,8 @@
 """`neuromotor distil quadrotor`: teachers on their own drones, distilled into one GRU student."""
 
+import json
+import shlex
+
 from neuromotor import api
 from neuromotor.cli import checks, json_line, shown_path
 
@@ -26,6 +29,9 @@ def run(args) -> int:
     for name, row in summary["evaluation"].items():
         print(f"{name:<34} {row['success_mean']:>7.0%} {row['success_min']:>12.0%}")
     print("CPU s: " + ", ".join(f"{phase} {cpu:.0f}" for phase, cpu in summary["cpu_s_per_phase"].items()))
-    print(f"student: {shown_path(summary['student'])} (evaluate: neuromotor eval {shown_path(summary['student'])} "
-          "--env quadrotor); teachers' run: " + shown_path(summary["teachers"]))
+    student = shlex.quote(shown_path(summary["student"]))
+    env = f"--env quadrotor --env-kwargs {shlex.quote(json.dumps(summary['student_env_kwargs']))}"
+    print(f"student: {student}; teachers' run: {shown_path(summary['teachers'])}")
+    print(f"evaluate: neuromotor eval {student} {env}")
+    print(f"on a board: neuromotor deploy {student} --port PORT, then neuromotor hil {student} --port PORT {env}")
     return 0

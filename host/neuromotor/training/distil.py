@@ -342,7 +342,9 @@ def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progre
     phases["evaluation"] = lap()
     summary = {"evaluation": evaluation, "cpu_s_per_phase": phases, "cpu_s": round(cpu[-1] - cpu[0], 1),
                "wall_s": round(time.perf_counter() - t0, 1), "final_loss": metrics[-1]["loss"],
-               "student": str(run_dir / STUDENT), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir)}
+               "student": str(run_dir / STUDENT), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir),
+               # a policy file holds no env: eval and hil need the student's, which is not the quadrotor's default
+               "student_env_kwargs": dict(STUDENT_ENV)}
     atomic_write(run_dir / rundir.SUMMARY, json.dumps(summary, indent=2) + "\n")
     return summary
 
