@@ -8,11 +8,13 @@ trained layer is exported as it is:
     n = tanh(gi_n + r * gh_n)                    b_hn sits inside the reset gate's product
     h' = (1 - z) * n + z * h
 
-Inputs are (T, B, n_in), hidden states (B, H). `resets` (T, B) bool, where given, puts row b
-back to the initial state h0 before step t (an episode starts there), so one sequence may hold
-several episodes as the deployed policy flies them. The input projection of every step is one
-matmul before the loop and its gradient one matmul after it: only the hidden recurrence is
-stepped. The dtype follows the parameters (float32 for training, float64 for checking).
+Inputs are (T, *pop, B, n_in), hidden states (*pop, B, H), parameters (*pop, ...): `pop` is
+empty for one network, or a population's axes (one network per agent, one batched matmul for
+all). `resets` (T, *pop, B) bool, where given, puts row b back to the initial state h0 before
+step t (an episode starts there), so one sequence may hold several episodes as the deployed
+policy flies them. The input projection of every step is one matmul before the loop and its
+gradient one matmul after it: only the hidden recurrence is stepped. The dtype follows the
+parameters (float32 for training, float64 for checking).
 """
 
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ class GRUParams:
 
     @property
     def hidden(self) -> int:
-        return self.h0.shape[0]
+        return self.h0.shape[-1]
 
 
 def init_params(n_in: int, hidden: int, rng: np.random.Generator, dtype=np.float32) -> GRUParams:
@@ -61,52 +63,75 @@ class Tape:
     resets: np.ndarray  # (T, B) bool, or None
 
 
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x W^T + b for inputs (..., B, n_in), weights (*pop, n_out, n_in), biases (*pop, n_out)."""
+    return np.matmul(x, np.swapaxes(w, -1, -2)) + b[..., None, :]
+
+
+def time_flat(a: np.ndarray) -> np.ndarray:
+    """(T, *pop, B, k) -> (*pop, T B, k): every step's rows of a network side by side, so one
+    matmul sums a weight's gradient over steps and rows."""
+    moved = np.moveaxis(a, 0, -3)
+    return moved.reshape(*moved.shape[:-3], -1, moved.shape[-1])
+
+
+def weight_grad(d: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """sum over steps and rows of d x^T: the gradient of W in linear(x, W, b) given d (T, *pop, B, n_out)."""
+    return np.matmul(np.swapaxes(time_flat(d), -1, -2), time_flat(x))
+
+
 def forward(p: GRUParams, x: np.ndarray, h: np.ndarray = None, resets: np.ndarray = None):
-    """(outputs (T, B, H), final state (B, H), tape) from state `h` (B, H) (None: h0 in every row)."""
-    T, B, _ = x.shape
+    """(outputs (T, *pop, B, H), final state (*pop, B, H), tape) from state `h` (*pop, B, H)
+    (None: h0 in every row)."""
+    T = x.shape[0]
     H = p.hidden
-    h = np.broadcast_to(p.h0, (B, H)) if h is None else h
-    gi = (x.reshape(T * B, -1) @ p.wi.T + p.bi).reshape(T, B, 3 * H)
-    shape = (T, B, H)
-    h_prev, r, z, n, ghn = (np.empty(shape, p.wh.dtype) for _ in range(5))
+    h0 = p.h0[..., None, :]
+    gi = linear(x, p.wi, p.bi)
+    shape = (T, *gi.shape[1:-1], H)
+    h = np.broadcast_to(h0, shape[1:]) if h is None else h
+    wh_t, bh = np.ascontiguousarray(np.swapaxes(p.wh, -1, -2)), p.bh[..., None, :]
+    h_prev, z, n, ghn = (np.empty(shape, p.wh.dtype) for _ in range(4))
+    r = np.empty(shape, p.wh.dtype)
     out = np.empty(shape, p.wh.dtype)
     for t in range(T):
         if resets is not None and resets[t].any():
-            h = np.where(resets[t][:, None], p.h0, h)
+            h = np.where(resets[t][..., None], h0, h)
         h_prev[t] = h
-        gh = h @ p.wh.T + p.bh
-        r[t] = sigmoid(gi[t, :, :H] + gh[:, :H])
-        z[t] = sigmoid(gi[t, :, H:2 * H] + gh[:, H:2 * H])
-        ghn[t] = gh[:, 2 * H:]
-        n[t] = np.tanh(gi[t, :, 2 * H:] + r[t] * ghn[t])
-        h = out[t] = (1 - z[t]) * n[t] + z[t] * h
+        gh = np.matmul(h, wh_t)
+        gh += bh
+        rz = sigmoid(gi[t, ..., :2 * H] + gh[..., :2 * H])  # r and z in one pass
+        r[t], z[t] = rz[..., :H], rz[..., H:]
+        ghn[t] = gh[..., 2 * H:]
+        n[t] = np.tanh(gi[t, ..., 2 * H:] + r[t] * ghn[t])
+        h = out[t] = n[t] + z[t] * (h - n[t])  # (1 - z) n + z h, one product fewer
     return out, h, Tape(x, h_prev, r, z, n, ghn, resets)
 
 
 def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = None):
-    """Gradients of a loss given dL/d outputs (T, B, H) (and dL/d final state, if any):
-    (GRUParams of parameter gradients, dL/dx (T, B, n_in), dL/d initial state (B, H)). The
-    initial state's gradient excludes rows reset at step 0, whose start is h0 (its gradient is
-    in the parameters')."""
-    T, B, H = d_out.shape
-    d_gi = np.empty((T, B, 3 * H), d_out.dtype)
+    """Gradients of a loss given dL/d outputs (T, *pop, B, H) (and dL/d final state, if any):
+    (GRUParams of parameter gradients, dL/dx (T, *pop, B, n_in), dL/d initial state (*pop, B, H)).
+    The initial state's gradient excludes rows reset at step 0, whose start is h0 (its gradient
+    is in the parameters')."""
+    T = d_out.shape[0]
+    H = p.hidden
+    d_gi = np.empty((*d_out.shape[:-1], 3 * H), d_out.dtype)
     d_wh, d_bh, d_h0 = np.zeros_like(p.wh), np.zeros_like(p.bh), np.zeros_like(p.h0)
-    dh = np.zeros((B, H), d_out.dtype) if d_final is None else d_final.copy()
+    dh = np.zeros(d_out.shape[1:], d_out.dtype) if d_final is None else d_final.copy()
     for t in range(T - 1, -1, -1):
         dh = dh + d_out[t]
         r, z, n, ghn, h_prev = tape.r[t], tape.z[t], tape.n[t], tape.ghn[t], tape.h_prev[t]
         d_an = dh * (1 - z) * (1 - n * n)           # through n = tanh(a_n)
         d_az = dh * (h_prev - n) * z * (1 - z)      # through z = sigmoid(a_z)
         d_ar = d_an * ghn * r * (1 - r)             # a_n = gi_n + r * ghn
-        d_gi[t] = np.concatenate([d_ar, d_az, d_an], 1)
-        d_gh = np.concatenate([d_ar, d_az, d_an * r], 1)
-        d_wh += d_gh.T @ h_prev
-        d_bh += d_gh.sum(0)
-        dh = dh * z + d_gh @ p.wh
+        d_gi[t] = np.concatenate([d_ar, d_az, d_an], -1)
+        d_gh = np.concatenate([d_ar, d_az, d_an * r], -1)
+        d_wh += np.matmul(np.swapaxes(d_gh, -1, -2), h_prev)
+        d_bh += d_gh.sum(-2)
+        dh = dh * z + np.matmul(d_gh, p.wh)
         if tape.resets is not None and tape.resets[t].any():
-            d_h0 += dh[tape.resets[t]].sum(0)
-            dh = np.where(tape.resets[t][:, None], 0, dh)
-    flat = d_gi.reshape(T * B, 3 * H)
-    d_wi = flat.T @ tape.x.reshape(T * B, -1)
-    d_x = (flat @ p.wi).reshape(tape.x.shape)
-    return GRUParams(d_wi, flat.sum(0), d_wh, d_bh, d_h0), d_x, dh
+            reset = tape.resets[t][..., None]
+            d_h0 += np.where(reset, dh, 0).sum(-2)
+            dh = np.where(reset, 0, dh)
+    d_x = np.matmul(d_gi, p.wi)
+    d_gru = GRUParams(weight_grad(d_gi, tape.x), d_gi.sum(axis=(0, -2)), d_wh, d_bh, d_h0)
+    return d_gru, d_x, dh

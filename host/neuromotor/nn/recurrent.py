@@ -1,10 +1,9 @@
-"""A small recurrent policy network: Dense relu -> GRU -> Dense tanh, trained by BPTT.
+"""Small recurrent networks: Dense relu -> GRU -> dense head, trained by BPTT.
 
-Every parameter (the GRU's initial state included) is a view into one flat vector, so one
-Adam (neuromotor.nn.optim) updates them all. Inputs are normalised observations; outputs lie
-in (-1, 1), the actions an algorithm's actor gives before the env's affine map. The layers
-are the policy file's (version 4: dense relu, GRU, dense tanh), so training's numbers are
-what a board computes.
+Every parameter (the GRU's initial state included) is a view into one flat vector per network
+(per member of a population: `pop` leading axes, one agent's networks each), so one Adam
+(neuromotor.nn.optim) updates them all. The layers are the policy file's (version 4: dense
+relu, GRU, dense), so training's numbers are what a board computes.
 """
 
 import math
@@ -12,70 +11,116 @@ import math
 import numpy as np
 
 from neuromotor.nn import gru
-from neuromotor.nn.gru import GRUParams
+from neuromotor.nn.gru import GRUParams, linear, weight_grad
+
+ACTIVATE = {"relu": lambda x: np.maximum(x, 0), "tanh": np.tanh, "identity": lambda x: x}
 
 
-class RecurrentPolicyNet:
-    def __init__(self, obs_dim: int, act_dim: int, dense: int, hidden: int, rng: np.random.Generator,
-                 dtype=np.float32):
-        self.obs_dim, self.act_dim, self.dense, self.hidden = obs_dim, act_dim, dense, hidden
-        shapes = {"w1": (dense, obs_dim), "b1": (dense,), "wi": (3 * hidden, dense), "bi": (3 * hidden,),
-                  "wh": (3 * hidden, hidden), "bh": (3 * hidden,), "h0": (hidden,),
-                  "w2": (act_dim, hidden), "b2": (act_dim,)}
+class RecurrentNet:
+    """x -> relu(W1 x + b1) -> GRU -> head, the head dense layers [(size, activation)]; inputs
+    (T, *pop, B, n_in) (the population axes may be 1 where every member reads the same input)."""
+
+    def __init__(self, n_in: int, dense: int, hidden: int, head: list, rng_of, pop: tuple = (), dtype=np.float32):
+        """rng_of(member index) -> that member's Generator (members initialised in index order);
+        None: zeros, a template to read a saved network into."""
+        self.n_in, self.dense, self.hidden, self.pop = n_in, dense, hidden, tuple(pop)
+        self.head = [tuple(layer) for layer in head]
+        shapes = {"w1": (dense, n_in), "b1": (dense,), "wi": (3 * hidden, dense), "bi": (3 * hidden,),
+                  "wh": (3 * hidden, hidden), "bh": (3 * hidden,), "h0": (hidden,)}
+        fan_in = hidden
+        for i, (size, _) in enumerate(self.head, start=2):
+            shapes[f"w{i}"], shapes[f"b{i}"] = (size, fan_in), (size,)
+            fan_in = size
         self.shapes = shapes
-        self.params = np.zeros(sum(math.prod(s) for s in shapes.values()), dtype)
+        self.size = sum(math.prod(s) for s in shapes.values())
+        self.params = np.zeros((*self.pop, self.size), dtype)
         self.p = self.views(self.params)
-        # PyTorch's defaults: nn.Linear U(+-1/sqrt(fan_in)), nn.GRU U(+-1/sqrt(H)), h0 zero
-        for name, fan_in in (("w1", obs_dim), ("b1", obs_dim), ("w2", hidden), ("b2", hidden)):
-            self.p[name][...] = rng.uniform(-1, 1, shapes[name]) / math.sqrt(fan_in)
-        g = gru.init_params(dense, hidden, rng, dtype)
+        for member in np.ndindex(*self.pop) if rng_of else ():
+            self._init_member(member, rng_of(member), dtype)
+
+    def _init_member(self, member: tuple, rng: np.random.Generator, dtype) -> None:
+        """PyTorch's defaults: nn.Linear U(+-1/sqrt(fan_in)), nn.GRU U(+-1/sqrt(H)), h0 zero."""
+        p = {name: view[member] for name, view in self.p.items()}
+        for name in p:
+            if name[0] in "wb" and name[1:].isdigit():
+                fan_in = self.shapes["w" + name[1:]][1]
+                p[name][...] = rng.uniform(-1, 1, self.shapes[name]) / math.sqrt(fan_in)
+        g = gru.init_params(self.dense, self.hidden, rng, dtype)
         for name in GRUParams.NAMES:
-            self.p[name][...] = getattr(g, name)
+            p[name][...] = getattr(g, name)
 
     def views(self, flat: np.ndarray) -> dict:
-        """name -> array sharing memory with `flat` (the parameters, or a gradient vector)."""
+        """name -> array (*pop, *shape) sharing memory with `flat` (*pop, size): the parameters,
+        a gradient, a target copy."""
         out, at = {}, 0
         for name, shape in self.shapes.items():
             size = math.prod(shape)
-            out[name] = flat[at:at + size].reshape(shape)
+            out[name] = flat[..., at:at + size].reshape(*flat.shape[:-1], *shape)
             at += size
         return out
 
-    def _gru(self, p: dict) -> GRUParams:
+    @staticmethod
+    def _gru(p: dict) -> GRUParams:
         return GRUParams(*(p[name] for name in GRUParams.NAMES))
 
-    def forward(self, x: np.ndarray, h: np.ndarray = None, resets: np.ndarray = None):
-        """(actions (T, B, act_dim) in (-1, 1), final state (B, H), cache for backward) of inputs
-        (T, B, obs_dim) from state h (B, H) (None: the initial state), resetting where `resets`."""
-        p = self.p
-        a1 = np.maximum(x @ p["w1"].T + p["b1"], 0)
+    def forward(self, x: np.ndarray, h: np.ndarray = None, resets: np.ndarray = None, p: dict = None):
+        """(outputs (T, *pop, B, out), final state (*pop, B, H), cache for backward) of inputs x
+        from state h (None: the initial state), resetting where `resets` (T, *pop, B); `p` other
+        parameter views than the network's own (a target copy, one member of the population)."""
+        p = self.p if p is None else p
+        a1 = np.maximum(linear(x, p["w1"], p["b1"]), 0)
         hs, h_final, tape = gru.forward(self._gru(p), a1, h, resets)
-        y = np.tanh(hs @ p["w2"].T + p["b2"])
-        return y, h_final, (x, a1, hs, tape, y, h is None)
+        layers = [hs]
+        for i, (_, act) in enumerate(self.head, start=2):
+            layers.append(ACTIVATE[act](linear(layers[-1], p[f"w{i}"], p[f"b{i}"])))
+        return layers[-1], h_final, (x, a1, tape, layers, h is None, p)
 
-    def backward(self, cache, d_y: np.ndarray) -> np.ndarray:
-        """The flat gradient of the loss whose derivative by the actions is d_y (T, B, act_dim)."""
-        x, a1, hs, tape, y, from_h0 = cache
-        grad = np.zeros_like(self.params)
-        g, p = self.views(grad), self.p
-        d_pre = (d_y * (1 - y * y)).reshape(-1, self.act_dim)
-        g["w2"][...] = d_pre.T @ hs.reshape(-1, self.hidden)
-        g["b2"][...] = d_pre.sum(0)
-        d_hs = (d_pre @ p["w2"]).reshape(hs.shape)
-        d_gru, d_a1, d_start = gru.backward(self._gru(p), tape, d_hs)
+    def backward(self, cache, d_y: np.ndarray, need_dx: bool = False):
+        """The flat gradient (*pop, size) of the loss whose derivative by the outputs is d_y; with
+        need_dx also dL/dx (T, *pop, B, n_in)."""
+        x, a1, tape, layers, from_h0, p = cache
+        grad = np.zeros((*p["w1"].shape[:-2], self.size), d_y.dtype)
+        g = self.views(grad)
+        d = d_y
+        for i in range(len(self.head) + 1, 1, -1):
+            act, out = self.head[i - 2][1], layers[i - 1]
+            if act == "tanh":
+                d = d * (1 - out * out)
+            elif act == "relu":
+                d = d * (out > 0)
+            g[f"w{i}"][...] = weight_grad(d, layers[i - 2])
+            g[f"b{i}"][...] = d.sum(axis=(0, -2))
+            d = np.matmul(d, p[f"w{i}"])
+        d_gru, d_a1, d_start = gru.backward(self._gru(p), tape, d)
         for name in GRUParams.NAMES:
             g[name][...] = getattr(d_gru, name)
         if from_h0:  # every row started from h0 itself
-            g["h0"] += d_start.sum(0)
-        d_pre1 = (d_a1 * (a1 > 0)).reshape(-1, self.dense)
-        g["w1"][...] = d_pre1.T @ x.reshape(-1, self.obs_dim)
-        g["b1"][...] = d_pre1.sum(0)
-        return grad
+            g["h0"] += d_start.sum(-2)
+        d_pre1 = d_a1 * (a1 > 0)
+        g["w1"][...] = weight_grad(d_pre1, x)
+        g["b1"][...] = d_pre1.sum(axis=(0, -2))
+        return (grad, np.matmul(d_pre1, p["w1"])) if need_dx else grad
+
+    @staticmethod
+    def states_before(cache) -> np.ndarray:
+        """(*pop, T B, H): the GRU state each step of the last forward started from, one row per
+        (step, row), for one-step continuations from every point of a sequence at once."""
+        return gru.time_flat(cache[2].h_prev)
+
+    def initial_state(self, batch: int) -> np.ndarray:
+        return np.repeat(self.p["h0"][..., None, :], batch, axis=-2)
+
+
+class RecurrentPolicyNet(RecurrentNet):
+    """A policy: Dense relu -> GRU -> Dense tanh, outputs in (-1, 1), the actions an algorithm's
+    actor gives before the env's affine map."""
+
+    def __init__(self, obs_dim: int, act_dim: int, dense: int, hidden: int, rng: np.random.Generator,
+                 dtype=np.float32):
+        super().__init__(obs_dim, dense, hidden, [(act_dim, "tanh")], lambda member: rng, dtype=dtype)
+        self.obs_dim, self.act_dim = obs_dim, act_dim
 
     def step(self, x: np.ndarray, h: np.ndarray):
         """One step for a batch: (actions (B, act_dim), next state (B, H)) from inputs (B, obs_dim)."""
         y, h, _ = self.forward(x[None], h)
         return y[0], h
-
-    def initial_state(self, batch: int) -> np.ndarray:
-        return np.tile(self.p["h0"], (batch, 1))
