@@ -8,7 +8,7 @@ import pytest
 from neuromotor.nn import gru
 from neuromotor.nn.gru import GRUParams
 from neuromotor.nn.optim import Adam
-from neuromotor.nn.recurrent import RecurrentPolicyNet
+from neuromotor.nn.recurrent import RecurrentNet, RecurrentPolicyNet
 from neuromotor.policy.spec import gru_step
 
 T, B, N_IN, H = 5, 3, 4, 6
@@ -98,6 +98,76 @@ def test_policy_net_gradient_matches_finite_differences():
         numeric[i] = (up - down) / 2e-6
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
     assert np.abs(net.views(grad)["h0"]).max() > 0
+
+
+def _critic_like(pop, seed_of):
+    return RecurrentNet(5, 7, 4, [(6, "relu"), (1, "identity")], seed_of, pop=pop, dtype=np.float64)
+
+
+def test_a_population_computes_what_its_members_compute_alone():
+    """Members (P, 2) in one batched pass: each one's outputs, gradients and input gradients are
+    those of the same network built and run alone."""
+    rng = np.random.default_rng(7)
+    pop = _critic_like((3, 2), lambda m: np.random.default_rng(list(m)))
+    x = rng.normal(size=(6, 3, 1, 4, 5))             # every member of an agent reads the same input
+    resets = rng.random((6, 3, 1, 4)) < 0.2
+    d_y = rng.normal(size=(6, 3, 2, 4, 1))
+    y, h, cache = pop.forward(x, None, resets)
+    grad, d_x = pop.backward(cache, d_y, need_dx=True)
+    assert y.shape == (6, 3, 2, 4, 1) and grad.shape == (3, 2, pop.size) and d_x.shape == (6, 3, 2, 4, 5)
+    for k, c in np.ndindex(3, 2):
+        alone = _critic_like((), lambda m: np.random.default_rng([k, c]))
+        np.testing.assert_array_equal(alone.params, pop.params[k, c])
+        y1, h1, cache1 = alone.forward(x[:, k, 0], None, resets[:, k, 0])
+        grad1, d_x1 = alone.backward(cache1, d_y[:, k, c], need_dx=True)
+        np.testing.assert_allclose(y1, y[:, k, c], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(h1, h[k, c], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grad1, grad[k, c], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(d_x1, d_x[:, k, c], rtol=1e-10, atol=1e-12)
+
+
+def test_head_and_input_gradients_match_finite_differences():
+    rng = np.random.default_rng(8)
+    net = _critic_like((2,), lambda m: np.random.default_rng(m[0]))
+    x = rng.normal(size=(5, 2, 3, 5))
+    resets = np.zeros((5, 2, 3), bool)
+    resets[2, 1, 0] = True
+    weights = rng.normal(size=(5, 2, 3, 1))
+
+    def loss():
+        return float((net.forward(x, None, resets)[0] * weights).sum())
+
+    _, _, cache = net.forward(x, None, resets)
+    grad, d_x = net.backward(cache, weights, need_dx=True)
+    for array, analytic in ((net.params, grad), (x, d_x)):
+        numeric = np.zeros_like(array)
+        for i in np.ndindex(array.shape):
+            keep = array[i]
+            array[i] = keep + 1e-6
+            up = loss()
+            array[i] = keep - 1e-6
+            down = loss()
+            array[i] = keep
+            numeric[i] = (up - down) / 2e-6
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-8)
+        assert np.abs(numeric).max() > 0
+
+
+def test_one_step_continuations_equal_running_the_prefix():
+    """What recurrent TD3's targets rest on: continuing one step from the state each step started
+    from, with another input, is the sequence run up to that step with that input last."""
+    rng = np.random.default_rng(9)
+    net = _critic_like((), lambda m: np.random.default_rng(1))
+    x = rng.normal(size=(6, 3, 5))
+    resets = np.zeros((6, 3), bool)
+    resets[0] = resets[3, 2] = True
+    other = rng.normal(size=(6, 3, 5))
+    _, _, cache = net.forward(x, None, resets)
+    y, _, _ = net.forward(gru.time_flat(other)[None], net.states_before(cache))  # rows step-major
+    for t in range(6):
+        prefix = np.concatenate([x[:t], other[t:t + 1]])
+        want, _, _ = net.forward(prefix, None, resets[:t + 1])
+        np.testing.assert_allclose(y[0, t * 3:(t + 1) * 3], want[-1], rtol=1e-12, atol=1e-12)
 
 
 def test_adam_fits_a_sequence_that_needs_memory():

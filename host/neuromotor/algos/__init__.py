@@ -55,6 +55,7 @@ ALGOS = {
     "td3": "neuromotor.algos.td3:TD3",
     "ppo": "neuromotor.algos.ppo:PPO",
     "sac": "neuromotor.algos.sac:SAC",
+    "td3-gru": "neuromotor.algos.td3_gru:RecurrentTD3",
 }
 
 

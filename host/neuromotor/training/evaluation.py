@@ -12,6 +12,7 @@ across chunks, so a chunked evaluation starts from the same states.
 import numpy as np
 
 from neuromotor.envs.episodes import episode_outcomes
+from neuromotor.errors import UserError
 
 EVAL_STREAM = 0xE7A1
 EVAL_MAX_ENVS = 1024
@@ -53,6 +54,15 @@ class Evaluator:
                 states = chunk_states
         self.success = success
         return (returns, states) if record_env is not None else returns
+
+    def run_finite(self, algo, step: int) -> np.ndarray:
+        """`run`'s returns, refused (UserError) where the env produced NaN or inf rewards: training
+        records only finite evaluations."""
+        returns = self.run(algo, step)
+        if not np.isfinite(returns).all():
+            raise UserError(f"evaluation at step {step} returned NaN or inf episode returns; the environment "
+                            "produced non-finite rewards")
+        return returns
 
     def _run_chunk(self, algo, rngs, n: int, record_env):
         P, env = len(self.seeds), self._env(n)

@@ -138,6 +138,7 @@ class Sharded:
     def __init__(self, algo_cls, cfg, env_factory, seeds, shards: int, identity: dict = None):
         seeds = list(seeds)
         self._has_scalars = hasattr(algo_cls, "scalars")
+        self._recurrent = hasattr(algo_cls, "begin_episodes")
         self.identity = identity_arrays(identity or {})
         bounds = shard_bounds(len(seeds), shards)
         self.seeds = seeds
@@ -190,6 +191,16 @@ class Sharded:
             return self.local.act(obs)
         parts = [obs[a:a + len(s)] for a, s in zip(self.first_agent, self.shard_seeds)]
         return np.concatenate(self._call_all("act", parts))
+
+    def begin_episodes(self, envs: int) -> None:
+        """A recurrent algorithm's act() starts each of its `envs` envs per agent from the
+        initial state (a no-op for the others, whose act() keeps no state)."""
+        if not self._recurrent:
+            return
+        if self.local:
+            self.local.begin_episodes(envs)
+        else:
+            self._call_all("begin_episodes", [envs] * len(self._workers))
 
     def pop_episode_returns(self) -> list:
         if self.local:

@@ -1,0 +1,345 @@
+"""Recurrent TD3: TD3 (Fujimoto et al. 2018) with a GRU actor and GRU critics, for partially
+observed tasks, in NumPy.
+
+The actor reads observations, pi(o_1..o_t) = tanh(W2 GRU(relu(W1 o)) + b2), exactly the
+layers a board runs (policy file version 4). Each critic reads the history of observations and
+actions, Q(o_1, a_1, ..., o_t, a_t), so its state holds what the agent knows; its head is a
+dense relu layer and a linear output.
+
+Replay keeps transitions in order with a flag where each episode starts; a minibatch is
+`batch_size` windows of `sequence_length` consecutive steps (R2D2's sequence replay, Kapturowski
+et al. 2019). Every window starts from the networks' initial states (reset again where an
+episode starts inside it); the first `burn_in` steps only warm the states up and carry no loss.
+The targets of every step of a window come from one more GRU step continued from the state
+after that step (with its next observation), so a window needs one pass per network, not one
+per step:
+
+    a'_t = clip(pi'(o_1..o_t, o'_t) + clip(eps, -c, c), -1, 1)
+    y_t  = r_t + gamma (1 - d_t) min_i Q'_i(o_1, a_1, ..., o_t, a_t, o'_t, a'_t)
+    critic loss: mean over windows and steps past burn-in of (Q_i(o_1, a_1, ..., o_t, a_t) - y_t)^2
+    actor loss:  -mean Q_1(o_1, a_1, ..., o_{t-1}, a_{t-1}, o_t, pi(o_1..o_t))
+
+The actor's loss continues critic 1 from the state it had before step t (from the critic
+update's own pass). Every array carries the population axis P (one agent per seed), critics
+(P, 2); agent k's numbers come from its own Generator only, so it trains the same alone or
+beside others.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuromotor import rules
+from neuromotor.algos import named_config
+from neuromotor.algos.footprint import F32_BYTES
+from neuromotor.envs.autoreset import AutoReset
+from neuromotor.errors import UserError
+from neuromotor.limits import MAX_COUNT, MAX_STEPS
+from neuromotor.nn import Adam, polyak
+from neuromotor.nn.gru import time_flat
+from neuromotor.nn.recurrent import RecurrentNet
+from neuromotor.policy.spec import PolicySpec
+from neuromotor.rng import rng_state_array, set_rng_state
+
+F32 = np.float32
+
+
+@dataclass
+class Config:
+    dense: int = 64                 # the relu layer before each GRU
+    hidden: int = 32                # GRU state size, actor and critics
+    critic_head: int = 64           # the critics' relu layer after the GRU
+    batch_size: int = 32            # windows per minibatch
+    sequence_length: int = 16       # steps per window, burn-in included
+    burn_in: int = 4                # steps that only warm the states up
+    buffer_size: int = 30_000
+    learning_starts: int = 1000     # uniform random actions, no updates, before this step
+    exploration_noise: float = 0.1
+    policy_noise: float = 0.2       # target policy smoothing
+    noise_clip: float = 0.5
+    gamma: float = 0.99
+    tau: float = 0.005
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    policy_delay: int = 2           # actor and targets updated every 2nd critic update
+    update_every: int = 1           # one update per this many env steps
+    episode_steps: int = 0          # training episodes time out after this many steps (0: the env's limit)
+
+    RULES = {
+        "dense": rules.integer(1, 4096),
+        "hidden": rules.integer(1, 4096),
+        "critic_head": rules.integer(1, 4096),
+        "batch_size": rules.integer(1, MAX_COUNT),
+        "sequence_length": rules.integer(2, 4096),
+        "burn_in": rules.integer(0, 4096),
+        "buffer_size": rules.integer(2, MAX_COUNT),
+        "learning_starts": rules.integer(0, MAX_STEPS),
+        "exploration_noise": rules.number(0),
+        "policy_noise": rules.number(0),
+        "noise_clip": rules.number(0),
+        "gamma": rules.number(0, 1),
+        "tau": rules.number(0, 1, lo_open=True),
+        "actor_lr": rules.RATE,
+        "critic_lr": rules.RATE,
+        "policy_delay": rules.integer(1, MAX_COUNT),
+        "update_every": rules.integer(1, MAX_COUNT),
+        "episode_steps": rules.integer(0, MAX_STEPS),
+    }
+
+    def check(self):
+        if self.burn_in >= self.sequence_length:
+            raise UserError(f"burn_in ({self.burn_in}) must be less than sequence_length ({self.sequence_length}): "
+                            "the steps after burn-in carry the loss")
+        if self.buffer_size < self.sequence_length:
+            raise UserError(f"buffer_size ({self.buffer_size}) must hold a window of sequence_length "
+                            f"({self.sequence_length}) steps")
+
+
+CONFIGS = {"pendulum": (Config(), {"steps": 30_000})}
+
+
+class SequenceReplay:
+    """Every agent's transitions in the order they happened, (P, capacity, ...) rings, with
+    `first` marking the steps an episode starts at."""
+
+    def __init__(self, pop: int, capacity: int, obs_dim: int, act_dim: int):
+        self.capacity, self.pos, self.size = capacity, 0, 0
+        self.obs = np.zeros((pop, capacity, obs_dim), F32)
+        self.act = np.zeros((pop, capacity, act_dim), F32)
+        self.reward = np.zeros((pop, capacity), F32)
+        self.not_done = np.zeros((pop, capacity), F32)
+        self.next_obs = np.zeros((pop, capacity, obs_dim), F32)
+        self.first = np.zeros((pop, capacity), bool)
+
+    def arrays(self) -> dict:
+        return {"obs": self.obs, "act": self.act, "reward": self.reward, "not_done": self.not_done,
+                "next_obs": self.next_obs, "first": self.first}
+
+    def store(self, obs, act, reward, terminated, next_obs, first) -> None:
+        i = self.pos
+        self.obs[:, i], self.act[:, i], self.reward[:, i] = obs, act, reward
+        self.not_done[:, i], self.next_obs[:, i], self.first[:, i] = ~terminated, next_obs, first
+        self.pos = (i + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def windows(self, starts: np.ndarray, length: int) -> dict:
+        """The windows beginning `starts` (P, B) steps after each ring's oldest step: every field
+        as (length, P, B, ...), time first as the networks take it."""
+        oldest = self.pos if self.size == self.capacity else 0
+        P = starts.shape[0]
+        rows = (oldest + starts[..., None] + np.arange(length)) % self.capacity       # (P, B, L)
+        flat = rows + (np.arange(P) * self.capacity)[:, None, None]
+        out = {}
+        for name, a in self.arrays().items():
+            picked = a.reshape(P * self.capacity, *a.shape[2:])[flat]                # (P, B, L, ...)
+            out[name] = np.moveaxis(picked, 2, 0)
+        out["first"][0] = True  # a window starts from the initial states
+        return out
+
+
+class RecurrentTD3:
+    """Recurrent TD3 for a population of agents: ``RecurrentTD3(Config(...), env_factory, seeds)``
+    (the interface of neuromotor.algos)."""
+
+    Config = Config
+
+    @staticmethod
+    def defaults(env_name: str, preset: str | None = None):
+        return named_config(CONFIGS, "td3-gru", env_name, preset, mujoco="pendulum")
+
+    def __init__(self, cfg: Config, env_factory, seeds):
+        self.cfg, self.seeds = cfg, list(seeds)
+        self.P = P = len(self.seeds)
+        self.env = env = env_factory(P)
+        self.obs_dim, self.act_dim = o, a = env.obs_dim, env.act_dim
+        self.act_scale = ((env.action_high - env.action_low) / 2).astype(F32)
+        self.act_offset = ((env.action_high + env.action_low) / 2).astype(F32)
+        self.rngs = [np.random.default_rng(s) for s in self.seeds]
+        # each agent's actor, then its two critics, from its own stream
+        self.actor = self.actor_net(cfg, o, a, P, lambda m: self.rngs[m[0]])
+        self.critic = RecurrentNet(o + a, cfg.dense, cfg.hidden, [(cfg.critic_head, "relu"), (1, "identity")],
+                                   lambda m: self.rngs[m[0]], pop=(P, 2))
+        self.actor_target, self.critic_target = self.actor.params.copy(), self.critic.params.copy()
+        self.actor_target_p = self.actor.views(self.actor_target)
+        self.critic_target_p = self.critic.views(self.critic_target)
+        self.critic1_p = {name: view[:, 0] for name, view in self.critic.p.items()}
+        self.actor_opt = Adam(self.actor.params.size, lr=cfg.actor_lr)
+        self.critic_opt = Adam(self.critic.params.size, lr=cfg.critic_lr)
+        self._tmp_actor, self._tmp_critic = np.empty_like(self.actor_target), np.empty_like(self.critic_target)
+        self.replay = SequenceReplay(P, cfg.buffer_size, o, a)
+
+        self.steps = 0
+        self.episodes = AutoReset(env, self.rngs, max_steps=cfg.episode_steps or env.max_episode_steps)
+        self.obs = self.episodes.reset()
+        self.first = np.ones(P, bool)                 # self.obs is an episode's first observation
+        self.h = self.actor.initial_state(1)          # (P, 1, H): the acting state
+        self._eval_h = None
+        self.losses = {}
+
+    @staticmethod
+    def actor_net(cfg: Config, obs_dim: int, act_dim: int, agents: int, rng_of=None) -> RecurrentNet:
+        """pi in (-1, 1): Dense relu -> GRU -> Dense tanh, one per agent."""
+        return RecurrentNet(obs_dim, cfg.dense, cfg.hidden, [(act_dim, "tanh")], rng_of, pop=(agents,))
+
+    # ----- acting -----
+    def _actor_step(self, obs: np.ndarray, h: np.ndarray):
+        y, h, _ = self.actor.forward(obs.astype(F32)[None], h)
+        return y[0], h
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions in env units of obs (P, E, obs_dim), each env carrying its state
+        from call to call since begin_episodes()."""
+        if self._eval_h is None or self._eval_h.shape[1] != obs.shape[1]:
+            self.begin_episodes(obs.shape[1])
+        y, self._eval_h = self._actor_step(obs, self._eval_h)
+        return y * self.act_scale + self.act_offset
+
+    def begin_episodes(self, envs: int = 1) -> None:
+        """Every env that act() steps starts an episode from the actor's initial state."""
+        self._eval_h = self.actor.initial_state(envs)
+
+    def advance(self):
+        """One env step of every agent, then (from learning_starts on) one update."""
+        cfg, P = self.cfg, self.P
+        self.h = np.where(self.first[:, None, None], self.actor.p["h0"][:, None], self.h)
+        out, self.h = self._actor_step(self.obs[:, None], self.h)
+        noise = np.stack([r.standard_normal(self.act_dim) for r in self.rngs]).astype(F32)
+        uniform = np.stack([r.uniform(-1, 1, self.act_dim) for r in self.rngs]).astype(F32)
+        if self.steps < cfg.learning_starts:
+            action = uniform
+        else:
+            action = np.clip(out[:, 0] + noise * F32(cfg.exploration_noise), -1, 1)
+        obs, reward, terminated, truncated, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
+        self.replay.store(self.obs, action, reward, terminated, next_obs, self.first)
+        self.obs, self.first = obs, terminated | truncated
+        self.steps += 1
+        if self.steps >= max(cfg.learning_starts, cfg.sequence_length) and self.steps % cfg.update_every == 0:
+            self._update(self.steps // cfg.update_every % cfg.policy_delay == 0)
+
+    # ----- the update -----
+    def _update(self, update_actor: bool):
+        cfg, P, B, L = self.cfg, self.P, self.cfg.batch_size, self.cfg.sequence_length
+        starts = np.stack([r.integers(0, self.replay.size - L + 1, B) for r in self.rngs])
+        target_noise = np.stack([r.standard_normal((L * B, self.act_dim)) for r in self.rngs]).astype(F32)
+        w = self.replay.windows(starts, L)
+        obs, act, resets = w["obs"], w["act"], w["first"]                      # (L, P, B, ...)
+        # the loss counts the steps after burn-in, each window and step alike
+        weight = np.zeros((L, 1, 1, 1, 1), F32)
+        weight[cfg.burn_in:] = 1 / (B * (L - cfg.burn_in))
+
+        # Target policy smoothing, continuing the target actor one step from each step's state
+        _, _, cache = self.actor.forward(obs, None, resets, self.actor_target_p)
+        next_obs = time_flat(w["next_obs"])[None]                                # (1, P, L B, o)
+        next_action, _, _ = self.actor.forward(next_obs, time_flat(cache[3][0]), None, self.actor_target_p)
+        noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
+        next_action = np.clip(next_action + noise, -1, 1)
+
+        # Clipped double Q-learning: y = r + gamma (1 - d) min(Q1', Q2'), each target critic
+        # continued one step from its state after step t with (o'_t, a'_t)
+        x = np.concatenate([obs, act], -1)[:, :, None]                          # (L, P, 1, B, o + a)
+        _, _, cache = self.critic.forward(x, None, resets[:, :, None], self.critic_target_p)
+        x_next = np.concatenate([next_obs, next_action], -1)[:, :, None]
+        qf_next_target, _, _ = self.critic.forward(x_next, time_flat(cache[3][0]), None, self.critic_target_p)
+        min_qf_next_target = qf_next_target[0].min(axis=1).reshape(P, L, B)    # (P, L B, 1) -> (P, L, B)
+        next_q_value = w["reward"] + F32(cfg.gamma) * w["not_done"] * np.moveaxis(min_qf_next_target, 1, 0)
+
+        # Both critics regress on y over the steps past burn-in
+        qf_a_values, _, critic_cache = self.critic.forward(x, None, resets[:, :, None])  # (L, P, 2, B, 1)
+        error = qf_a_values - next_q_value[:, :, None, :, None]
+        self.critic_opt.step(self.critic.params.reshape(-1), self.critic.backward(critic_cache, 2 * weight * error).reshape(-1))
+        self.losses["loss/critic"] = (weight * error * error).sum(axis=(0, 2, 3, 4), dtype=np.float64)
+
+        if not update_actor:
+            return
+        # Deterministic policy gradient through critic 1, continued from its state before step t
+        pi, _, actor_cache = self.actor.forward(obs, None, resets)
+        x_pi = np.concatenate([time_flat(obs), time_flat(pi)], -1)[None]          # (1, P, L B, o + a)
+        h_before = self.critic.states_before(critic_cache)[:, 0]                 # critic 1's (P, L B, H)
+        qf1_pi, _, cache = self.critic.forward(x_pi, h_before, None, self.critic1_p)
+        d_q = -np.moveaxis(np.broadcast_to(weight[:, 0], (L, P, B, 1)), 0, 1).reshape(1, P, L * B, 1)
+        _, d_x = self.critic.backward(cache, d_q, need_dx=True)
+        d_pi = np.moveaxis(d_x[0, ..., self.obs_dim:].reshape(P, L, B, self.act_dim), 1, 0)
+        self.actor_opt.step(self.actor.params.reshape(-1), self.actor.backward(actor_cache, d_pi).reshape(-1))
+        self.losses["loss/actor"] = (d_q * qf1_pi).sum(axis=(0, 2, 3), dtype=np.float64)
+        polyak(self.actor_target, self.actor.params, cfg.tau, self._tmp_actor)
+        polyak(self.critic_target, self.critic.params, cfg.tau, self._tmp_critic)
+
+    # ----- reporting, export, checkpoints -----
+    def pop_episode_returns(self):
+        return self.episodes.pop_episode_returns()
+
+    def scalars(self) -> dict:
+        cfg, P = self.cfg, self.P
+        return {"lr/actor": np.full(P, cfg.actor_lr), "lr/critic": np.full(P, cfg.critic_lr), **self.losses}
+
+    @staticmethod
+    def memory_parts(cfg: Config, obs_dim: int, act_dim: int, agents: int) -> tuple:
+        """({part: bytes} of the arrays a population allocates, training envs): the replay, the
+        networks (parameters, target, two Adam moments, gradient, scratch) and one update's
+        activations (about ten arrays of each network's widest layer per window step)."""
+        o, a, d, h = obs_dim, act_dim, cfg.dense, cfg.hidden
+        actor = d * (o + 1) + 3 * h * (d + h + 2) + h + a * (h + 1)
+        critic = d * (o + a + 1) + 3 * h * (d + h + 2) + h + cfg.critic_head * (h + 1) + cfg.critic_head + 1
+        rows = cfg.batch_size * cfg.sequence_length
+        return {
+            "replay buffers": agents * cfg.buffer_size * (2 * o + a + 3) * F32_BYTES,
+            "networks": agents * 6 * (actor + 2 * critic) * F32_BYTES,
+            "batch workspaces": agents * rows * 10 * 3 * max(d, 3 * h, cfg.critic_head) * F32_BYTES,
+        }, agents
+
+    @classmethod
+    def policy_state(cls, cfg: Config, env, agents: int) -> dict:
+        return {"actor": cls.actor_net(cfg, env.obs_dim, env.act_dim, agents).params,
+                "seeds": np.zeros(agents, np.int64), "steps": np.int64(0)}
+
+    @classmethod
+    def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
+        net = cls.actor_net(cfg, env.obs_dim, env.act_dim, len(state["seeds"]))
+        p = {name: view[agent] for name, view in net.views(np.asarray(state["actor"], F32)).items()}
+        return PolicySpec(
+            weights=[p["w1"], p["wi"], p["w2"]], biases=[p["b1"], p["bi"], p["b2"]],
+            activations=["relu", "identity", "tanh"], kinds=["dense", "gru", "dense"],
+            hidden_weights=[None, p["wh"], None], hidden_biases=[None, p["bh"], None],
+            initial_hidden=[None, p["h0"], None],
+            obs_mean=np.zeros(env.obs_dim), obs_std=np.ones(env.obs_dim),
+            action_scale=(env.action_high - env.action_low) / 2, action_offset=(env.action_high + env.action_low) / 2,
+            action_low=env.action_low, action_high=env.action_high,
+            meta={"algo": "td3-gru", "seed": int(state["seeds"][agent]), "step": int(state["steps"])})
+
+    def policy_spec(self, agent: int) -> PolicySpec:
+        state = {"actor": self.actor.params, "seeds": np.array(self.seeds, np.int64), "steps": self.steps}
+        return self.policy_from_state(self.cfg, self.env, state, agent)
+
+    def _arrays(self) -> dict:
+        """The mutable arrays a checkpoint restores in place."""
+        return {
+            "actor": self.actor.params, "actor_target": self.actor_target,
+            "critic": self.critic.params, "critic_target": self.critic_target,
+            # Adam's moments per agent, as their parameters are laid out
+            "actor_opt_m": self.actor_opt.m.reshape(self.actor.params.shape),
+            "actor_opt_v": self.actor_opt.v.reshape(self.actor.params.shape),
+            "critic_opt_m": self.critic_opt.m.reshape(self.critic.params.shape),
+            "critic_opt_v": self.critic_opt.v.reshape(self.critic.params.shape),
+            **{f"replay_{name}": a for name, a in self.replay.arrays().items()},
+            "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
+            "acting_state": self.h, "first": self.first,
+        }
+
+    def state_dict(self) -> dict:
+        return {
+            **self._arrays(), "steps": np.int64(self.steps), "seeds": np.array(self.seeds, np.int64),
+            "actor_opt_t": np.int64(self.actor_opt.t), "critic_opt_t": np.int64(self.critic_opt.t),
+            "replay_pos": np.int64(self.replay.pos), "replay_size": np.int64(self.replay.size),
+            "rng": np.stack([rng_state_array(r) for r in self.rngs]),
+            "env_state": self.env.get_state(), "obs": self.obs,
+        }
+
+    def load_state_dict(self, d: dict) -> None:
+        for key, arr in self._arrays().items():
+            arr[...] = d[key]
+        self.steps = int(d["steps"])
+        self.actor_opt.t, self.critic_opt.t = int(d["actor_opt_t"]), int(d["critic_opt_t"])
+        self.replay.pos, self.replay.size = int(d["replay_pos"]), int(d["replay_size"])
+        for r, st in zip(self.rngs, d["rng"]):
+            set_rng_state(r, st)
+        self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
