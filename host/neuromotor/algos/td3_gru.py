@@ -49,9 +49,9 @@ class Config:
     dense: int = 64                 # the relu layer before each GRU
     hidden: int = 32                # GRU state size, actor and critics
     critic_head: int = 64           # the critics' relu layer after the GRU
-    batch_size: int = 32            # windows per minibatch
-    sequence_length: int = 16       # steps per window, burn-in included
-    burn_in: int = 4                # steps that only warm the states up
+    batch_size: int = 16            # windows per minibatch
+    sequence_length: int = 10       # steps per window, burn-in included
+    burn_in: int = 2                # steps that only warm the states up
     buffer_size: int = 30_000
     learning_starts: int = 1000     # uniform random actions, no updates, before this step
     exploration_noise: float = 0.1
@@ -218,19 +218,17 @@ class RecurrentTD3:
 
     # ----- the update -----
     def _update(self, update_actor: bool):
-        cfg, P, B, L = self.cfg, self.P, self.cfg.batch_size, self.cfg.sequence_length
+        cfg, P, B, L, K = self.cfg, self.P, self.cfg.batch_size, self.cfg.sequence_length, self.cfg.burn_in
+        T = L - K                                                               # steps with a loss
         starts = np.stack([r.integers(0, self.replay.size - L + 1, B) for r in self.rngs])
-        target_noise = np.stack([r.standard_normal((L * B, self.act_dim)) for r in self.rngs]).astype(F32)
+        target_noise = np.stack([r.standard_normal((T * B, self.act_dim)) for r in self.rngs]).astype(F32)
         w = self.replay.windows(starts, L)
         obs, act, resets = w["obs"], w["act"], w["first"]                      # (L, P, B, ...)
-        # the loss counts the steps after burn-in, each window and step alike
-        weight = np.zeros((L, 1, 1, 1, 1), F32)
-        weight[cfg.burn_in:] = 1 / (B * (L - cfg.burn_in))
+        next_obs = time_flat(w["next_obs"][K:])[None]                           # (1, P, T B, o)
 
         # Target policy smoothing, continuing the target actor one step from each step's state
         _, _, cache = self.actor.forward(obs, None, resets, self.actor_target_p)
-        next_obs = time_flat(w["next_obs"])[None]                                # (1, P, L B, o)
-        next_action, _, _ = self.actor.forward(next_obs, time_flat(cache[3][0]), None, self.actor_target_p)
+        next_action, _, _ = self.actor.forward(next_obs, self.actor.states_after(cache, K), None, self.actor_target_p)
         noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
         next_action = np.clip(next_action + noise, -1, 1)
 
@@ -239,28 +237,31 @@ class RecurrentTD3:
         x = np.concatenate([obs, act], -1)[:, :, None]                          # (L, P, 1, B, o + a)
         _, _, cache = self.critic.forward(x, None, resets[:, :, None], self.critic_target_p)
         x_next = np.concatenate([next_obs, next_action], -1)[:, :, None]
-        qf_next_target, _, _ = self.critic.forward(x_next, time_flat(cache[3][0]), None, self.critic_target_p)
-        min_qf_next_target = qf_next_target[0].min(axis=1).reshape(P, L, B)    # (P, L B, 1) -> (P, L, B)
-        next_q_value = w["reward"] + F32(cfg.gamma) * w["not_done"] * np.moveaxis(min_qf_next_target, 1, 0)
+        qf_next_target, _, _ = self.critic.forward(x_next, self.critic.states_after(cache, K), None,
+                                                   self.critic_target_p)
+        min_qf_next_target = qf_next_target[0].min(axis=1).reshape(P, T, B)    # (P, T B, 1) -> (P, T, B)
+        next_q_value = w["reward"][K:] + F32(cfg.gamma) * w["not_done"][K:] * np.moveaxis(min_qf_next_target, 1, 0)
 
         # Both critics regress on y over the steps past burn-in
         qf_a_values, _, critic_cache = self.critic.forward(x, None, resets[:, :, None])  # (L, P, 2, B, 1)
-        error = qf_a_values - next_q_value[:, :, None, :, None]
-        self.critic_opt.step(self.critic.params.reshape(-1), self.critic.backward(critic_cache, 2 * weight * error).reshape(-1))
-        self.losses["loss/critic"] = (weight * error * error).sum(axis=(0, 2, 3, 4), dtype=np.float64)
+        error = qf_a_values[K:] - next_q_value[:, :, None, :, None]
+        d_q = np.zeros_like(qf_a_values)
+        d_q[K:] = error * F32(2 / (B * T))
+        self.critic_opt.step(self.critic.params.reshape(-1), self.critic.backward(critic_cache, d_q).reshape(-1))
+        self.losses["loss/critic"] = np.square(error).sum(axis=(0, 2, 3, 4), dtype=np.float64) / (B * T)
 
         if not update_actor:
             return
         # Deterministic policy gradient through critic 1, continued from its state before step t
         pi, _, actor_cache = self.actor.forward(obs, None, resets)
-        x_pi = np.concatenate([time_flat(obs), time_flat(pi)], -1)[None]          # (1, P, L B, o + a)
-        h_before = self.critic.states_before(critic_cache)[:, 0]                 # critic 1's (P, L B, H)
+        x_pi = np.concatenate([time_flat(obs[K:]), time_flat(pi[K:])], -1)[None]  # (1, P, T B, o + a)
+        h_before = self.critic.states_before(critic_cache, K)[:, 0]             # critic 1's (P, T B, H)
         qf1_pi, _, cache = self.critic.forward(x_pi, h_before, None, self.critic1_p)
-        d_q = -np.moveaxis(np.broadcast_to(weight[:, 0], (L, P, B, 1)), 0, 1).reshape(1, P, L * B, 1)
-        _, d_x = self.critic.backward(cache, d_q, need_dx=True)
-        d_pi = np.moveaxis(d_x[0, ..., self.obs_dim:].reshape(P, L, B, self.act_dim), 1, 0)
+        d_x = self.critic.input_gradient(cache, np.full_like(qf1_pi, -1 / (B * T)))
+        d_pi = np.zeros_like(pi)
+        d_pi[K:] = np.moveaxis(d_x[0, ..., self.obs_dim:].reshape(P, T, B, self.act_dim), 1, 0)
         self.actor_opt.step(self.actor.params.reshape(-1), self.actor.backward(actor_cache, d_pi).reshape(-1))
-        self.losses["loss/actor"] = (d_q * qf1_pi).sum(axis=(0, 2, 3), dtype=np.float64)
+        self.losses["loss/actor"] = -qf1_pi.mean(axis=(0, 2, 3), dtype=np.float64)
         polyak(self.actor_target, self.actor.params, cfg.tau, self._tmp_actor)
         polyak(self.critic_target, self.critic.params, cfg.tau, self._tmp_critic)
 

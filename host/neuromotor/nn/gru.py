@@ -107,11 +107,11 @@ def forward(p: GRUParams, x: np.ndarray, h: np.ndarray = None, resets: np.ndarra
     return out, h, Tape(x, h_prev, r, z, n, ghn, resets)
 
 
-def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = None):
+def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = None, params: bool = True):
     """Gradients of a loss given dL/d outputs (T, *pop, B, H) (and dL/d final state, if any):
     (GRUParams of parameter gradients, dL/dx (T, *pop, B, n_in), dL/d initial state (*pop, B, H)).
     The initial state's gradient excludes rows reset at step 0, whose start is h0 (its gradient
-    is in the parameters')."""
+    is in the parameters'). Without `params`, the parameters' gradients are not computed (None)."""
     T = d_out.shape[0]
     H = p.hidden
     d_gi = np.empty((*d_out.shape[:-1], 3 * H), d_out.dtype)
@@ -125,13 +125,17 @@ def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = 
         d_ar = d_an * ghn * r * (1 - r)             # a_n = gi_n + r * ghn
         d_gi[t] = np.concatenate([d_ar, d_az, d_an], -1)
         d_gh = np.concatenate([d_ar, d_az, d_an * r], -1)
-        d_wh += np.matmul(np.swapaxes(d_gh, -1, -2), h_prev)
-        d_bh += d_gh.sum(-2)
+        if params:
+            d_wh += np.matmul(np.swapaxes(d_gh, -1, -2), h_prev)
+            d_bh += d_gh.sum(-2)
         dh = dh * z + np.matmul(d_gh, p.wh)
         if tape.resets is not None and tape.resets[t].any():
             reset = tape.resets[t][..., None]
-            d_h0 += np.where(reset, dh, 0).sum(-2)
+            if params:
+                d_h0 += np.where(reset, dh, 0).sum(-2)
             dh = np.where(reset, 0, dh)
     d_x = np.matmul(d_gi, p.wi)
+    if not params:
+        return None, d_x, dh
     d_gru = GRUParams(weight_grad(d_gi, tape.x), d_gi.sum(axis=(0, -2)), d_wh, d_bh, d_h0)
     return d_gru, d_x, dh

@@ -81,16 +81,7 @@ class RecurrentNet:
         x, a1, tape, layers, from_h0, p = cache
         grad = np.zeros((*p["w1"].shape[:-2], self.size), d_y.dtype)
         g = self.views(grad)
-        d = d_y
-        for i in range(len(self.head) + 1, 1, -1):
-            act, out = self.head[i - 2][1], layers[i - 1]
-            if act == "tanh":
-                d = d * (1 - out * out)
-            elif act == "relu":
-                d = d * (out > 0)
-            g[f"w{i}"][...] = weight_grad(d, layers[i - 2])
-            g[f"b{i}"][...] = d.sum(axis=(0, -2))
-            d = np.matmul(d, p[f"w{i}"])
+        d = self._head_backward(layers, p, d_y, g)
         d_gru, d_a1, d_start = gru.backward(self._gru(p), tape, d)
         for name in GRUParams.NAMES:
             g[name][...] = getattr(d_gru, name)
@@ -101,11 +92,39 @@ class RecurrentNet:
         g["b1"][...] = d_pre1.sum(axis=(0, -2))
         return (grad, np.matmul(d_pre1, p["w1"])) if need_dx else grad
 
+    def _head_backward(self, layers: list, p: dict, d: np.ndarray, g: dict = None) -> np.ndarray:
+        """dL/d GRU outputs from dL/d network outputs d, through the head; the head's parameter
+        gradients into g where given."""
+        for i in range(len(self.head) + 1, 1, -1):
+            act, out = self.head[i - 2][1], layers[i - 1]
+            if act == "tanh":
+                d = d * (1 - out * out)
+            elif act == "relu":
+                d = d * (out > 0)
+            if g is not None:
+                g[f"w{i}"][...] = weight_grad(d, layers[i - 2])
+                g[f"b{i}"][...] = d.sum(axis=(0, -2))
+            d = np.matmul(d, p[f"w{i}"])
+        return d
+
+    def input_gradient(self, cache, d_y: np.ndarray) -> np.ndarray:
+        """dL/dx (T, *pop, B, n_in) alone (backward without the parameters' gradients), for a
+        loss that trains something upstream of this network."""
+        x, a1, tape, layers, _, p = cache
+        d = self._head_backward(layers, p, d_y)
+        _, d_a1, _ = gru.backward(self._gru(p), tape, d, params=False)
+        return np.matmul(d_a1 * (a1 > 0), p["w1"])
+
     @staticmethod
-    def states_before(cache) -> np.ndarray:
-        """(*pop, T B, H): the GRU state each step of the last forward started from, one row per
-        (step, row), for one-step continuations from every point of a sequence at once."""
-        return gru.time_flat(cache[2].h_prev)
+    def states_before(cache, start: int = 0) -> np.ndarray:
+        """(*pop, T' B, H): the GRU state each step from `start` on of the last forward started
+        from, one row per (step, row), for one-step continuations from every point at once."""
+        return gru.time_flat(cache[2].h_prev[start:])
+
+    @staticmethod
+    def states_after(cache, start: int = 0) -> np.ndarray:
+        """(*pop, T' B, H): the GRU state after each step from `start` on, as states_before."""
+        return gru.time_flat(cache[3][0][start:])
 
     def initial_state(self, batch: int) -> np.ndarray:
         return np.repeat(self.p["h0"][..., None, :], batch, axis=-2)
