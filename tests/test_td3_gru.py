@@ -79,7 +79,7 @@ def test_evaluation_restarts_the_state_of_every_episode():
     algo = RecurrentTD3(Config(**SMALL), _blind, [3, 4])
     evaluator = Evaluator(_blind, [3, 4], 3)
     a = evaluator.run(algo, 0)
-    algo.act(np.zeros((2, 5, 2), np.float32))  # a state left over from elsewhere
+    algo.act(np.ones((2, 3, 2), np.float32))  # a state left over from elsewhere, for as many envs
     np.testing.assert_array_equal(evaluator.run(algo, 0), a)
 
 

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from neuromotor.training import loop
+from neuromotor.training.evaluation import Evaluator
+from neuromotor.training.rundir import RunDir
 from neuromotor.cli import main
 from neuromotor.errors import UserError
 
@@ -76,8 +77,11 @@ def test_healthy_run_json_is_strict(tmp_path, capsys):
 def test_check_names_arrays_without_shard_prefixes(tmp_path):
     state = {"shard0.actor": np.zeros(3, np.float32), "shard1.critic": np.float32([0, np.inf]),
              "shard1.replay": np.float32([np.nan]), "shard1.steps": np.int64(5)}
+    run = RunDir(tmp_path)
     with pytest.raises(UserError, match=r"by step 7: NaN or inf in critic, replay;.*no checkpoint had been"):
-        loop._refuse_non_finite(state, 7, tmp_path, None)
-    loop._refuse_non_finite({"actor": np.zeros(2), "steps": np.int64(1)}, 1, tmp_path, None)
+        run.refuse_diverged(state, 7)
+    run.refuse_diverged({"actor": np.zeros(2), "steps": np.int64(1)}, 1)
+    evaluator = Evaluator(None, [0], 2)
+    evaluator.run = lambda algo, step: np.array([[1.0, np.nan]])
     with pytest.raises(UserError, match="non-finite rewards"):
-        loop._finite_returns(np.array([[1.0, np.nan]]), 3)
+        evaluator.run_finite(None, 3)

@@ -74,6 +74,9 @@ class Evaluator:
                 states.append(env.get_state()[record_env])
             return algo.act(obs.reshape(P, n, -1)).reshape(P * n, -1)
 
+        begin = getattr(algo, "begin_episodes", None)
+        if begin:  # a recurrent actor starts every env's episode from its initial state
+            begin(n)
         returns, success = episode_outcomes(env, obs, act, env.max_episode_steps)
         return (returns.reshape(P, n), None if success is None else success.reshape(P, n),
                 np.array(states) if record_env is not None else None)

@@ -11,8 +11,8 @@ files through a run's phases.
       learning_curve.png  evaluation return vs steps, one line per agent
       summary.json        the final result (what `train --json` prints)
       .lock               flock'd by the process training into the run: one trainer at a time
-      events.out.tfevents.*, agent<k>/events.out.tfevents.*
-                          TensorBoard event files (see neuromotor.training.tensorboard)
+      events.out.tfevents.*, agent<k>_seed<s>/events.out.tfevents.*
+                          TensorBoard event files (their scheme: neuromotor.training.tensorboard)
 
 neuromotor.training.runs rebuilds a run's algorithm from config.json and its checkpoint;
 neuromotor.training.run_policy reads one agent's policy without it.
@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import itertools
 import json
+import math
 import os
 import re
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from neuromotor.training import checkpoint, config
-from neuromotor.training.tensorboard import RunBoard, remove_event_files
+from neuromotor.training.tensorboard import AGENT_DIR, EventFile, remove_event_files
 from neuromotor.algos import algo_class
 from neuromotor import reading
 from neuromotor.errors import UserError
@@ -205,11 +206,15 @@ def locked(run_dir: Path):
 
 
 def write_config(run_dir: Path, spec: "config.RunSpec") -> None:
-    atomic_write(run_dir / CONFIG, json.dumps(spec.to_document(), indent=2) + "\n")
+    atomic_write(run_dir / CONFIG, _json(spec.to_document()))
 
 
 def write_summary(run_dir: Path, summary: dict) -> None:
-    atomic_write(run_dir / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    atomic_write(run_dir / SUMMARY, _json(summary))
+
+
+def _json(doc: dict) -> str:
+    return json.dumps(doc, indent=2) + "\n"
 
 
 def read_config(run_dir) -> config.RunSpec:
@@ -274,19 +279,22 @@ class RunDir:
         self.path = Path(path)
         self._board = None
         self._best_keys = set()  # the arrays best.npz holds, known once one is saved
+        self._saved_at = None  # the step checkpoint.npz holds, where there is one
 
     @contextlib.contextmanager
     def training(self, seeds: list, step: int):
         """The block in which this run's training (a new run or one resumed at `step`) writes its
-        TensorBoard events, from `step` on."""
-        self._board = RunBoard(self.path, seeds, step)
+        files, its TensorBoard events from `step` on."""
+        self._board = _Board(self.path, seeds, step)
+        self._saved_at = step if (self.path / CHECKPOINT).exists() else None
         try:
             yield self
         finally:
-            self._board.close()
+            self._board.flush()
 
     def episodes(self, finished: list, step: int) -> None:
-        self._board.episodes(finished, step)
+        """finished[k]: returns of agent k's training episodes that ended by `step`."""
+        self._board.per_agent("train/episode_return", [np.mean(r) if len(r) else None for r in finished], step)
 
     def evaluated(self, algo, spec: config.RunSpec, returns: np.ndarray, success, recent: list, t0: float) -> None:
         """An evaluation at algo.steps: its returns (agents, episodes) and success on the board and in
@@ -300,19 +308,30 @@ class RunDir:
             "wall_s": round(time.perf_counter() - t0, 3),
         } for k, seed in enumerate(spec.seeds)])
 
-    def saved_at(self, step: int):
-        """`step` where the run has a checkpoint (its state now), else None."""
-        return step if (self.path / CHECKPOINT).exists() else None
-
-    def save(self, state: dict) -> None:
-        checkpoint.save(self.path / CHECKPOINT, state)
+    def refuse_diverged(self, state: dict, step: int) -> None:
+        """UserError if any floating-point array of the state at `step` holds NaN or inf: it is
+        neither evaluated nor saved, and the last good checkpoint stays."""
+        bad = sorted({key.split(".", 1)[-1] for key, v in state.items()  # shard prefixes: "shard0.actor"
+                      if np.asarray(v).dtype.kind in "fc" and not np.isfinite(v).all()})
+        if not bad:
+            return
+        kept = (f"the last good checkpoint (step {self._saved_at}) is kept in {self.path / CHECKPOINT}"
+                if self._saved_at is not None else "no checkpoint had been written yet")
+        raise UserError(f"training diverged by step {step}: NaN or inf in {', '.join(bad)}; stopped before "
+                        f"evaluating or saving it; {kept}. Lower the learning rates (--set actor_lr=..., "
+                        "critic_lr=...) and train a new run.")
 
     def save_best(self, spec: config.RunSpec, state: dict) -> None:
         # only what a policy is read from (the actor, seeds, steps, identity): no replay buffer
         if not self._best_keys:
             self._best_keys = policy_keys(spec)
         checkpoint.save(self.path / BEST, {k: v for k, v in state.items() if k.startswith(checkpoint.IDENTITY_PREFIX)
-                                           or k.rpartition(".")[2] in self._best_keys})
+                          or k.rpartition(".")[2] in self._best_keys})
+
+    def save(self, state: dict, step: int) -> None:
+        """The whole state at `step` as the run's checkpoint."""
+        checkpoint.save(self.path / CHECKPOINT, state)
+        self._saved_at = step
 
     def best(self, metrics: "list | None" = None):
         """((mean success, mean return), step) of the evaluation best.npz holds; None without one."""
@@ -327,7 +346,6 @@ class RunDir:
 
         metrics = read_metrics(self.path)
         found = self.best(metrics)
-        plotting.learning_curve(metrics, self.path / CURVE, f"{spec.algo} on {spec.env}")
         # eval_return_std: over episodes for one agent, over the agents' means for a population.
         summary = {
             "policy": self._policy(found, steps, returns, success),
@@ -342,7 +360,8 @@ class RunDir:
                         "eval_return_std": float(returns[k].std()), **_success(success, k)}
                        for k, s in enumerate(spec.seeds)],
         }
-        write_summary(self.path, summary)
+        plotting.learning_curve(metrics, self.path / CURVE, f"{spec.algo} on {spec.env}")
+        atomic_write(self.path / SUMMARY, _json(summary))
         return summary
 
     def _policy(self, found, steps: int, returns: np.ndarray, success) -> dict:
@@ -360,6 +379,7 @@ class RunDir:
 def create(spec: config.RunSpec, path=None, force: bool = False):
     """A new run's RunDir, locked for the block: named after the run under the runs root, or
     `path` (where a run is replaced only with `force`), emptied, its config written."""
+    text = _json(spec.to_document())  # a config that cannot be written fails before --force empties anything
     if path is None:
         path = new_run_dir(spec.env, spec.algo, spec.seeds)
     else:
@@ -369,7 +389,7 @@ def create(spec: config.RunSpec, path=None, force: bool = False):
     run = RunDir(path)
     with locked(path):
         prepare(path, force)
-        write_config(path, spec)
+        atomic_write(path / CONFIG, text)
         yield run
 
 
@@ -401,3 +421,63 @@ def _best_evaluation(metrics: list):
         return None
     score, neg_step = max(scored)
     return score, -neg_step
+
+
+class _Board:
+    """The TensorBoard event files of one training session of a run, in the scheme of
+    neuromotor.training.tensorboard."""
+
+    def __init__(self, run_dir: Path, seeds: list, start_step: int):
+        try:
+            from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+            from tensorboard.compat.proto.summary_pb2 import Summary
+        except ImportError:
+            raise UserError("training writes TensorBoard event files and needs the tensorboard package: "
+                            "pip install tensorboard") from None
+        self._Event, self._Summary = Event, Summary
+        dirs = [run_dir] + ([run_dir / AGENT_DIR.format(k, s) for k, s in enumerate(seeds)] if len(seeds) > 1 else [])
+        self._writers = [EventFile(d, Event(wall_time=time.time(), file_version="brain.Event:2")) for d in dirs]
+        self.run, self.agents = self._writers[0], self._writers[1:] or self._writers
+        if start_step:  # TensorBoard drops what earlier sessions wrote at this START's step and later
+            for w in self._writers:
+                w.add(Event(wall_time=time.time(), step=start_step + 1,
+                            session_log=SessionLog(status=SessionLog.START)))
+        self._clock = (start_step, time.perf_counter())
+
+    def _scalar(self, writer, tag: str, value, step: int) -> None:
+        if value is None or not math.isfinite(float(value)):
+            return
+        writer.add(self._Event(wall_time=time.time(), step=int(step), summary=self._Summary(
+            value=[self._Summary.Value(tag=tag, simple_value=float(value))])))
+
+    def per_agent(self, tag: str, values, step: int) -> None:
+        """One value per agent (None or NaN: nothing written for that agent)."""
+        for w, v in zip(self.agents, values):
+            self._scalar(w, tag, v, step)
+
+    def evaluation(self, returns: np.ndarray, step: int, algo, algo_cfg) -> None:
+        """Evaluation returns (agents, episodes), the algorithm's scalars and the throughput."""
+        self.per_agent("eval/return_mean", returns.mean(axis=1), step)
+        self.per_agent("eval/return_std", returns.std(axis=1), step)
+        for tag, values in _algo_scalars(algo, algo_cfg).items():
+            self.per_agent(tag, np.broadcast_to(np.asarray(values, np.float64), (len(self.agents),)), step)
+        last_step, last_time = self._clock
+        now = time.perf_counter()
+        if step > last_step and now > last_time:
+            self._scalar(self.run, "perf/env_steps_per_s", (step - last_step) * len(self.agents) / (now - last_time),
+                         step)
+        self._clock = (step, now)
+        self.flush()
+
+    def flush(self) -> None:
+        for w in self._writers:
+            w.flush()
+
+
+def _algo_scalars(algo, algo_cfg) -> dict:
+    """{tag: per-agent values} from the algorithm's `scalars()`, else its config's learning rates."""
+    out = algo.scalars() if hasattr(algo, "scalars") else {}
+    if out:
+        return out
+    return {f"lr/{name[:-3]}": value for name, value in vars(algo_cfg).items()
+            if name.endswith("_lr") and isinstance(value, (int, float)) and not isinstance(value, bool)}

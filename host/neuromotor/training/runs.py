@@ -3,13 +3,13 @@ run directory's config.json and checkpoint to resume or evaluate it; and the run
 root, listed. The run directory's files are neuromotor.training.rundir's.
 """
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 from neuromotor.training import checkpoint, config, memory
 from neuromotor.algos import algo_class
-from neuromotor.envs import env_class
 from neuromotor.envs.gymnasium_vec import check_vector
 from neuromotor import reading
 from neuromotor.errors import UserError
@@ -21,12 +21,13 @@ from neuromotor.training.rundir import BEST, CHECKPOINT, CONFIG, policy_keys, re
 def build(spec: config.RunSpec):
     """A fresh algorithm (in spec.run.shards shards) for a run, once its memory estimate fits
     in what is available."""
+    run_identity = identity(spec)
     env = spec.env_factory()
     # the estimate builds one env: in this process, never a worker of its own
-    probe = env_class(spec.env, spec.env_kwargs, "sync")
+    probe = dataclasses.replace(spec, vector="sync").env_factory()
     memory.check(spec.algo, spec.algo_config, spec.run, probe, len(spec.seeds))
     return Sharded(algo_class(spec.algo), spec.algo_config, env, spec.seeds, spec.run.shards or 1,
-                   identity=identity(spec))
+                   identity=run_identity)
 
 
 def identity(spec: config.RunSpec) -> dict:
