@@ -143,7 +143,7 @@ def test_a_setting_without_a_rule_is_refused_by_name(cli, toy, tmp_path):
 
 def test_the_memory_estimate_is_the_algorithms_own(toy):
     cls = algo_class(toy)
-    parts = memory.estimate(toy, cls.Config(), config.RunConfig(), env_class("pendulum"), 3)
+    parts = memory.estimate(cls, cls.Config(), config.RunConfig(), env_class("pendulum"), 3)
     assert parts["weights"] == 3 * 4 * 1 * 4
 
 

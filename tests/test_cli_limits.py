@@ -53,11 +53,11 @@ def test_the_estimate_is_checked_against_what_is_available(cli, runs_root, monke
 
 
 def test_estimate_tracks_the_real_replay_size():
-    from neuromotor.algos.td3 import Config
+    from neuromotor.algos.td3 import TD3, Config
 
     from neuromotor.training.config import RunConfig
 
-    parts = memory.estimate("td3", Config(), RunConfig(), env_class("pendulum"), 16)
+    parts = memory.estimate(TD3, Config(), RunConfig(), env_class("pendulum"), 16)
     assert parts["replay buffers"] == 16 * 10_000 * 11 * 4  # (P, buffer, [act, obs, 1, r, not_done, obs, 1]) float32
     assert 10e6 < sum(parts.values()) < 200e6
 

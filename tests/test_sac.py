@@ -353,7 +353,7 @@ def test_cli_trains_exports_and_refuses_bad_settings(tmp_path, cli, runs_root):
 
 
 def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
-    parts = memory.estimate("sac", Config(), config.RunConfig(), env_class("pendulum"), 3)
+    parts = memory.estimate(SAC, Config(), config.RunConfig(), env_class("pendulum"), 3)
     algo = SAC(Config(), env_class("pendulum"), [0, 1, 2])
     assert parts["replay buffers"] == algo.replay.data.nbytes
     nets = [algo.actor.params, algo.actor.grad, algo.actor.opt.m, algo.actor.opt.v, algo.critic.params,
@@ -362,7 +362,7 @@ def test_memory_estimate_counts_what_sac_allocates(cli, runs_root):
     for cfg in (Config(), Config(update_every=4)):  # a block draws update numbers for its updates only
         algo = SAC(cfg, env_class("pendulum"), [0, 1, 2])
         algo.advance()
-        drawn = memory.estimate("sac", cfg, config.RunConfig(), env_class("pendulum"), 3)["pre-drawn random numbers"]
+        drawn = memory.estimate(SAC, cfg, config.RunConfig(), env_class("pendulum"), 3)["pre-drawn random numbers"]
         assert drawn == sum(x.nbytes for x in algo._block)
     code, _, err = cli("train", "pendulum", "--algo", "sac", "--preset", "mujoco", "--seeds", "0-999", "--quiet")
     assert code == 2 and "GB" in err and "replay buffers" in err and err.count("\n") == 1

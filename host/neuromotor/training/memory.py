@@ -10,7 +10,6 @@ with numbers the user can act on, not to predict the resident size.
 
 import os
 
-from neuromotor.algos import algo_class
 from neuromotor.errors import UserError
 from neuromotor.training import address_space
 from neuromotor.training.evaluation import EVAL_MAX_ENVS
@@ -20,11 +19,10 @@ SMALL_ENV_BYTES = 256           # a closed-form env's state and observation
 HEADROOM = 0.8                  # of the available memory, for all the estimate leaves out
 
 
-def estimate(algo: str, algo_cfg, run_cfg, env_cls, agents: int) -> dict:
-    """{part: bytes} of a run, without allocating any of it: the algorithm's own parts (its
-    `memory_parts`; none for an algorithm without one) and the environments."""
+def estimate(algo_cls, algo_cfg, run_cfg, env_cls, agents: int) -> dict:
+    """{part: bytes} of a run of the algorithm class `algo_cls`, without allocating any of it: the
+    algorithm's own parts (its `memory_parts`; none for an algorithm without one) and the environments."""
     probe = env_cls(1)
-    algo_cls = algo_class(algo)
     if hasattr(algo_cls, "memory_parts"):
         parts, train_envs = algo_cls.memory_parts(algo_cfg, probe.obs_dim, probe.act_dim, agents)
     else:
@@ -70,9 +68,9 @@ def gb(n: int) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
-def check(algo: str, algo_cfg, run_cfg, env_cls, agents: int) -> None:
+def check(algo_cls, algo_cfg, run_cfg, env_cls, agents: int) -> None:
     """UserError, with the numbers, when a run would not fit in the memory available now."""
-    parts = estimate(algo, algo_cfg, run_cfg, env_cls, agents)
+    parts = estimate(algo_cls, algo_cfg, run_cfg, env_cls, agents)
     need, free = sum(parts.values()), available()
     if need > HEADROOM * free:
         biggest = sorted(parts.items(), key=lambda kv: -kv[1])[:3]

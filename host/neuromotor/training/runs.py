@@ -22,12 +22,12 @@ def build(spec: config.RunSpec):
     """A fresh algorithm (in spec.run.shards shards) for a run, once its memory estimate fits
     in what is available."""
     run_identity = identity(spec)
+    algo_cls = algo_class(spec.algo)
     env = spec.env_factory()
     # the estimate builds one env: in this process, never a worker of its own
     probe = dataclasses.replace(spec, vector="sync").env_factory()
-    memory.check(spec.algo, spec.algo_config, spec.run, probe, len(spec.seeds))
-    return Sharded(algo_class(spec.algo), spec.algo_config, env, spec.seeds, spec.run.shards or 1,
-                   identity=run_identity)
+    memory.check(algo_cls, spec.algo_config, spec.run, probe, len(spec.seeds))
+    return Sharded(algo_cls, spec.algo_config, env, spec.seeds, spec.run.shards or 1, identity=run_identity)
 
 
 def identity(spec: config.RunSpec) -> dict:
