@@ -23,25 +23,27 @@ def _blind(n):
 
 def _arrays(algo, k):
     out = {name: a[k].copy() for name, a in algo._arrays().items() if name.startswith(("actor", "critic", "replay"))}
-    out["acting_state"] = algo.h[k].copy()
+    out["acting_state"], out["critic_acting_state"] = algo.h[k].copy(), algo.hc[k].copy()
     out["actor0"] = out.pop("actor")  # the name the population check compares agents by
     return out
 
 
 def test_windows_are_consecutive_steps_from_the_oldest_with_episode_starts():
-    replay = SequenceReplay(2, 8, obs_dim=1, act_dim=1)
+    replay = SequenceReplay(2, 8, obs_dim=1, act_dim=1, hidden=3)
     for i in range(11):  # wraps: the ring holds steps 3..10, oldest at position 3
         replay.store(np.full((2, 1), i), np.zeros((2, 1)), np.zeros(2), np.zeros(2, bool), np.full((2, 1), i + 1),
-                     np.array([i == 6, False]))
+                     np.array([i in (3, 6), False]), np.full((2, 3), 10 * i), np.full((2, 2, 3), [[i], [-i]]))
     w = replay.windows(np.array([[0, 3], [2, 4]]), 4)
     assert w["obs"].shape == (4, 2, 2, 1)
     np.testing.assert_array_equal(w["obs"][:, 0, 0, 0], [3, 4, 5, 6])
     np.testing.assert_array_equal(w["obs"][:, 1, 1, 0], [7, 8, 9, 10])
     np.testing.assert_array_equal(w["next_obs"][:, 0, 1, 0], [7, 8, 9, 10])
-    # every window starts from the initial state; agent 0's step 6 starts an episode
-    np.testing.assert_array_equal(w["first"][:, 0, 0], [True, False, False, True])
-    np.testing.assert_array_equal(w["first"][:, 1, 0], [True, False, False, False])
-    assert w["first"][0].all()
+    np.testing.assert_array_equal(w["first"][:, 0, 0], [True, False, False, True])  # agent 0's episodes
+    np.testing.assert_array_equal(w["first"][:, 1, 0], [False, False, False, False])
+    # the states at each window's first step: actor (P, B, H), critics (P, 2, B, H)
+    np.testing.assert_array_equal(w["actor_state"][:, :, 0], [[30, 60], [50, 70]])
+    assert w["critic_state"].shape == (2, 2, 2, 3)
+    np.testing.assert_array_equal(w["critic_state"][1, :, 1, 0], [7, -7])
 
 
 def test_seed_alone_equals_seed_inside_a_population():

@@ -37,6 +37,8 @@ Optional:
                               ({part: bytes}, training envs) of what a population allocates,
                               checked against free memory before it is (neuromotor.training.memory)
   scalars()                   per-agent numbers for TensorBoard (neuromotor.training.tensorboard)
+  begin_episodes(envs)        a recurrent actor: the next act() calls step `envs` envs per agent,
+                              each from the actor's initial state (evaluation calls it at every start)
 A compiled backend lives beside its algorithm (td3_native.py over native_family.py and
 neuromotor.native) and is chosen by a Config field (`backend`).
 

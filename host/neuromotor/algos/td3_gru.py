@@ -52,6 +52,7 @@ class Config:
     batch_size: int = 16            # windows per minibatch
     sequence_length: int = 10       # steps per window, burn-in included
     burn_in: int = 2                # steps that only warm the states up
+    stored_state: bool = True       # windows start from the states the networks had when acting
     buffer_size: int = 30_000
     learning_starts: int = 1000     # uniform random actions, no updates, before this step
     exploration_noise: float = 0.1
@@ -72,6 +73,7 @@ class Config:
         "batch_size": rules.integer(1, MAX_COUNT),
         "sequence_length": rules.integer(2, 4096),
         "burn_in": rules.integer(0, 4096),
+        "stored_state": rules.BOOL,
         "buffer_size": rules.integer(2, MAX_COUNT),
         "learning_starts": rules.integer(0, MAX_STEPS),
         "exploration_noise": rules.number(0),
@@ -100,9 +102,12 @@ CONFIGS = {"pendulum": (Config(), {"steps": 30_000})}
 
 class SequenceReplay:
     """Every agent's transitions in the order they happened, (P, capacity, ...) rings, with
-    `first` marking the steps an episode starts at."""
+    `first` marking the steps an episode starts at and the actor's and critics' states each
+    step started from when it was taken."""
 
-    def __init__(self, pop: int, capacity: int, obs_dim: int, act_dim: int):
+    STATES = ("actor_state", "critic_state")  # read at a window's first step only
+
+    def __init__(self, pop: int, capacity: int, obs_dim: int, act_dim: int, hidden: int):
         self.capacity, self.pos, self.size = capacity, 0, 0
         self.obs = np.zeros((pop, capacity, obs_dim), F32)
         self.act = np.zeros((pop, capacity, act_dim), F32)
@@ -110,30 +115,36 @@ class SequenceReplay:
         self.not_done = np.zeros((pop, capacity), F32)
         self.next_obs = np.zeros((pop, capacity, obs_dim), F32)
         self.first = np.zeros((pop, capacity), bool)
+        self.actor_state = np.zeros((pop, capacity, hidden), F32)
+        self.critic_state = np.zeros((pop, capacity, 2, hidden), F32)
 
     def arrays(self) -> dict:
         return {"obs": self.obs, "act": self.act, "reward": self.reward, "not_done": self.not_done,
-                "next_obs": self.next_obs, "first": self.first}
+                "next_obs": self.next_obs, "first": self.first, "actor_state": self.actor_state,
+                "critic_state": self.critic_state}
 
-    def store(self, obs, act, reward, terminated, next_obs, first) -> None:
+    def store(self, obs, act, reward, terminated, next_obs, first, actor_state, critic_state) -> None:
         i = self.pos
         self.obs[:, i], self.act[:, i], self.reward[:, i] = obs, act, reward
         self.not_done[:, i], self.next_obs[:, i], self.first[:, i] = ~terminated, next_obs, first
+        self.actor_state[:, i], self.critic_state[:, i] = actor_state, critic_state
         self.pos = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
     def windows(self, starts: np.ndarray, length: int) -> dict:
         """The windows beginning `starts` (P, B) steps after each ring's oldest step: every field
-        as (length, P, B, ...), time first as the networks take it."""
+        as (length, P, B, ...), time first as the networks take it; the states at the first step,
+        actor (P, B, H) and critics (P, 2, B, H)."""
         oldest = self.pos if self.size == self.capacity else 0
         P = starts.shape[0]
         rows = (oldest + starts[..., None] + np.arange(length)) % self.capacity       # (P, B, L)
         flat = rows + (np.arange(P) * self.capacity)[:, None, None]
         out = {}
         for name, a in self.arrays().items():
-            picked = a.reshape(P * self.capacity, *a.shape[2:])[flat]                # (P, B, L, ...)
-            out[name] = np.moveaxis(picked, 2, 0)
-        out["first"][0] = True  # a window starts from the initial states
+            index = flat[..., 0] if name in self.STATES else flat
+            picked = a.reshape(P * self.capacity, *a.shape[2:])[index]               # (P, B, L, ...)
+            out[name] = picked if name in self.STATES else np.moveaxis(picked, 2, 0)
+        out["critic_state"] = np.swapaxes(out["critic_state"], 1, 2)
         return out
 
 
@@ -166,13 +177,14 @@ class RecurrentTD3:
         self.actor_opt = Adam(self.actor.params.size, lr=cfg.actor_lr)
         self.critic_opt = Adam(self.critic.params.size, lr=cfg.critic_lr)
         self._tmp_actor, self._tmp_critic = np.empty_like(self.actor_target), np.empty_like(self.critic_target)
-        self.replay = SequenceReplay(P, cfg.buffer_size, o, a)
+        self.replay = SequenceReplay(P, cfg.buffer_size, o, a, cfg.hidden)
 
         self.steps = 0
         self.episodes = AutoReset(env, self.rngs, max_steps=cfg.episode_steps or env.max_episode_steps)
         self.obs = self.episodes.reset()
         self.first = np.ones(P, bool)                 # self.obs is an episode's first observation
         self.h = self.actor.initial_state(1)          # (P, 1, H): the acting state
+        self.hc = self.critic.initial_state(1)        # (P, 2, 1, H): the critics' along the same steps
         self._eval_h = None
         self.losses = {}
 
@@ -202,6 +214,8 @@ class RecurrentTD3:
         """One env step of every agent, then (from learning_starts on) one update."""
         cfg, P = self.cfg, self.P
         self.h = np.where(self.first[:, None, None], self.actor.p["h0"][:, None], self.h)
+        self.hc = np.where(self.first[:, None, None, None], self.critic.p["h0"][:, :, None], self.hc)
+        states = self.h[:, 0], self.hc[:, :, 0]
         out, self.h = self._actor_step(self.obs[:, None], self.h)
         noise = np.stack([r.standard_normal(self.act_dim) for r in self.rngs]).astype(F32)
         uniform = np.stack([r.uniform(-1, 1, self.act_dim) for r in self.rngs]).astype(F32)
@@ -209,8 +223,11 @@ class RecurrentTD3:
             action = uniform
         else:
             action = np.clip(out[:, 0] + noise * F32(cfg.exploration_noise), -1, 1)
+        if cfg.stored_state:  # the critics' state follows the steps taken, for windows to start from
+            _, self.hc, _ = self.critic.forward(np.concatenate([self.obs, action], -1)[None, :, None, None],
+                                                self.hc)
         obs, reward, terminated, truncated, next_obs = self.episodes.step(action * self.act_scale + self.act_offset)
-        self.replay.store(self.obs, action, reward, terminated, next_obs, self.first)
+        self.replay.store(self.obs, action, reward, terminated, next_obs, self.first, *states)
         self.obs, self.first = obs, terminated | truncated
         self.steps += 1
         if self.steps >= max(cfg.learning_starts, cfg.sequence_length) and self.steps % cfg.update_every == 0:
@@ -225,9 +242,14 @@ class RecurrentTD3:
         w = self.replay.windows(starts, L)
         obs, act, resets = w["obs"], w["act"], w["first"]                      # (L, P, B, ...)
         next_obs = time_flat(w["next_obs"][K:])[None]                           # (1, P, T B, o)
+        if cfg.stored_state:  # every network starts where the online ones were when acting
+            h_actor, h_critic = w["actor_state"], w["critic_state"]
+        else:                 # or from its initial state
+            h_actor = h_critic = None
+            resets[0] = True
 
         # Target policy smoothing, continuing the target actor one step from each step's state
-        _, _, cache = self.actor.forward(obs, None, resets, self.actor_target_p)
+        _, _, cache = self.actor.forward(obs, h_actor, resets, self.actor_target_p)
         next_action, _, _ = self.actor.forward(next_obs, self.actor.states_after(cache, K), None, self.actor_target_p)
         noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
         next_action = np.clip(next_action + noise, -1, 1)
@@ -235,7 +257,7 @@ class RecurrentTD3:
         # Clipped double Q-learning: y = r + gamma (1 - d) min(Q1', Q2'), each target critic
         # continued one step from its state after step t with (o'_t, a'_t)
         x = np.concatenate([obs, act], -1)[:, :, None]                          # (L, P, 1, B, o + a)
-        _, _, cache = self.critic.forward(x, None, resets[:, :, None], self.critic_target_p)
+        _, _, cache = self.critic.forward(x, h_critic, resets[:, :, None], self.critic_target_p)
         x_next = np.concatenate([next_obs, next_action], -1)[:, :, None]
         qf_next_target, _, _ = self.critic.forward(x_next, self.critic.states_after(cache, K), None,
                                                    self.critic_target_p)
@@ -243,7 +265,7 @@ class RecurrentTD3:
         next_q_value = w["reward"][K:] + F32(cfg.gamma) * w["not_done"][K:] * np.moveaxis(min_qf_next_target, 1, 0)
 
         # Both critics regress on y over the steps past burn-in
-        qf_a_values, _, critic_cache = self.critic.forward(x, None, resets[:, :, None])  # (L, P, 2, B, 1)
+        qf_a_values, _, critic_cache = self.critic.forward(x, h_critic, resets[:, :, None])  # (L, P, 2, B, 1)
         error = qf_a_values[K:] - next_q_value[:, :, None, :, None]
         d_q = np.zeros_like(qf_a_values)
         d_q[K:] = error * F32(2 / (B * T))
@@ -253,7 +275,7 @@ class RecurrentTD3:
         if not update_actor:
             return
         # Deterministic policy gradient through critic 1, continued from its state before step t
-        pi, _, actor_cache = self.actor.forward(obs, None, resets)
+        pi, _, actor_cache = self.actor.forward(obs, h_actor, resets)
         x_pi = np.concatenate([time_flat(obs[K:]), time_flat(pi[K:])], -1)[None]  # (1, P, T B, o + a)
         h_before = self.critic.states_before(critic_cache, K)[:, 0]             # critic 1's (P, T B, H)
         qf1_pi, _, cache = self.critic.forward(x_pi, h_before, None, self.critic1_p)
@@ -323,7 +345,7 @@ class RecurrentTD3:
             "critic_opt_v": self.critic_opt.v.reshape(self.critic.params.shape),
             **{f"replay_{name}": a for name, a in self.replay.arrays().items()},
             "ep_return": self.episodes.ep_return, "ep_len": self.episodes.ep_len,
-            "acting_state": self.h, "first": self.first,
+            "acting_state": self.h, "critic_acting_state": self.hc, "first": self.first,
         }
 
     def state_dict(self) -> dict:

@@ -43,8 +43,9 @@ def train(env: "str | type | Callable", algo: "str | None" = None, *, steps: "in
         env: a built-in environment (``"pendulum"``, ``"ant"``, ...), a registered gymnasium id
             (``"Pendulum-v1"``), ``"module:attr"``, or a gymnasium.Env subclass / factory
             function importable from a module.
-        algo: ``"td3"``, ``"sac"`` or ``"ppo"`` (default: ``"sac"`` on the quadrotor and on your
-            own envs, ``"module:attr"``; ``"td3"`` elsewhere).
+        algo: ``"td3"``, ``"sac"``, ``"ppo"`` or ``"td3-gru"`` (recurrent actor and critics), or
+            ``"module:Class"`` (default: ``"sac"`` on the quadrotor and on your own envs,
+            ``"module:attr"``; ``"td3"`` elsewhere).
         steps: environment steps per agent (default: the preset's: 10000 for the pendulum,
             300000 for the quadrotor).
         seeds: one seed (an agent), a list of seeds or a range text such as ``"0-15"`` (a

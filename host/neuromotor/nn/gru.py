@@ -75,6 +75,12 @@ def time_flat(a: np.ndarray) -> np.ndarray:
     return moved.reshape(*moved.shape[:-3], -1, moved.shape[-1])
 
 
+def bias_grad(d: np.ndarray) -> np.ndarray:
+    """sum over steps and rows of d (T, *pop, B, n_out), each member's in the same order whatever
+    the population around it (a member trains the same alone or in a population)."""
+    return time_flat(d).sum(-2)
+
+
 def weight_grad(d: np.ndarray, x: np.ndarray) -> np.ndarray:
     """sum over steps and rows of d x^T: the gradient of W in linear(x, W, b) given d (T, *pop, B, n_out)."""
     return np.matmul(np.swapaxes(time_flat(d), -1, -2), time_flat(x))
@@ -137,5 +143,5 @@ def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = 
     d_x = np.matmul(d_gi, p.wi)
     if not params:
         return None, d_x, dh
-    d_gru = GRUParams(weight_grad(d_gi, tape.x), d_gi.sum(axis=(0, -2)), d_wh, d_bh, d_h0)
+    d_gru = GRUParams(weight_grad(d_gi, tape.x), bias_grad(d_gi), d_wh, d_bh, d_h0)
     return d_gru, d_x, dh

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from neuromotor.nn import gru
-from neuromotor.nn.gru import GRUParams, linear, weight_grad
+from neuromotor.nn.gru import GRUParams, bias_grad, linear, weight_grad
 
 ACTIVATE = {"relu": lambda x: np.maximum(x, 0), "tanh": np.tanh, "identity": lambda x: x}
 
@@ -89,7 +89,7 @@ class RecurrentNet:
             g["h0"] += d_start.sum(-2)
         d_pre1 = d_a1 * (a1 > 0)
         g["w1"][...] = weight_grad(d_pre1, x)
-        g["b1"][...] = d_pre1.sum(axis=(0, -2))
+        g["b1"][...] = bias_grad(d_pre1)
         return (grad, np.matmul(d_pre1, p["w1"])) if need_dx else grad
 
     def _head_backward(self, layers: list, p: dict, d: np.ndarray, g: dict = None) -> np.ndarray:
@@ -103,7 +103,7 @@ class RecurrentNet:
                 d = d * (out > 0)
             if g is not None:
                 g[f"w{i}"][...] = weight_grad(d, layers[i - 2])
-                g[f"b{i}"][...] = d.sum(axis=(0, -2))
+                g[f"b{i}"][...] = bias_grad(d)
             d = np.matmul(d, p[f"w{i}"])
         return d
 
