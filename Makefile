@@ -22,9 +22,7 @@ demo: venv system
 EMULATED_BOARDS := qemu-m4f qemu-m7 qemu-rv32 qemu-xtensa
 
 # Test files run side by side (pytest-xdist), each file on one worker so its boards start once;
-# in tests/e2e, where one board's tests take minutes, a file's tests on one board are such a unit,
-# so its boards run side by side (tests/conftest.py). Much of the time is emulated boards and
-# serial transfers waiting, hence more workers than cores; on 2 cores 6 workers were slower than 4.
+# most of the time goes to emulated boards and serial transfers, not to this machine's cores.
 TEST_WORKERS ?= 4
 test: venv system firmware natmods emulated browser
 	$(VENV)/bin/python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile

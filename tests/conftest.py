@@ -2,7 +2,6 @@
 trained run, and a snapshot of a directory tree (to show a command changed nothing)."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,30 +40,6 @@ def neuromotor_process():
         return subprocess.Popen([sys.executable, "-m", "neuromotor", *map(str, args)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
     return spawn
-
-
-# `--dist loadfile` (make test) gives each file to one worker, so a module's fixtures are made
-# once. tests/e2e's files are the exception: their board fixtures start one emulated board per
-# module and board name and each board's tests take minutes, so there a file's tests on one
-# board are a unit of their own and the boards run side by side on several workers instead of
-# one after another on one (each board still starts once).
-_SPLIT_BY_BOARD = "tests/e2e/"
-_BOARD_PARAM = re.compile(r"[^\[]*\[(qemu-[a-z0-9]+)")
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    if config.getoption("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class FilesAndE2EBoards(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            board = _BOARD_PARAM.match(nodeid) if scope.startswith(_SPLIT_BY_BOARD) else None
-            return f"{scope}::{board.group(1)}" if board else scope
-
-    return FilesAndE2EBoards(config, log)
 
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=50", "--quiet"]
