@@ -13,7 +13,7 @@ from neuromotor.envs.quadrotor_drones import QuadrotorDronesVec
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.training import distil as d
 
-TINY = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100, "iterations": 2, "envs_per_teacher": 2,
+TINY = {"teachers": 2, "base_steps": 200, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100, "iterations": 2, "envs_per_teacher": 2,
         "rollout_steps": 40, "window": 16, "burn_in": 4, "batch_windows": 4, "updates": 3,
         "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
 
@@ -21,8 +21,13 @@ TINY = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "teache
 def test_the_students_file_is_the_trained_network(tmp_path):
     cfg = d.make_config({**TINY, "updates": 20})
     drones = d.draw_drones(cfg, cfg.teachers, 0)
-    teachers = d.train_teachers(tmp_path / "teachers", cfg, drones, progress=False)
+    base = d.train_base(tmp_path / "base", cfg, progress=False)
+    teachers = d.train_teachers(tmp_path / "teachers", cfg, drones, base, progress=False)
     assert len(teachers) == 2 and not teachers[0].recurrent
+    for k, teacher in enumerate(teachers):  # each teacher's policy file is the one kept
+        kept = read_policy(tmp_path / d.TEACHER_FILE.format(k))
+        for w, want in zip(kept.weights, teacher.weights):
+            np.testing.assert_array_equal(w, want)
     evaluated = [json.loads(line) for line in (tmp_path / "teachers" / "metrics.jsonl").read_text().splitlines()]
     assert sorted({r["step"] for r in evaluated}) == [0, 100, 200]  # two legs, the second a resume
     net, norm, env = d.dagger(tmp_path, cfg, teachers, drones, progress=False)
@@ -63,14 +68,17 @@ def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys)
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     for name in ("distil.json", "metrics.jsonl", "learning_curve.png", "summary.json", "student.nmp",
-                 "teachers/best.npz"):
+                 "base/checkpoint.npz", "teachers/best.npz", "teacher-0.nmp", "teacher-1.nmp"):
         assert (run / name).is_file(), name
     rows = summary["evaluation"]
-    assert set(rows) == {"student on fresh drones", "student on the teachers' drones", "each teacher on its own drone"}
+    assert set(rows) == {"student on fresh drones", "base policy on fresh drones", "best teacher on fresh drones",
+                         "student on the teachers' drones", "each teacher on its own drone"}
+    best = rows["best teacher on fresh drones"]
+    assert best["success_mean"] == pytest.approx(max(best["each_teacher_mean"]), abs=1e-4) and best["teacher"] in (0, 1)
     assert all(0 <= r["success_mean"] <= 1 and len(r["per_drone"]) == 2 for r in rows.values())
     fresh = json.loads((run / "distil.json").read_text())["fresh_drones"]
     assert fresh != json.loads((run / "distil.json").read_text())["drones"]
-    assert set(summary["cpu_s_per_phase"]) == {"teachers", "dagger", "evaluation"}
+    assert set(summary["cpu_s_per_phase"]) == {"base", "teachers", "dagger", "evaluation"}
     kwargs = json.dumps({**d.STUDENT_ENV, "drones": fresh[:1], "obs_delay": 1})
     assert main(["eval", str(run / "student.nmp"), "--env", "quadrotor", "--env-kwargs", kwargs,
                  "--episodes", "2", "--json"]) == 0

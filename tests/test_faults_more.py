@@ -21,7 +21,7 @@ from neuromotor.training import rundir
 
 FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_every=200",
         "--set", "checkpoint_every=100", "--quiet"]
-DISTIL = {"teachers": 2, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100,
+DISTIL = {"teachers": 2, "base_steps": 200, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100,
           "iterations": 2, "envs_per_teacher": 2, "rollout_steps": 40, "window": 16, "burn_in": 4,
           "batch_windows": 4, "updates": 3, "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
 DATA = Path(__file__).parent / "data"

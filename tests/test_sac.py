@@ -413,3 +413,37 @@ def test_gymnasium_twin_trains_to_the_built_in_numbers_and_resumes(cli, tmp_path
         return [int(n) for k, v in sorted(checkpoint_arrays(run_dir).items()) if k.rpartition(".")[2] == "ep_len" for n in v]
     assert ep_len(tmp_path / "twin") == [150, 150]
     assert ep_len(tmp_path / "resumed") == [100, 100]  # restarted at 150, not at 200
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_a_population_starts_from_one_trained_agent(shards):
+    cfg = Config(**SMALL, policy_average=300)
+    base = _train([9], 300, cfg=cfg)
+    state = base.state_dict()
+    pop = _train([1, 2, 3], 0, shards, cfg=cfg)
+    obs = np.random.default_rng(4).standard_normal((7, 3)).astype(np.float32)
+    want = base.policy_spec(0).forward(obs)
+    assert np.abs(pop.policy_spec(0).forward(obs) - want).max() > 1e-3  # its own initial networks
+    pop.start_from(state)
+    for k in range(3):
+        np.testing.assert_array_equal(pop.policy_spec(k).forward(obs), want)
+    if shards == 1:
+        local = pop.local
+        np.testing.assert_array_equal(local.log_alpha, np.full(3, state["log_alpha"][0]))
+        for key in ("critic", "critic_target", "actor"):
+            mine = local.critic.mlp.views(getattr(local.critic, "target" if key == "critic_target" else "params")) \
+                if key != "actor" else local.actor.layers
+            one = MLP(local.critic.mlp.sizes if key != "actor" else local.actor.mlp.sizes,
+                      local.critic.mlp.activations if key != "actor" else local.actor.mlp.activations,
+                      (1, 2) if key != "actor" else (1,))
+            for m, t in zip(mine, one.views(state[key])):
+                for k in range(3):
+                    np.testing.assert_array_equal(m[k], t[0])
+        assert local.replay.size == 0 and local.steps == 0  # its own replay and streams
+    for _ in range(150):
+        pop.advance()
+    assert np.abs(pop.policy_spec(0).forward(obs) - pop.policy_spec(1).forward(obs)).max() > 0  # own seeds, own ways
+    with pytest.raises(UserError, match="one-agent run"):
+        pop.start_from(pop.state_dict() if shards == 1 else _train([1, 2], 0, cfg=cfg).state_dict())
+    pop.close()
+    base.close()

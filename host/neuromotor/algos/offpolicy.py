@@ -389,3 +389,26 @@ class OffPolicyAgents:
             set_rng_state(r, st)
         self.obs = self.episodes.restore(d["env_state"], np.array(d["obs"]))
         self._restored()
+
+    def start_from(self, state: dict) -> None:
+        """Every agent's networks (their targets, the policy average and SAC's temperature
+        included) set to those of `state`, the state_dict of a one-agent run of the same
+        networks: a population fine-tuned from one trained policy (distillation's teachers,
+        each on its own drone). Optimisers, replay and random streams stay this run's own."""
+        if len(state["seeds"]) != 1:
+            raise UserError(f"a population starts from a one-agent run, not one of {len(state['seeds'])} agents")
+        self.sync_host()
+        families = {"actor": self.actor.mlp, "actor_target": self.actor.mlp, "policy_actor": self.actor.mlp,
+                    "critic": self.critic.mlp, "critic_target": self.critic.mlp}
+        for key, arr in self._arrays().items():
+            if key in families:
+                mlp = families[key]
+                one = MLP(mlp.sizes, mlp.activations, (1,) + mlp.pop[1:], mlp.dtype)
+                if np.shape(state[key]) != (one.size,):
+                    raise UserError(f"{key}: the run to start from has other networks ({np.shape(state[key])} "
+                                    f"parameters, these {one.size})")
+                for mine, theirs in zip(mlp.views(arr), one.views(np.asarray(state[key], mlp.dtype))):
+                    mine[...] = theirs
+            elif key == "log_alpha":
+                arr[...] = state[key]
+        self._restored()

@@ -1,10 +1,12 @@
 """Distillation: a population of quadrotor teachers, each hovering its own drone, distilled into
 one GRU student that flies them all (RAPTOR's recipe, arXiv 2509.11481, at a small scale).
 
-1. Teachers: K drones are drawn (mass, thrust coefficient, inertia, arm length and motor time
-   constant, each a factor of the Crazyflie's uniform in [1 - r, 1 + r]), and one SAC population
-   trains with the quadrotor preset (its decay and averaging scaled to `teacher_steps`), agent k
-   on drone k (the env's `drones` option): an ordinary run directory, RUN/teachers.
+1. Teachers: a base policy trains on the Crazyflie (SAC's quadrotor preset, `base_steps`: an
+   ordinary run directory, RUN/base). K drones are drawn (mass, thrust coefficient, inertia, arm
+   length and motor time constant, each a factor of the Crazyflie's uniform in [1 - r, 1 + r]),
+   and one SAC population starts from the base's networks and fine-tunes them for
+   `teacher_steps` (the preset's decay and averaging scaled to them), agent k on drone k (the
+   env's `drones` option): RUN/teachers, and each teacher's policy RUN/teacher-K.nmp.
 2. DAgger: the student (Dense relu -> GRU -> Dense tanh, neuromotor.nn.recurrent) flies
    envs_per_teacher envs of every drone for rollout_steps steps; with probability beta
    (beta0 * beta_decay^iteration) a step executes the teacher's action instead of the
@@ -38,6 +40,7 @@ from neuromotor.envs import env_class
 from neuromotor.envs import quadrotor as q
 from neuromotor.envs.quadrotor_drones import DRONE_FACTORS, SENSED, QuadrotorDronesVec
 from neuromotor.errors import UserError
+from neuromotor.limits import MAX_START_DRAWS
 from neuromotor.nn.optim import Adam
 from neuromotor.nn.recurrent import RecurrentPolicyNet
 from neuromotor.policy.policy_file import write_policy
@@ -47,8 +50,9 @@ from neuromotor.training import config, plotting, rundir, runs, session
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_policy_spec
 
-CONFIG, STUDENT, TEACHERS = "distil.json", "student.nmp", "teachers"
+CONFIG, STUDENT, BASE, TEACHERS = "distil.json", "student.nmp", "base", "teachers"
 OWN_FILES = (CONFIG, rundir.METRICS, rundir.CURVE, rundir.SUMMARY, STUDENT)
+TEACHER_FILE = "teacher-{}.nmp"
 EVAL_SEED = 10_000  # the task's held-out starts (benchmarks/quadrotor.py)
 STUDENT_ENV = {"position_scale": 1, "rotor_speeds": False, "action_history": 1}
 
@@ -62,7 +66,10 @@ def student_obs(obs: np.ndarray) -> np.ndarray:
 @dataclass
 class DistilConfig:
     teachers: int = 8
-    teacher_steps: int = 300_000     # per teacher: the SAC quadrotor preset's
+    # Teachers trained from scratch on their drones hovered from 47-100% of their starts after SAC's
+    # 300k steps (one collapsed from 81% to 0% and back): fine-tuned from one base they start flying.
+    base_steps: int = 300_000        # the base on the Crazyflie: the SAC quadrotor preset's
+    teacher_steps: int = 100_000     # per teacher, fine-tuning the base on its drone
     teacher_eval_episodes: int = 100
     teacher_eval_every: int = 10_000  # the preset's; each teacher is kept from its best evaluation
     # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]; mass and thrust
@@ -78,6 +85,11 @@ class DistilConfig:
     iterations: int = 12
     envs_per_teacher: int = 16
     rollout_steps: int = 500
+    # The student lost drones in the first second from hard starts, while hovering as precisely as
+    # its teachers: rollouts cut episodes at episode_steps and start from the hardest of start_draws
+    # starts (the teachers' preset's), so recovering is not drowned in hovering.
+    episode_steps: int = 200
+    start_draws: int = 3
     beta0: float = 1.0               # share of executed teacher actions in the first iteration
     beta_decay: float = 0.5
     window: int = 64
@@ -92,11 +104,12 @@ class DistilConfig:
 
     RULES = {
         **{name: rules.integer(1, 10**9) for name in (
-            "teachers", "teacher_steps", "teacher_eval_episodes", "teacher_eval_every", "dense", "hidden",
-            "iterations", "envs_per_teacher", "rollout_steps", "window", "batch_windows", "updates", "eval_drones",
+            "teachers", "base_steps", "teacher_steps", "teacher_eval_episodes", "teacher_eval_every", "dense", "hidden",
+            "iterations", "envs_per_teacher", "rollout_steps", "episode_steps", "window", "batch_windows", "updates", "eval_drones",
             "eval_episodes")},
         **{name: rules.number(0, 0.7) for name in DRONE_FACTORS},
         "burn_in": rules.integer(0, 10**9),
+        "start_draws": rules.integer(1, MAX_START_DRAWS),
         "beta0": rules.number(0, 1), "beta_decay": rules.number(0, 1),
         "lr": rules.RATE, "max_grad_norm": rules.number(0, lo_open=True),
         "seed": rules.integer(0, 2**32 - 1),
@@ -123,8 +136,28 @@ def draw_drones(cfg: DistilConfig, count: int, stream: int) -> list:
              for name in DRONE_FACTORS} for _ in range(count)]
 
 
-def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, progress: bool) -> list:
-    """The teachers' SAC run in run_dir (agent k on drone k); each one's best policy.
+def train_base(run_dir: Path, cfg: DistilConfig, progress: bool) -> dict:
+    """The base's SAC run on the Crazyflie in run_dir (seed cfg.seed); its last state (a state_dict)."""
+    settings = {"eval_every": min(cfg.teacher_eval_every, cfg.base_steps),
+                "eval_episodes": cfg.teacher_eval_episodes, "checkpoint_every": 0}
+    spec = session.new_config("quadrotor", "sac", settings=settings, steps=cfg.base_steps, shards=1,
+                              seed=cfg.seed, quiet=True)
+    algo = runs.build(spec)
+    rundir.make_dir(run_dir)
+    with rundir.locked(run_dir):
+        rundir.prepare(run_dir, force=True)
+        rundir.write_config(run_dir, spec)
+        session.train(run_dir, spec, algo, progress=progress)
+    _, algo = runs.load(run_dir)
+    try:
+        return algo.state_dict()
+    finally:
+        algo.close()
+
+
+def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, base: dict, progress: bool) -> list:
+    """The teachers' SAC run in run_dir (agent k on drone k, every agent starting from `base`,
+    the base's state_dict); each one's best policy, also written beside run_dir as TEACHER_FILE.
 
     The run goes from evaluation to evaluation (every teacher_eval_every steps), each leg a
     resume of the last: an agent's policy swings from one evaluation to the next, and the
@@ -143,12 +176,15 @@ def train_teachers(run_dir: Path, cfg: DistilConfig, drones: list, progress: boo
     with rundir.locked(run_dir):
         rundir.prepare(run_dir, force=True)
         rundir.write_config(run_dir, spec)
+        algo.start_from(base)
         session.train(run_dir, spec, algo, progress=progress)
         _keep_best(run_dir, best, scores)
         for end in [*range(2 * every, steps, every), *([steps] if steps > every else [])]:
             spec, algo = session.resume(run_dir, steps=end)
             session.train(run_dir, spec, algo, progress=progress)
             _keep_best(run_dir, best, scores)
+    for k, teacher in enumerate(best):
+        write_policy(teacher, run_dir.parent / TEACHER_FILE.format(k))
     return best
 
 
@@ -185,18 +221,19 @@ class Dataset:
         return self.x[t, env], self.label[t, env], self.reset[t, env], self.state[t[0], env]
 
 
-def rollout(net, norm, teachers, env, rngs, beta, rng, steps):
-    """Fly the student (teacher actions executed with probability beta per step); the teachers'
-    labels. Returns (normalised obs, labels, resets, student states) (T, N, ...) and the
-    success share of the episodes that ended (None if none did)."""
+def rollout(net, norm, teachers, env, rngs, beta, rng, cfg: DistilConfig):
+    """Fly the student (teacher actions executed with probability beta per step) for
+    cfg.rollout_steps steps, episodes of at most cfg.episode_steps from the hardest of
+    cfg.start_draws starts; the teachers' labels. Returns (normalised obs, labels, resets, student
+    states) (T, N, ...) and the success share of the episodes that ended (None if none did)."""
     n = env.num_envs
-    obs = env.reset(rngs)
+    obs = env.reset(rngs, draws=cfg.start_draws)
     h = net.initial_state(n)
     xs, labels, resets, states = [], [], [], []
     reset = np.ones(n, bool)
     ep_len = np.zeros(n, int)
     ended = succeeded = 0
-    for _ in range(steps):
+    for _ in range(cfg.rollout_steps):
         x = ((student_obs(obs) - norm[0]) / norm[1]).astype(np.float32)
         label = np.empty((n, 4), np.float32)
         for teacher, (a, b) in zip(teachers, env.blocks):
@@ -206,13 +243,13 @@ def rollout(net, norm, teachers, env, rngs, beta, rng, steps):
         taught = rng.uniform(size=n) < beta
         obs, _, terminated = env.step(np.where(taught[:, None], label, action))
         ep_len += 1
-        done = terminated | (ep_len >= env.max_episode_steps)
+        done = terminated | (ep_len >= min(cfg.episode_steps, env.max_episode_steps))
         reset = done
         if done.any():
             full = done & ~terminated
             ended += int(done.sum())
             succeeded += int((env.success() & full).sum())
-            obs = env.reset(rngs, mask=done)
+            obs = env.reset(rngs, mask=done, draws=cfg.start_draws)
             h = np.where(done[:, None], net.p["h0"], h)
             ep_len[done] = 0
     stack = lambda a, dtype: np.array(a, dtype)  # noqa: E731
@@ -249,7 +286,7 @@ def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progr
         for it in range(cfg.iterations):
             beta = cfg.beta0 * cfg.beta_decay ** it
             rngs = [np.random.default_rng([cfg.seed, 2, it, i]) for i in range(env.num_envs)]
-            part, success = rollout(net, norm, teachers, env, rngs, beta, rng, cfg.rollout_steps)
+            part, success = rollout(net, norm, teachers, env, rngs, beta, rng, cfg)
             if it == 0:
                 raw = part[0].reshape(-1, obs_dim)
                 norm = (raw.mean(0).astype(np.float32), np.maximum(raw.std(0), 1e-2).astype(np.float32))
@@ -291,15 +328,24 @@ def success_on(spec, drones: list, episodes: int, env_kwargs=None) -> np.ndarray
     return success.reshape(len(drones), episodes)
 
 
-def evaluate(cfg: DistilConfig, student, teachers, drones, fresh, nominal=None) -> dict:
+def evaluate(cfg: DistilConfig, student, base, teachers, drones, fresh, nominal=None) -> dict:
+    """Success rows: per drone, their mean and the worst drone. "best teacher on fresh drones" is
+    the teacher (its index: "teacher") whose mean over the fresh drones is highest."""
+    fresh_of = [success_on(t, fresh, cfg.eval_episodes).mean(1) for t in teachers]
+    best = int(np.argmax([v.mean() for v in fresh_of]))
     rows = {"student on fresh drones": success_on(student, fresh, cfg.eval_episodes, STUDENT_ENV).mean(1),
+            "base policy on fresh drones": success_on(base, fresh, cfg.eval_episodes).mean(1),
+            "best teacher on fresh drones": fresh_of[best],
             "student on the teachers' drones": success_on(student, drones, cfg.eval_episodes, STUDENT_ENV).mean(1),
             "each teacher on its own drone": np.array([success_on(t, [d], cfg.eval_episodes).mean()
                                                        for t, d in zip(teachers, drones)])}
     if nominal is not None:
         rows["nominal policy on fresh drones"] = success_on(nominal, fresh, cfg.eval_episodes).mean(1)
-    return {name: {"success_mean": float(v.mean()), "success_min": float(v.min()), "per_drone": v.round(4).tolist()}
-            for name, v in rows.items()}
+    out = {name: {"success_mean": float(v.mean()), "success_min": float(v.min()), "per_drone": v.round(4).tolist()}
+           for name, v in rows.items()}
+    out["best teacher on fresh drones"]["teacher"] = best
+    out["best teacher on fresh drones"]["each_teacher_mean"] = [round(float(v.mean()), 4) for v in fresh_of]
+    return out
 
 
 def check_run_dir(run_dir: Path, force: bool) -> None:
@@ -318,8 +364,8 @@ def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progre
     run_dir = Path(run_dir)
     check_run_dir(run_dir, force)
     rundir.make_dir(run_dir)
-    for name in OWN_FILES:
-        (run_dir / name).unlink(missing_ok=True)
+    for path in [*(run_dir / name for name in OWN_FILES), *run_dir.glob(TEACHER_FILE.format("*"))]:
+        path.unlink(missing_ok=True)
     drones, fresh = draw_drones(cfg, cfg.teachers, 0), draw_drones(cfg, cfg.eval_drones, 1)
     atomic_write(run_dir / CONFIG, json.dumps({"env": "quadrotor", "config": dataclasses.asdict(cfg),
                                                "drones": drones, "fresh_drones": fresh}, indent=2) + "\n")
@@ -329,8 +375,12 @@ def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progre
         cpu.append(time.process_time())
         return round(cpu[-1] - cpu[-2], 1)
 
-    teachers = train_teachers(run_dir / TEACHERS, cfg, drones, progress)
-    phases = {"teachers": lap()}
+    base_state = train_base(run_dir / BASE, cfg, progress)
+    base = load_policy_spec(run_dir / BASE)
+    phases = {"base": lap()}
+    teachers = train_teachers(run_dir / TEACHERS, cfg, drones, base_state, progress)
+    del base_state
+    phases["teachers"] = lap()
     net, norm, env = dagger(run_dir, cfg, teachers, drones, progress)
     student = student_spec(net, norm, env, {"env": "quadrotor", "algo": "distil", "seed": cfg.seed,
                                             "step": cfg.iterations})
@@ -338,11 +388,11 @@ def distil(run_dir, cfg: DistilConfig, nominal=None, force: bool = False, progre
     metrics = rundir.read_metrics(run_dir)
     _plot(metrics, run_dir / rundir.CURVE)
     phases["dagger"] = lap()
-    evaluation = evaluate(cfg, student, teachers, drones, fresh, nominal)
+    evaluation = evaluate(cfg, student, base, teachers, drones, fresh, nominal)
     phases["evaluation"] = lap()
     summary = {"evaluation": evaluation, "cpu_s_per_phase": phases, "cpu_s": round(cpu[-1] - cpu[0], 1),
                "wall_s": round(time.perf_counter() - t0, 1), "final_loss": metrics[-1]["loss"],
-               "student": str(run_dir / STUDENT), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir),
+               "student": str(run_dir / STUDENT), "base": str(run_dir / BASE), "teachers": str(run_dir / TEACHERS), "run_dir": str(run_dir),
                # a policy file holds no env: eval and hil need the student's, which is not the quadrotor's default
                "student_env_kwargs": dict(STUDENT_ENV)}
     atomic_write(run_dir / rundir.SUMMARY, json.dumps(summary, indent=2) + "\n")

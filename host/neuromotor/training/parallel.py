@@ -232,6 +232,14 @@ class Sharded:
         return {**{f"shard{i}.{k}": v for i, d in enumerate(self._call_all("state_dict")) for k, v in d.items()},
                 **self.identity}
 
+    def start_from(self, state: dict) -> None:
+        """Every agent's networks from a one-agent run's state_dict (the algorithm's start_from)."""
+        state = {k: v for k, v in state.items() if not k.startswith(checkpoint_identity_prefix)}
+        if self.local:
+            self.local.start_from(state)
+        else:
+            self._call_all("start_from", [state] * len(self._workers))
+
     def load_state_dict(self, arrays: dict) -> None:
         arrays = {k: v for k, v in arrays.items() if not k.startswith(checkpoint_identity_prefix)}
         if self.local:
