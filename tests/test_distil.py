@@ -84,6 +84,12 @@ def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys)
                  "--episodes", "2", "--json"]) == 0
     assert main(argv) == 2  # an existing distillation is replaced only with --force
     assert "--force" in capsys.readouterr().err
+    for command in (["export", str(run), "-o", str(tmp_path / "s.nmp")], ["eval", str(run), "--episodes", "1"]):
+        assert main(command) == 2  # the run directory is no training run: the student is named
+        assert f"its policy is {run / 'student.nmp'}" in capsys.readouterr().err
+    with pytest.raises(neuromotor.UserError, match="its policy is"):
+        neuromotor.load_policy(run)
+    assert not (tmp_path / "s.nmp").exists()
 
 
 @pytest.mark.parametrize("argv, match", [

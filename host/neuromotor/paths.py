@@ -38,3 +38,15 @@ def natmods_dir() -> Path:
 
 def runs_dir() -> Path:
     return Path(os.environ.get("NEUROMOTOR_RUNS", "runs"))
+
+
+STUDENT_FILE = "student.nmp"  # a distillation's policy, in its run directory
+
+
+def no_policy_source(shown: str, path) -> str:
+    """What to say of `path` (shown as `shown`) when it is neither a run directory nor a policy
+    file: a distillation's directory is neither, and names the policy it holds."""
+    student = Path(path) / STUDENT_FILE
+    if student.is_file():
+        return f"{shown}: a distillation's directory, not a training run: its policy is {student}"
+    return f"{shown}: no such run directory or policy file"

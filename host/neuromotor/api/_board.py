@@ -17,7 +17,7 @@ from neuromotor.boards.deploy import deploy
 from neuromotor.boards.link.ports import resolve_port, resolve_ports
 from neuromotor.boards.web.serve import make_server, url
 from neuromotor.errors import UserError
-from neuromotor.paths import cache_dir, runs_dir
+from neuromotor.paths import cache_dir, no_policy_source, runs_dir
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.training.rundir import claim_dir
 
@@ -34,7 +34,7 @@ def _source(source) -> str:
         raise UserError(f"expected a Run, a run directory or a policy file, got {source!r}")
     p = Path(path)
     if not (p.is_file() or (p / "config.json").is_file()):
-        raise UserError(f"{os.fspath(path)!r}: no such run directory or policy file")
+        raise UserError(no_policy_source(repr(os.fspath(path)), p))
     if p.is_file():
         read_policy(p)  # not a policy file, or corrupted: said before any board is involved
     return os.fspath(path)

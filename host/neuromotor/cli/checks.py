@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from neuromotor import api
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_SEED
+from neuromotor.paths import no_policy_source
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _BOARD_PATH = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\Z")
@@ -48,7 +49,7 @@ def source(option: str, path: str) -> Path:
     file that reads as one."""
     p = Path(path)
     if not path or not (p.is_file() or (p / "config.json").is_file()):
-        raise UserError(f"{option} {path!r}: no such run directory or policy file")
+        raise UserError(no_policy_source(f"{option} {path!r}", p))
     if p.is_file():
         api.load_policy(p)  # a UserError (not a policy, corrupted) before any board is involved
     return p

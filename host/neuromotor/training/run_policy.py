@@ -12,6 +12,7 @@ from pathlib import Path
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
+from neuromotor.paths import STUDENT_FILE, no_policy_source
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.training import checkpoint, rundir, runs
@@ -63,7 +64,7 @@ def load_spec(source, agent: int = 0) -> PolicySpec:
         return load_policy_spec(path.parent, agent=agent, state_file=path.name)
     if path.is_file():
         return read_policy(path)
-    if not path.is_dir():
-        raise UserError(f"{source}: no such run directory or policy file")
+    if not path.is_dir() or ((path / STUDENT_FILE).is_file() and not (path / rundir.CONFIG).is_file()):
+        raise UserError(no_policy_source(str(source), path))
     best = os.path.lexists(path / rundir.BEST)
     return load_policy_spec(path, agent=agent, state_file=rundir.BEST if best else rundir.CHECKPOINT)
