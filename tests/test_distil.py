@@ -107,3 +107,32 @@ def test_bad_settings_are_one_line_errors(tmp_path, capsys, argv, match):
 def test_only_the_quadrotor_distils():
     with pytest.raises(neuromotor.UserError, match="quadrotor"):
         neuromotor.distil("pendulum")
+
+
+def _dataset(T: int, n: int, reset_at=()) -> d.Dataset:
+    """Observations that say their own step (x[t, :, 0] == t), zero labels."""
+    data = d.Dataset()
+    x = np.zeros((T, n, 3), np.float32)
+    x[..., 0] = np.arange(T)[:, None]
+    reset = np.zeros((T, n), bool)
+    reset[list(reset_at)] = True
+    data.add(x, np.full((T, n, 2), 0.5, np.float32), reset, np.zeros((T, n, 6), np.float32))
+    return data
+
+
+def test_windows_hold_every_step_alike():
+    x = _dataset(40, 3).windows(np.random.default_rng(0), 20_000, 8)[0]
+    counts = np.bincount(x[..., 0].astype(int).ravel(), minlength=40)
+    assert counts.min() > 0.95 * np.median(counts)  # the rollout's first steps too (drawn in the data: 1/8 for step 0)
+
+
+def test_an_episodes_first_steps_count_and_a_stored_states_burn_in_does_not():
+    cfg = d.make_config({"window": 8, "burn_in": 4, "batch_windows": 2, "lr": 1e-9})
+    net = d.RecurrentPolicyNet(3, 2, 8, 6, np.random.default_rng(1))
+    for reset_at, counted in (((0,), slice(None)), ((), slice(4, None)), ((2,), slice(2, None))):
+        data = _dataset(8, 2, reset_at)  # one window per env: steps 0-7
+        x, label, reset, h = data.windows(np.random.default_rng(2), 2, 8)
+        y, _, _ = net.forward(x, np.where(reset[0][:, None], net.p["h0"], h), reset)
+        want = float(((y - label)[counted] ** 2).mean())
+        loss = d._update(net, d.Adam(len(net.params), lr=1e-9), data, np.random.default_rng(2), cfg)
+        assert loss == pytest.approx(want, rel=1e-5)

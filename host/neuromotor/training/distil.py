@@ -216,9 +216,13 @@ class Dataset:
                 (self.x, self.label, self.reset, self.state), parts))
 
     def windows(self, rng, count: int, length: int):
+        """`count` windows of `length` steps. Every step is in at least as many windows as a step
+        in the middle: a start is drawn from [1 - length, T - 1] and moved into the data. (Drawn
+        from [0, T - length], the rollouts' first step, where their episodes start, would be in
+        1/length of a middle step's windows.)"""
         T, n = self.reset.shape
         env = rng.integers(0, n, count)
-        t = rng.integers(0, T - length + 1, count)[None] + np.arange(length)[:, None]
+        t = np.clip(rng.integers(1 - length, T, count), 0, T - length)[None] + np.arange(length)[:, None]
         return self.x[t, env], self.label[t, env], self.reset[t, env], self.state[t[0], env]
 
 
@@ -310,15 +314,18 @@ def _update(net, opt, data: Dataset, rng, cfg: DistilConfig) -> float:
     x, label, reset, h = data.windows(rng, cfg.batch_windows, cfg.window)
     h = np.where(reset[0][:, None], net.p["h0"], h)
     y, _, cache = net.forward(x, h, reset)
-    err = (y - label)[cfg.burn_in:]
-    d_y = np.zeros_like(y)
-    d_y[cfg.burn_in:] = 2 * err / err.size
+    # The burn-in warms a stored state up; from an episode's start on the state is exact, and
+    # every step counts: else no episode's first burn_in steps, its hardest, would ever be learnt.
+    counted = (np.arange(len(y)) >= cfg.burn_in)[:, None] | np.logical_or.accumulate(reset, axis=0)
+    err = (y - label) * counted[..., None]
+    size = int(counted.sum()) * y.shape[-1]
+    d_y = 2 * err / size
     grad = net.backward(cache, d_y)
     norm = float(np.sqrt(np.dot(grad, grad)))
     if norm > cfg.max_grad_norm:
         grad *= np.float32(cfg.max_grad_norm / norm)
     opt.step(net.params, grad)
-    return float((err * err).mean())
+    return float((err * err).sum() / size)
 
 
 def success_on(spec, drones: list, episodes: int, env_kwargs=None) -> np.ndarray:
