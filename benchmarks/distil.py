@@ -1,7 +1,7 @@
 """Distillation on the quadrotor: teachers on their own drones, one GRU student for all of them.
 
     .venv/bin/python benchmarks/distil.py --nominal runs/quadrotor-sac-s1-...  # the full size below
-    .venv/bin/python benchmarks/distil.py --set teachers=2 --set teacher_steps=2000 --set iterations=2
+    .venv/bin/python benchmarks/distil.py --set teachers=2 --set base_steps=2000 --set teacher_steps=2000 --set iterations=2
     .venv/bin/python benchmarks/distil.py --run runs/quadrotor-distil-... --nominal ...  # a finished run
 
 Full size: DistilConfig's defaults but 6 teachers (SAC's quadrotor preset, 300,000 steps each,

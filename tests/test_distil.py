@@ -30,9 +30,13 @@ def test_the_students_file_is_the_trained_network(tmp_path):
             np.testing.assert_array_equal(w, want)
     evaluated = [json.loads(line) for line in (tmp_path / "teachers" / "metrics.jsonl").read_text().splitlines()]
     assert sorted({r["step"] for r in evaluated}) == [0, 100, 200]  # two legs, the second a resume
-    net, norm, env = d.dagger(tmp_path, cfg, teachers, drones, progress=False)
+    net, norm, env, iteration = d.dagger(tmp_path, cfg, teachers, drones, progress=False)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [0, 1] and all(np.isfinite(r["loss"]) for r in records)
+    flown = [r["select_success"] for r in records]
+    assert iteration == flown.index(max(flown))  # the iteration whose student flew best is kept
+    spec = d.student_spec(net, norm, env, {})
+    assert d.success_on(spec, drones, cfg.select_episodes, d.STUDENT_ENV, d.SELECT_SEED).mean() == flown[iteration]
     d.write_policy(d.student_spec(net, norm, env, {"env": "quadrotor"}), tmp_path / "s.nmp")
     spec = read_policy(tmp_path / "s.nmp")
     assert spec.recurrent and spec.state_size == 6 and spec.kinds == ["dense", "gru", "dense"]
