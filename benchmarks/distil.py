@@ -4,16 +4,19 @@
     .venv/bin/python benchmarks/distil.py --set teachers=2 --set base_steps=2000 --set teacher_steps=2000 --set iterations=2
     .venv/bin/python benchmarks/distil.py --run runs/quadrotor-distil-... --nominal ...  # a finished run
 
-Full size: DistilConfig's defaults but 6 teachers (SAC's quadrotor preset, 300,000 steps each,
-one population, agent k on drone k), then 12 DAgger iterations of 16 envs per drone x 500 steps,
-600 BPTT updates of 64 windows each (64 steps, 16 of them burn-in).
+Full size: DistilConfig's defaults: a base policy on the Crazyflie (SAC's quadrotor preset,
+300,000 steps), 8 teachers fine-tuned from it for 100,000 steps each (one population, agent k on
+drone k), then 12 DAgger iterations of 16 envs per drone x 500 steps, 1,800 BPTT updates of 64
+windows each (64 steps, 16 of them burn-in), the student of the iteration that flies the
+teachers' drones best kept.
 
 Rows (success: the env's criterion from the task's starts, seeded 10,000 as
-benchmarks/quadrotor.py): the student on drones no teacher trained on (fresh draws from the
-teachers' ranges), on the teachers' drones, each teacher on its own drone, with --nominal that
-single policy on the fresh drones, and RAPTOR's foundation policy (the `foundation-policy`
-package, imported as benchmarks/raptor.py does) on the fresh drones; the student and RAPTOR
-observe the same 22 numbers (training.distil.STUDENT_ENV). Then each of them on the task's
+benchmarks/quadrotor.py) on 100 drones no teacher trained on (fresh draws from the teachers'
+ranges, 10 starts each): the student, the base policy, the best of the teachers (each flown on
+all of them), with --nominal that single policy, and RAPTOR's foundation policy (the
+`foundation-policy` package, imported as benchmarks/raptor.py does); then the student on the
+teachers' drones and each teacher on its own drone. The student and RAPTOR observe the same 22
+numbers (training.distil.STUDENT_ENV). Then each of them on the task's
 randomised Crazyflie (env_kwargs randomize 0.3 and 0.5: mass and thrust coefficient drawn at
 every start) and on the nominal one. CPU seconds per phase (teachers, DAgger, evaluation) are
 the run's. Prints a table, writes benchmarks/results/distil.json.
@@ -36,7 +39,7 @@ from neuromotor.training import distil as d
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_spec
 
-FULL = {"teachers": 6}
+FULL = {}
 TASK_CONDITIONS = {"nominal Crazyflie": {}, "randomize 0.3": {"randomize": 0.3}, "randomize 0.5": {"randomize": 0.5}}
 
 
@@ -79,7 +82,13 @@ def main() -> int:
         print(f"{name:<16}" + "".join(f"{row[c]:>20.0%}" for c in TASK_CONDITIONS))
     phases = ", ".join(f"{k} {v:.0f}" for k, v in summary["cpu_s_per_phase"].items())
     print(f"CPU s: {phases}; all {summary['cpu_s']:.0f}, {summary['wall_s']:.0f} s wall; run {summary['run_dir']}")
-    write_json(args.out, {"distil": summary, "task": task, "episodes": args.episodes})
+    student = rows["student on fresh drones"]["success_mean"]
+    margins = {"student_minus_best_teacher": student - rows["best teacher on fresh drones"]["success_mean"]}
+    if "RAPTOR on fresh drones" in rows:
+        margins["student_minus_raptor"] = student - rows["RAPTOR on fresh drones"]["success_mean"]
+    print("on fresh drones, the student minus " + ", ".join(
+        f"{k.removeprefix('student_minus_').replace('_', ' ')}: {v * 100:+.1f} points" for k, v in margins.items()))
+    write_json(args.out, {"distil": summary, "task": task, "episodes": args.episodes, "margins": margins})
     return 0
 
 

@@ -15,7 +15,7 @@ from neuromotor.training import distil as d
 
 TINY = {"teachers": 2, "base_steps": 200, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100, "iterations": 2, "envs_per_teacher": 2,
         "rollout_steps": 40, "window": 16, "burn_in": 4, "batch_windows": 4, "updates": 3,
-        "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
+        "eval_drones": 2, "eval_episodes": 2, "select_episodes": 2, "dense": 8, "hidden": 6}
 
 
 def test_the_students_file_is_the_trained_network(tmp_path):

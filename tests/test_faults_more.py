@@ -23,7 +23,7 @@ FAST = ["--set", "batch_size=16", "--set", "eval_episodes=1", "--set", "eval_eve
         "--set", "checkpoint_every=100", "--quiet"]
 DISTIL = {"teachers": 2, "base_steps": 200, "teacher_steps": 200, "teacher_eval_episodes": 2, "teacher_eval_every": 100,
           "iterations": 2, "envs_per_teacher": 2, "rollout_steps": 40, "window": 16, "burn_in": 4,
-          "batch_windows": 4, "updates": 3, "eval_drones": 2, "eval_episodes": 2, "dense": 8, "hidden": 6}
+          "batch_windows": 4, "updates": 3, "eval_drones": 2, "eval_episodes": 2, "select_episodes": 2, "dense": 8, "hidden": 6}
 DATA = Path(__file__).parent / "data"
 SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "INT": signal.SIGINT}
 
@@ -248,7 +248,7 @@ def test_distil_interrupted_in_teacher_training_leaves_its_nominal_policy(tmp_pa
     shutil.copyfile(DATA / "quadrotor_hover.nmp", nominal)
     run = tmp_path / "d"
     sets = [f"--set={k}={v}" for k, v in {**DISTIL, "teacher_steps": 10 ** 6}.items()]
-    proc = procs("distil", "quadrotor", "--run-dir", run, "--nominal", nominal, *sets)
+    proc = procs("distil", "quadrotor", "--run-dir", run, "--nominal", nominal, "--json", *sets)  # no bars: the base's, finished, would precede the one line
     _wait_until(proc, _holds_lock(proc, run / "teachers"))
     _fault(procs, proc, signal.SIGINT)
     assert nominal.read_bytes() == (DATA / "quadrotor_hover.nmp").read_bytes()

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 # updates: a couple of CPU seconds. The student keeps distil's own sizes (dense 64, hidden 32).
 TINY = {"teachers": 2, "base_steps": 100, "teacher_steps": 100, "teacher_eval_every": 100, "teacher_eval_episodes": 1,
         "iterations": 2, "envs_per_teacher": 2, "rollout_steps": 64, "window": 16, "burn_in": 4,
-        "batch_windows": 8, "updates": 10, "eval_drones": 1, "eval_episodes": 1}
+        "batch_windows": 8, "updates": 10, "eval_drones": 1, "eval_episodes": 1, "select_episodes": 1}
 EPISODES, STEPS, SEED = 2, 100, 7
 
 

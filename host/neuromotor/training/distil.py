@@ -96,16 +96,16 @@ class DistilConfig:
     window: int = 64
     burn_in: int = 16
     batch_windows: int = 64
-    updates: int = 600               # gradient steps per iteration
+    updates: int = 1800              # gradient steps per iteration
     lr: float = 1e-3
-    lr_end: float = 1e-3             # the last iteration's rate: rates fall geometrically from lr
+    lr_end: float = 1e-4             # the last iteration's rate: rates fall geometrically from lr
     max_grad_norm: float = 1.0
     # The student of each iteration flies the teachers' drones from select_episodes starts each
     # (SELECT_SEED, not the evaluation's): students of successive iterations differed by 20 points
     # there, and the best is kept.
-    select_episodes: int = 32
-    eval_drones: int = 16
-    eval_episodes: int = 32          # per fresh drone
+    select_episodes: int = 64
+    eval_drones: int = 100
+    eval_episodes: int = 10          # per fresh drone
     seed: int = 0
 
     RULES = {
