@@ -3,6 +3,7 @@ student's policy file (version 4, recurrent) equal to the trained network, its o
 student env's, and bad input."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,3 +141,12 @@ def test_an_episodes_first_steps_count_and_a_stored_states_burn_in_does_not():
         want = float(((y - label)[counted] ** 2).mean())
         loss = d._update(net, d.Adam(len(net.params), lr=1e-9), data, np.random.default_rng(2), cfg)
         assert loss == pytest.approx(want, rel=1e-5)
+
+
+def test_distillations_started_in_the_same_second_get_their_own_directories(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEUROMOTOR_RUNS", str(tmp_path))
+    monkeypatch.setattr("time.strftime", lambda fmt: "20261207-120000")
+    first = neuromotor.distil("quadrotor", settings=TINY, progress=False)["run_dir"]
+    second = neuromotor.distil("quadrotor", settings=TINY, progress=False)["run_dir"]
+    assert first == str(tmp_path / "quadrotor-distil-20261207-120000")
+    assert second == first + "-2" and (Path(second) / "student.nmp").is_file()

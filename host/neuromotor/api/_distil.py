@@ -13,6 +13,7 @@ from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.paths import runs_dir as default_runs_dir
 from neuromotor.training.config import parse_set
+from neuromotor.training.rundir import claim_dir
 
 
 def distil(env: str = "quadrotor", *, settings: "Mapping | Iterable[str] | None" = None,
@@ -44,6 +45,6 @@ def distil(env: str = "quadrotor", *, settings: "Mapping | Iterable[str] | None"
         values = parse_set(settings)
     cfg = distillation.make_config(values)
     nominal_spec = None if nominal is None else load_spec(nominal)
-    if run_dir is None:
-        run_dir = default_runs_dir() / f"quadrotor-distil-{time.strftime('%Y%m%d-%H%M%S')}"
+    if run_dir is None:  # claimed: two distillations started in the same second never share one
+        run_dir = claim_dir(default_runs_dir(), f"quadrotor-distil-{time.strftime('%Y%m%d-%H%M%S')}", "distillation")
     return distillation.distil(Path(run_dir), cfg, nominal_spec, force, show_progress(progress))
