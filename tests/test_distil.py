@@ -150,3 +150,15 @@ def test_distillations_started_in_the_same_second_get_their_own_directories(tmp_
     second = neuromotor.distil("quadrotor", settings=TINY, progress=False)["run_dir"]
     assert first == str(tmp_path / "quadrotor-distil-20261207-120000")
     assert second == first + "-2" and (Path(second) / "student.nmp").is_file()
+
+
+def test_teachers_drones_fill_every_stratum_and_span_thrust_to_weight():
+    cfg = d.make_config({"teachers": 16})
+    drones = d.draw_drones(cfg, 16, 0, spread=True)
+    for name in d.DRONE_FACTORS:
+        r = getattr(cfg, name)
+        strata = np.floor((np.array([x[name] for x in drones]) - (1 - r)) / (2 * r) * 16).astype(int)
+        assert sorted(strata) == list(range(16)), name  # one drone in each sixteenth of the range
+    ratio = np.array([x["thrust"] / x["mass"] for x in drones])
+    assert ratio.min() < 0.85 / 1.1 and ratio.max() > 1.15 / 0.9  # near both ends of 0.74-1.35
+    assert d.draw_drones(cfg, 16, 1) == d.draw_drones(cfg, 16, 1) != drones  # fresh draws: independent
