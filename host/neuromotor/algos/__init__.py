@@ -58,6 +58,7 @@ ALGOS = {
     "ppo": "neuromotor.algos.ppo:PPO",
     "sac": "neuromotor.algos.sac:SAC",
     "td3-gru": "neuromotor.algos.td3_gru:RecurrentTD3",
+    "sac-gru": "neuromotor.algos.sac_gru:RecurrentSAC",
 }
 
 

@@ -48,7 +48,8 @@ F32 = np.float32
 
 
 @dataclass
-class Config:
+class SequenceConfig:
+    """The networks and the sequence replay, shared by the recurrent algorithms (sac_gru.py too)."""
     dense: int = 64                 # the relu layer before each GRU
     hidden: int = 32                # GRU state size, actor and critics
     critic_head: int = 64           # the critics' relu layer after the GRU
@@ -58,6 +59,30 @@ class Config:
     stored_state: bool = True       # windows start from the states the networks had when acting
     buffer_size: int = 30_000
     learning_starts: int = 1000     # uniform random actions, no updates, before this step
+
+    RULES = {
+        "dense": rules.integer(1, 4096),
+        "hidden": rules.integer(1, 4096),
+        "critic_head": rules.integer(1, 4096),
+        "batch_size": rules.integer(1, MAX_COUNT),
+        "sequence_length": rules.integer(2, 4096),
+        "burn_in": rules.integer(0, 4096),
+        "stored_state": rules.BOOL,
+        "buffer_size": rules.integer(2, MAX_COUNT),
+        "learning_starts": rules.integer(0, MAX_STEPS),
+    }
+
+    def check(self):
+        if self.burn_in >= self.sequence_length:
+            raise UserError(f"burn_in ({self.burn_in}) must be less than sequence_length ({self.sequence_length}): "
+                            "the steps after burn-in carry the loss")
+        if self.buffer_size < self.sequence_length:
+            raise UserError(f"buffer_size ({self.buffer_size}) must hold a window of sequence_length "
+                            f"({self.sequence_length}) steps")
+
+
+@dataclass
+class Config(SequenceConfig):
     exploration_noise: float = 0.1
     policy_noise: float = 0.2       # target policy smoothing
     noise_clip: float = 0.5
@@ -70,15 +95,7 @@ class Config:
     episode_steps: int = 0          # training episodes time out after this many steps (0: the env's limit)
 
     RULES = {
-        "dense": rules.integer(1, 4096),
-        "hidden": rules.integer(1, 4096),
-        "critic_head": rules.integer(1, 4096),
-        "batch_size": rules.integer(1, MAX_COUNT),
-        "sequence_length": rules.integer(2, 4096),
-        "burn_in": rules.integer(0, 4096),
-        "stored_state": rules.BOOL,
-        "buffer_size": rules.integer(2, MAX_COUNT),
-        "learning_starts": rules.integer(0, MAX_STEPS),
+        **SequenceConfig.RULES,
         "exploration_noise": rules.number(0),
         "policy_noise": rules.number(0),
         "noise_clip": rules.number(0),
@@ -90,14 +107,6 @@ class Config:
         "update_every": rules.integer(1, MAX_COUNT),
         "episode_steps": rules.integer(0, MAX_STEPS),
     }
-
-    def check(self):
-        if self.burn_in >= self.sequence_length:
-            raise UserError(f"burn_in ({self.burn_in}) must be less than sequence_length ({self.sequence_length}): "
-                            "the steps after burn-in carry the loss")
-        if self.buffer_size < self.sequence_length:
-            raise UserError(f"buffer_size ({self.buffer_size}) must hold a window of sequence_length "
-                            f"({self.sequence_length}) steps")
 
 
 CONFIGS = {"pendulum": (Config(), {"steps": 30_000})}
@@ -156,6 +165,7 @@ class RecurrentTD3:
     (the interface of neuromotor.algos)."""
 
     Config = Config
+    NAME = "td3-gru"  # in the policies it exports
 
     @staticmethod
     def defaults(env_name: str, preset: str | None = None):
@@ -207,7 +217,15 @@ class RecurrentTD3:
         if self._eval_h is None or self._eval_h.shape[1] != obs.shape[1]:
             self.begin_episodes(obs.shape[1])
         y, self._eval_h = self._actor_step(obs, self._eval_h, self.actor_target_p)
-        return y * self.act_scale + self.act_offset
+        return self._deterministic(y) * self.act_scale + self.act_offset
+
+    def _deterministic(self, out: np.ndarray) -> np.ndarray:
+        """The policy's action in (-1, 1) of the actor's output."""
+        return out
+
+    def _explore(self, out: np.ndarray, noise: np.ndarray) -> np.ndarray:
+        """The action taken in training of the actor's output (P, act_dim), noise (P, act_dim) N(0, 1)."""
+        return np.clip(out + noise * F32(self.cfg.exploration_noise), -1, 1)
 
     def begin_episodes(self, envs: int = 1) -> None:
         """Every env that act() steps starts an episode from the actor's initial state."""
@@ -225,7 +243,7 @@ class RecurrentTD3:
         if self.steps < cfg.learning_starts:
             action = uniform
         else:
-            action = np.clip(out[:, 0] + noise * F32(cfg.exploration_noise), -1, 1)
+            action = self._explore(out[:, 0], noise)
         if cfg.stored_state:  # the critics' state follows the steps taken, for windows to start from
             _, self.hc, _ = self.critic.forward(np.concatenate([self.obs, action], -1)[None, :, None, None],
                                                 self.hc)
@@ -234,22 +252,54 @@ class RecurrentTD3:
         self.obs, self.first = obs, terminated | truncated
         self.steps += 1
         if self.steps >= max(cfg.learning_starts, cfg.sequence_length) and self.steps % cfg.update_every == 0:
-            self._update(self.steps // cfg.update_every % cfg.policy_delay == 0)
+            self._update()
 
     # ----- the update -----
-    def _update(self, update_actor: bool):
+    def _sample_windows(self):
+        """A minibatch from every agent's replay: (the windows (L, P, B, ...) as SequenceReplay.windows,
+        their critics' inputs [o, a] (L, P, 1, B, o + a), the next observations past burn-in
+        (1, P, T B, o), the actor's and the critics' states to start from)."""
+        cfg, K = self.cfg, self.cfg.burn_in
+        starts = np.stack([r.integers(0, self.replay.size - cfg.sequence_length + 1, cfg.batch_size)
+                           for r in self.rngs])
+        w = self.replay.windows(starts, cfg.sequence_length)
+        x = np.concatenate([w["obs"], w["act"]], -1)[:, :, None]
+        next_obs = time_flat(w["next_obs"][K:])[None]
+        if cfg.stored_state:  # every network starts where the online ones were when acting
+            return w, x, next_obs, w["actor_state"], w["critic_state"]
+        w["first"][0] = True  # or from its initial state
+        return w, x, next_obs, None, None
+
+    def _min_target_q(self, w, x, h_critic, next_obs, next_action) -> np.ndarray:
+        """min_i Q'_i (P, T B, 1) of every step past burn-in continued one step with (o'_t, a'_t),
+        each target critic from its state after step t of the windows x."""
+        _, _, cache = self.critic.forward(x, h_critic, w["first"][:, :, None], self.critic_target_p)
+        x_next = np.concatenate([next_obs, next_action], -1)[:, :, None]
+        qf_next_target, _, _ = self.critic.forward(x_next, self.critic.states_after(cache, self.cfg.burn_in), None,
+                                                   self.critic_target_p)
+        return qf_next_target[0].min(axis=1)
+
+    def _critic_update(self, w, x, h_critic, next_value):
+        """Both critics regress on y = r + gamma (1 - d) next_value (P, T B, 1) over the steps past
+        burn-in; returns the online critics' pass, for the actor's loss."""
+        cfg, P, B, K = self.cfg, self.P, self.cfg.batch_size, self.cfg.burn_in
+        T = cfg.sequence_length - K
+        next_q_value = w["reward"][K:] + F32(cfg.gamma) * w["not_done"][K:] * np.moveaxis(next_value.reshape(P, T, B),
+                                                                                           1, 0)
+        qf_a_values, _, critic_cache = self.critic.forward(x, h_critic, w["first"][:, :, None])  # (L, P, 2, B, 1)
+        error = qf_a_values[K:] - next_q_value[:, :, None, :, None]
+        d_q = np.zeros_like(qf_a_values)
+        d_q[K:] = error * F32(2 / (B * T))
+        self.critic_opt.step(self.critic.params.reshape(-1), self.critic.backward(critic_cache, d_q).reshape(-1))
+        self.losses["loss/critic"] = np.square(error).sum(axis=(0, 2, 3, 4), dtype=np.float64) / (B * T)
+        return critic_cache
+
+    def _update(self):
         cfg, P, B, L, K = self.cfg, self.P, self.cfg.batch_size, self.cfg.sequence_length, self.cfg.burn_in
         T = L - K                                                               # steps with a loss
-        starts = np.stack([r.integers(0, self.replay.size - L + 1, B) for r in self.rngs])
+        w, x, next_obs, h_actor, h_critic = self._sample_windows()
         target_noise = np.stack([r.standard_normal((T * B, self.act_dim)) for r in self.rngs]).astype(F32)
-        w = self.replay.windows(starts, L)
-        obs, act, resets = w["obs"], w["act"], w["first"]                      # (L, P, B, ...)
-        next_obs = time_flat(w["next_obs"][K:])[None]                           # (1, P, T B, o)
-        if cfg.stored_state:  # every network starts where the online ones were when acting
-            h_actor, h_critic = w["actor_state"], w["critic_state"]
-        else:                 # or from its initial state
-            h_actor = h_critic = None
-            resets[0] = True
+        obs, resets = w["obs"], w["first"]                                     # (L, P, B, ...)
 
         # Target policy smoothing, continuing the target actor one step from each step's state
         _, _, cache = self.actor.forward(obs, h_actor, resets, self.actor_target_p)
@@ -257,25 +307,10 @@ class RecurrentTD3:
         noise = np.clip(target_noise * F32(cfg.policy_noise), -cfg.noise_clip, cfg.noise_clip)
         next_action = np.clip(next_action + noise, -1, 1)
 
-        # Clipped double Q-learning: y = r + gamma (1 - d) min(Q1', Q2'), each target critic
-        # continued one step from its state after step t with (o'_t, a'_t)
-        x = np.concatenate([obs, act], -1)[:, :, None]                          # (L, P, 1, B, o + a)
-        _, _, cache = self.critic.forward(x, h_critic, resets[:, :, None], self.critic_target_p)
-        x_next = np.concatenate([next_obs, next_action], -1)[:, :, None]
-        qf_next_target, _, _ = self.critic.forward(x_next, self.critic.states_after(cache, K), None,
-                                                   self.critic_target_p)
-        min_qf_next_target = qf_next_target[0].min(axis=1).reshape(P, T, B)    # (P, T B, 1) -> (P, T, B)
-        next_q_value = w["reward"][K:] + F32(cfg.gamma) * w["not_done"][K:] * np.moveaxis(min_qf_next_target, 1, 0)
+        # Clipped double Q-learning: y = r + gamma (1 - d) min(Q1', Q2'); both critics regress on it
+        critic_cache = self._critic_update(w, x, h_critic, self._min_target_q(w, x, h_critic, next_obs, next_action))
 
-        # Both critics regress on y over the steps past burn-in
-        qf_a_values, _, critic_cache = self.critic.forward(x, h_critic, resets[:, :, None])  # (L, P, 2, B, 1)
-        error = qf_a_values[K:] - next_q_value[:, :, None, :, None]
-        d_q = np.zeros_like(qf_a_values)
-        d_q[K:] = error * F32(2 / (B * T))
-        self.critic_opt.step(self.critic.params.reshape(-1), self.critic.backward(critic_cache, d_q).reshape(-1))
-        self.losses["loss/critic"] = np.square(error).sum(axis=(0, 2, 3, 4), dtype=np.float64) / (B * T)
-
-        if not update_actor:
+        if self.steps // cfg.update_every % cfg.policy_delay:
             return
         # Deterministic policy gradient through critic 1, continued from its state before step t
         pi, _, actor_cache = self.actor.forward(obs, h_actor, resets)
@@ -322,15 +357,16 @@ class RecurrentTD3:
     def policy_from_state(cls, cfg: Config, env, state: dict, agent: int) -> PolicySpec:
         net = cls.actor_net(cfg, env.obs_dim, env.act_dim, len(state["seeds"]))
         p = {name: view[agent] for name, view in net.views(np.asarray(state["actor_target"], F32)).items()}
+        act = slice(env.act_dim)  # the output's action rows (sac-gru's log-std rows follow them)
         return PolicySpec(
-            weights=[p["w1"], p["wi"], p["w2"]], biases=[p["b1"], p["bi"], p["b2"]],
+            weights=[p["w1"], p["wi"], p["w2"][act]], biases=[p["b1"], p["bi"], p["b2"][act]],
             activations=["relu", "identity", "tanh"], kinds=["dense", "gru", "dense"],
             hidden_weights=[None, p["wh"], None], hidden_biases=[None, p["bh"], None],
             initial_hidden=[None, p["h0"], None],
             obs_mean=np.zeros(env.obs_dim), obs_std=np.ones(env.obs_dim),
             action_scale=(env.action_high - env.action_low) / 2, action_offset=(env.action_high + env.action_low) / 2,
             action_low=env.action_low, action_high=env.action_high,
-            meta={"algo": "td3-gru", "seed": int(state["seeds"][agent]), "step": int(state["steps"])})
+            meta={"algo": cls.NAME, "seed": int(state["seeds"][agent]), "step": int(state["steps"])})
 
     def policy_spec(self, agent: int) -> PolicySpec:
         state = {"actor_target": self.actor_target, "seeds": np.array(self.seeds, np.int64), "steps": self.steps}

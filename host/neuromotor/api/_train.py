@@ -43,7 +43,7 @@ def train(env: "str | type | Callable", algo: "str | None" = None, *, steps: "in
         env: a built-in environment (``"pendulum"``, ``"ant"``, ...), a registered gymnasium id
             (``"Pendulum-v1"``), ``"module:attr"``, or a gymnasium.Env subclass / factory
             function importable from a module.
-        algo: ``"td3"``, ``"sac"``, ``"ppo"`` or ``"td3-gru"`` (recurrent actor and critics), or
+        algo: ``"td3"``, ``"sac"``, ``"ppo"``, ``"td3-gru"`` or ``"sac-gru"`` (recurrent actor and critics), or
             ``"module:Class"`` (default: ``"sac"`` on the quadrotor and on your own envs,
             ``"module:attr"``; ``"td3"`` elsewhere).
         steps: environment steps per agent (default: the preset's: 10000 for the pendulum,

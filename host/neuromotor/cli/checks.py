@@ -6,6 +6,7 @@ run directory created or a checkpoint loaded.
 
 import argparse
 import math
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -14,7 +15,6 @@ from urllib.parse import urlsplit
 from neuromotor import api
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_SEED
-from neuromotor.paths import no_policy_source
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _BOARD_PATH = re.compile(r"(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+\Z")
@@ -49,7 +49,12 @@ def source(option: str, path: str) -> Path:
     file that reads as one."""
     p = Path(path)
     if not path or not (p.is_file() or (p / "config.json").is_file()):
-        raise UserError(no_policy_source(f"{option} {path!r}", p))
+        if path and p.is_dir() and not os.path.lexists(p / "config.json"):  # a distillation's names its student
+            try:
+                api.load_policy(p)
+            except UserError as exc:
+                raise UserError(f"{option} {exc}") from None
+        raise UserError(f"{option} {path!r}: no such run directory or policy file")
     if p.is_file():
         api.load_policy(p)  # a UserError (not a policy, corrupted) before any board is involved
     return p
