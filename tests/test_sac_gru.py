@@ -7,20 +7,11 @@ import numpy as np
 import pytest
 
 from neuromotor.algos.sac_gru import Config, RecurrentSAC
-from neuromotor.envs import env_class
 from neuromotor.nn.recurrent import RecurrentNet
-from neuromotor.training.evaluation import Evaluator
 
 from run_checks import kill_then_resume_equals_uninterrupted, round_trip_mid_block_continues_exactly, \
     seed_alone_equals_seed_inside_a_population
-
-SMALL = dict(dense=8, hidden=4, critic_head=8, batch_size=4, sequence_length=6, burn_in=2, learning_starts=40,
-             buffer_size=300)
-HIDDEN_VELOCITY = '{"observe_velocity": false}'
-
-
-def _blind(n):
-    return env_class("pendulum")(n, observe_velocity=False)
+from recurrent_setup import HIDDEN_VELOCITY, SMALL, blind as _blind
 
 
 def _arrays(algo, k):
@@ -64,14 +55,6 @@ def test_the_runs_policy_is_the_averaged_actors_tanh_mean():
     # evaluation starts every episode from the initial state: the first actions come back
     algo.begin_episodes(2)
     np.testing.assert_array_equal(algo.act(env.reset([np.random.default_rng(1)] * 2)[None])[0], first)
-
-
-def test_evaluation_restarts_the_state_of_every_episode():
-    algo = RecurrentSAC(Config(**SMALL), _blind, [3, 4])
-    evaluator = Evaluator(_blind, [3, 4], 3)
-    a = evaluator.run(algo, 0)
-    algo.act(np.ones((2, 3, 2), np.float32))  # a state left over from elsewhere, for as many envs
-    np.testing.assert_array_equal(evaluator.run(algo, 0), a)
 
 
 def test_the_actors_gradient_matches_finite_differences_in_float64():

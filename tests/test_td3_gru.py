@@ -5,20 +5,13 @@ and a run's policy that acts as its actor did, on the pendulum that hides its ve
 import numpy as np
 import pytest
 
+from neuromotor.algos.sac_gru import RecurrentSAC
 from neuromotor.algos.td3_gru import Config, RecurrentTD3, SequenceReplay
-from neuromotor.envs import env_class
 from neuromotor.training.evaluation import Evaluator
 
 from run_checks import kill_then_resume_equals_uninterrupted, round_trip_mid_block_continues_exactly, \
     seed_alone_equals_seed_inside_a_population
-
-SMALL = dict(dense=8, hidden=4, critic_head=8, batch_size=4, sequence_length=6, burn_in=2, learning_starts=40,
-             buffer_size=300)
-HIDDEN_VELOCITY = '{"observe_velocity": false}'
-
-
-def _blind(n):
-    return env_class("pendulum")(n, observe_velocity=False)
+from recurrent_setup import HIDDEN_VELOCITY, SMALL, blind as _blind
 
 
 def _arrays(algo, k):
@@ -77,8 +70,9 @@ def test_the_runs_policy_acts_as_the_actor_did():
     np.testing.assert_array_equal(algo.act(env.reset([np.random.default_rng(1)] * 2)[None])[0], first)
 
 
-def test_evaluation_restarts_the_state_of_every_episode():
-    algo = RecurrentTD3(Config(**SMALL), _blind, [3, 4])
+@pytest.mark.parametrize("algo_cls", [RecurrentTD3, RecurrentSAC])
+def test_evaluation_restarts_the_state_of_every_episode(algo_cls):
+    algo = algo_cls(algo_cls.Config(**SMALL), _blind, [3, 4])
     evaluator = Evaluator(_blind, [3, 4], 3)
     a = evaluator.run(algo, 0)
     algo.act(np.ones((2, 3, 2), np.float32))  # a state left over from elsewhere, for as many envs

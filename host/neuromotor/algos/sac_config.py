@@ -10,6 +10,20 @@ from neuromotor.limits import MAX_STEPS
 from neuromotor.native import NATIVE_ERROR
 
 
+# The entropy settings every SAC shares (sac_gru.py's too), and their check.
+ENTROPY_RULES = {
+    "alpha_lr": rules.RATE,
+    "init_alpha": rules.number(0, lo_open=True),
+    "log_std_min": rules.number(-50, 10),
+    "log_std_max": rules.number(-50, 10),
+}
+
+
+def check_log_std(cfg) -> None:
+    if cfg.log_std_min >= cfg.log_std_max:
+        raise UserError(f"log_std_min ({cfg.log_std_min}) must be below log_std_max ({cfg.log_std_max})")
+
+
 @dataclass
 class Config(offpolicy.NetworkConfig):
     """Defaults: RLtools' SAC Pendulum configuration (src/rl/environments/pendulum/sac/cpu/config.h
@@ -55,10 +69,7 @@ class Config(offpolicy.NetworkConfig):
 
     RULES = {
         **offpolicy.RULES,
-        "alpha_lr": rules.RATE,
-        "init_alpha": rules.number(0, lo_open=True),
-        "log_std_min": rules.number(-50, 10),
-        "log_std_max": rules.number(-50, 10),
+        **ENTROPY_RULES,
         "lr_decay_start": rules.integer(0, MAX_STEPS),
         "lr_decay_end": rules.integer(0, MAX_STEPS),
         "lr_decay_factor": rules.number(0, 1, lo_open=True),
@@ -66,8 +77,7 @@ class Config(offpolicy.NetworkConfig):
     }
 
     def check(self):
-        if self.log_std_min >= self.log_std_max:
-            raise UserError(f"log_std_min ({self.log_std_min}) must be below log_std_max ({self.log_std_max})")
+        check_log_std(self)
 
 
 # Named configurations: hyperparameters, plus run settings for `neuromotor train`.

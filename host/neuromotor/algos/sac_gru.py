@@ -34,8 +34,8 @@ import numpy as np
 from neuromotor import rules
 from neuromotor.algos import named_config
 from neuromotor.algos.sac import TanhGaussian
+from neuromotor.algos.sac_config import ENTROPY_RULES, check_log_std
 from neuromotor.algos.td3_gru import F32, RecurrentTD3, SequenceConfig
-from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_STEPS
 from neuromotor.nn import Adam, polyak
 from neuromotor.nn.gru import time_flat
@@ -62,18 +62,14 @@ class Config(SequenceConfig):
         "tau": rules.number(0, 1, lo_open=True),
         "actor_lr": rules.RATE,
         "critic_lr": rules.RATE,
-        "alpha_lr": rules.RATE,
-        "init_alpha": rules.number(0, lo_open=True),
-        "log_std_min": rules.number(-50, 10),
-        "log_std_max": rules.number(-50, 10),
+        **ENTROPY_RULES,
         "update_every": rules.integer(1, MAX_COUNT),
         "episode_steps": rules.integer(0, MAX_STEPS),
     }
 
     def check(self):
         super().check()
-        if self.log_std_min >= self.log_std_max:
-            raise UserError(f"log_std_min ({self.log_std_min}) must be below log_std_max ({self.log_std_max})")
+        check_log_std(self)
 
 
 CONFIGS = {"pendulum": (Config(), {"steps": 30_000})}
