@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/distil.py --run runs/quadrotor-distil-... --nominal ...  # a finished run
 
 Full size: DistilConfig's defaults: a base policy on the Crazyflie (SAC's quadrotor preset,
-300,000 steps), 8 teachers fine-tuned from it for 100,000 steps each (one population, agent k on
+300,000 steps), 16 teachers fine-tuned from it for 100,000 steps each (one population, agent k on
 drone k), then 12 DAgger iterations of 16 envs per drone x 500 steps, 1,800 BPTT updates of 64
 windows each (64 steps, 16 of them burn-in), the student of the iteration that flies the
 teachers' drones best kept.

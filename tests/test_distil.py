@@ -152,13 +152,25 @@ def test_distillations_started_in_the_same_second_get_their_own_directories(tmp_
     assert second == first + "-2" and (Path(second) / "student.nmp").is_file()
 
 
-def test_teachers_drones_fill_every_stratum_and_span_thrust_to_weight():
+def test_teachers_drones_fill_every_stratum_of_every_range():
     cfg = d.make_config({"teachers": 16})
     drones = d.draw_drones(cfg, 16, 0, spread=True)
-    for name in d.DRONE_FACTORS:
+    ratio = np.array([x["thrust"] / x["mass"] for x in drones]) * d.THRUST_TO_WEIGHT
+    lo, hi = cfg.min_thrust_to_weight, cfg.max_thrust_to_weight
+    strata = {"thrust_to_weight": np.floor((ratio - lo) / (hi - lo) * 16)}
+    for name in d.RANGED_FACTORS:
         r = getattr(cfg, name)
-        strata = np.floor((np.array([x[name] for x in drones]) - (1 - r)) / (2 * r) * 16).astype(int)
-        assert sorted(strata) == list(range(16)), name  # one drone in each sixteenth of the range
-    ratio = np.array([x["thrust"] / x["mass"] for x in drones])
-    assert ratio.min() < 0.85 / 1.1 and ratio.max() > 1.15 / 0.9  # near both ends of 0.74-1.35
+        strata[name] = np.floor((np.array([x[name] for x in drones]) - (1 - r)) / (2 * r) * 16)
+    for name, s in strata.items():
+        assert sorted(s.astype(int)) == list(range(16)), name  # one drone in each sixteenth of the range
+    fresh = d.draw_drones(cfg, 100, 1)
+    ratio = np.array([x["thrust"] / x["mass"] for x in fresh]) * d.THRUST_TO_WEIGHT
+    assert lo <= ratio.min() < lo + 0.1 and hi - 0.1 < ratio.max() <= hi
     assert d.draw_drones(cfg, 16, 1) == d.draw_drones(cfg, 16, 1) != drones  # fresh draws: independent
+
+
+def test_thrust_to_weight_ranges_are_checked():
+    with pytest.raises(neuromotor.UserError, match="exceeds max_thrust_to_weight"):
+        d.make_config({"min_thrust_to_weight": 3, "max_thrust_to_weight": 2})
+    with pytest.raises(neuromotor.UserError, match="thrust coefficients outside"):
+        d.make_config({"max_thrust_to_weight": 8, "mass": 0.5})

@@ -11,7 +11,7 @@ def register(sub):
     p = sub.add_parser("distil", help="distil quadrotor teachers (one per drone) into one recurrent student")
     p.add_argument("env", choices=["quadrotor"], help="the environment (the quadrotor)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a DistilConfig setting (teachers, teacher_steps, iterations, hidden, dense, mass, ...)")
+                   help="a DistilConfig setting (teachers, iterations, hidden, max_thrust_to_weight, ...)")
     p.add_argument("--nominal", metavar="RUN_OR_NMP", help="a single policy evaluated beside the student")
     p.add_argument("--run-dir", type=checks.nonempty_path, help="where to write the run (default runs/quadrotor-distil-<time>)")
     p.add_argument("--force", action="store_true", help="replace an earlier distillation in --run-dir")

@@ -18,6 +18,8 @@ MAX_OBS_DELAY = 100
 MAX_DRONES = 4096
 DRONE_FACTORS = ("mass", "thrust", "inertia", "arm", "motor_time_constant")
 DRONE_FACTOR_RANGE = (0.25, 4.0)
+# the published Crazyflie's: its four rotors at full speed lift 2.25 times its weight
+THRUST_TO_WEIGHT = 4 * q.THRUST_PER_RPM2 * q.RPM_MAX ** 2 / (q.MASS * q.GRAVITY)
 
 
 def check_drones(drones) -> list:

@@ -2,8 +2,9 @@
 one GRU student that flies them all (RAPTOR's recipe, arXiv 2509.11481, at a small scale).
 
 1. Teachers: a base policy trains on the Crazyflie (SAC's quadrotor preset, `base_steps`: an
-   ordinary run directory, RUN/base). K drones are drawn (mass, thrust coefficient, inertia, arm
-   length and motor time constant, each a factor of the Crazyflie's uniform in [1 - r, 1 + r]),
+   ordinary run directory, RUN/base). K drones are drawn (mass, inertia, arm length and motor
+   time constant, each a factor of the Crazyflie's uniform in [1 - r, 1 + r]; the thrust
+   coefficient from a thrust-to-weight ratio uniform in [min, max]),
    and one SAC population starts from the base's networks and fine-tunes them for
    `teacher_steps` (the preset's decay and averaging scaled to them), agent k on drone k (the
    env's `drones` option): RUN/teachers, and each teacher's policy RUN/teacher-K.nmp.
@@ -38,7 +39,8 @@ import numpy as np
 from neuromotor import rules
 from neuromotor.envs import env_class
 from neuromotor.envs import quadrotor as q
-from neuromotor.envs.quadrotor_drones import DRONE_FACTORS, SENSED, QuadrotorDronesVec
+from neuromotor.envs.quadrotor_drones import (DRONE_FACTOR_RANGE, DRONE_FACTORS, SENSED, THRUST_TO_WEIGHT,
+                                              QuadrotorDronesVec)
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_START_DRAWS
 from neuromotor.nn.optim import Adam
@@ -55,6 +57,7 @@ CONFIG, STUDENT, BASE, TEACHERS = "distil.json", STUDENT_FILE, "base", "teachers
 OWN_FILES = (CONFIG, rundir.METRICS, rundir.CURVE, rundir.SUMMARY, STUDENT)
 TEACHER_FILE = "teacher-{}.nmp"
 EVAL_SEED = 10_000  # the task's held-out starts (benchmarks/quadrotor.py)
+RANGED_FACTORS = tuple(name for name in DRONE_FACTORS if name != "thrust")  # thrust: from the ratio
 SELECT_SEED = 20_000  # the starts the student of each iteration is judged from, on the teachers' drones
 STUDENT_ENV = {"position_scale": 1, "rotor_speeds": False, "action_history": 1}
 
@@ -74,11 +77,12 @@ class DistilConfig:
     teacher_steps: int = 100_000     # per teacher, fine-tuning the base on its drone
     teacher_eval_episodes: int = 100
     teacher_eval_every: int = 10_000  # the preset's; each teacher is kept from its best evaluation
-    # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r]; mass and thrust
-    # 0.15 keep the thrust-to-weight ratio within 1.66-3.05 (the Crazyflie's 2.25): at 0.3 (1.2-4.2)
-    # teachers at 1.33-1.92 hovered from 0-57% of their starts (docs/distillation.md)
+    # per-teacher drone: each factor of the Crazyflie's uniform in [1 - r, 1 + r], and its
+    # thrust-to-weight ratio (the Crazyflie's 2.25) uniform between these two, which set the thrust
+    # coefficient. Teachers below 1.7 hovered from 0-69% of their starts (docs/distillation.md).
+    min_thrust_to_weight: float = 1.7
+    max_thrust_to_weight: float = 4.5
     mass: float = 0.15
-    thrust: float = 0.15
     inertia: float = 0.3
     arm: float = 0.2
     motor_time_constant: float = 0.2
@@ -114,7 +118,8 @@ class DistilConfig:
             "iterations", "envs_per_teacher", "rollout_steps", "window", "batch_windows", "updates", "eval_drones",
             "select_episodes",
             "eval_episodes")},
-        **{name: rules.number(0, 0.7) for name in DRONE_FACTORS},
+        **{name: rules.number(0, 0.7) for name in RANGED_FACTORS},
+        **{name: rules.number(1, 8, lo_open=True) for name in ("min_thrust_to_weight", "max_thrust_to_weight")},
         "burn_in": rules.integer(0, 10**9),
         "start_draws": rules.integer(1, MAX_START_DRAWS),
         "beta0": rules.number(0, 1), "beta_decay": rules.number(0, 1),
@@ -123,6 +128,14 @@ class DistilConfig:
     }
 
     def check(self):
+        if self.min_thrust_to_weight > self.max_thrust_to_weight:
+            raise UserError(f"min_thrust_to_weight ({self.min_thrust_to_weight:g}) exceeds "
+                            f"max_thrust_to_weight ({self.max_thrust_to_weight:g})")
+        lo, hi = DRONE_FACTOR_RANGE
+        if not lo <= self.min_thrust_to_weight / THRUST_TO_WEIGHT * (1 - self.mass) \
+                <= self.max_thrust_to_weight / THRUST_TO_WEIGHT * (1 + self.mass) <= hi:
+            raise UserError(f"the thrust-to-weight and mass ranges need thrust coefficients outside "
+                            f"{lo:g}-{hi:g} times the Crazyflie's")
         if self.burn_in >= self.window:
             raise UserError(f"burn_in ({self.burn_in}) must be shorter than window ({self.window})")
         if self.window > self.rollout_steps:
@@ -137,21 +150,27 @@ def make_config(settings: dict) -> DistilConfig:
 
 
 def draw_drones(cfg: DistilConfig, count: int, stream: int, spread: bool = False) -> list:
-    """`count` drones as the env's `drones` option, each factor uniform in the config's range;
-    `spread`: a Latin hypercube (each factor's range cut into `count` equal strata, one drone
-    in each), its mass and thrust strata paired in opposite orders, so that the teachers'
-    thrust-to-weight ratios span the ranges' (the other factors' strata paired at random). A
-    student of 8 teachers drawn independently, their ratios 1.72-2.55, hovered none of the
-    fresh drones above 2.7, from any start."""
+    """`count` drones as the env's `drones` option: each ranged factor and the thrust-to-weight
+    ratio uniform in the config's ranges, the thrust coefficient the one giving that ratio at
+    that mass. `spread`: a Latin hypercube (each range cut into `count` equal strata, one drone
+    in each, the strata paired at random), so that the teachers span every range. A student
+    of 8 teachers drawn independently, their ratios 1.72-2.55, hovered none of the fresh
+    drones above 2.7, from any start."""
     rng = np.random.default_rng([cfg.seed, stream])
+    columns = (*RANGED_FACTORS, "thrust_to_weight")
     if spread:
-        strata = np.stack([rng.permutation(count) for _ in DRONE_FACTORS], 1)
-        strata[:, DRONE_FACTORS.index("thrust")] = count - 1 - strata[:, DRONE_FACTORS.index("mass")]
+        strata = np.stack([rng.permutation(count) for _ in columns], 1)
         u = (strata + rng.uniform(size=strata.shape)) / count
     else:
-        u = rng.uniform(size=(count, len(DRONE_FACTORS)))
-    r = np.array([getattr(cfg, name) for name in DRONE_FACTORS])
-    return [{name: round(float(v), 4) for name, v in zip(DRONE_FACTORS, 1 - r + 2 * r * row)} for row in u]
+        u = rng.uniform(size=(count, len(columns)))
+    r = np.array([getattr(cfg, name) for name in RANGED_FACTORS])
+    lo, hi = cfg.min_thrust_to_weight, cfg.max_thrust_to_weight
+    drones = []
+    for row in u:
+        drone = dict(zip(RANGED_FACTORS, 1 - r + 2 * r * row[:-1]))
+        drone["thrust"] = (lo + (hi - lo) * row[-1]) / THRUST_TO_WEIGHT * drone["mass"]
+        drones.append({name: round(float(drone[name]), 4) for name in DRONE_FACTORS})
+    return drones
 
 
 def train_base(run_dir: Path, cfg: DistilConfig, progress: bool) -> dict:
