@@ -279,7 +279,9 @@ def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "
     ports = resolve_ports([ports] if isinstance(ports, str) else ports)
     claimed = out is None
     if claimed:
-        out = claim_dir(runs_dir(), f"bench-{time.strftime('%Y%m%d-%H%M%S')}", "bench")
+        root = runs_dir()
+        made_root = not root.exists()
+        out = claim_dir(root, f"bench-{time.strftime('%Y%m%d-%H%M%S')}", "bench")
     prepare_out_dir(out)  # before any board time is spent
     try:
         results, out_dir = run_bench(ports, n=n, backends=backends, out_dir=out, predict_mhz=predict_mhz,
@@ -287,6 +289,8 @@ def bench(ports="auto", *, n: int = 1000, backends: "list | None" = None, out: "
     except BaseException:
         if claimed and not any(Path(out).iterdir()):  # no board answered: no empty directory left behind
             Path(out).rmdir()
+            if made_root and not any(root.iterdir()):
+                root.rmdir()
         raise
     return BenchResult(results, out_dir / "bench.json", out_dir / "bench.png")
 
