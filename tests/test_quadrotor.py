@@ -2,6 +2,8 @@
 against the code's own formulas: hover, free fall, a pure yaw torque, which way a push on
 one side moves it, and the frames its observation reports."""
 
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
@@ -428,6 +430,15 @@ def test_success_is_ending_near_and_slow_without_leaving_the_box():
     # a drone at rest on the target under the hover command ends there: the only success
     assert success.tolist() == [True, False, False, False]
     assert returns[3] < returns[0]  # drone 3's episode ended when it left
+
+
+def test_a_drone_whose_integration_overflowed_is_no_success_and_no_warning():
+    env = _at_rest(3)
+    env.state[1, qr.V] = [1e200, 0.0, 0.0]  # what a spun-up drone's integration reaches: squared, past float64
+    env.state[2, qr.P] = [np.nan, 0.0, 0.0]  # (set_state takes finite states only)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert env.success().tolist() == [True, False, False]
 
 
 @pytest.mark.parametrize("kwargs, said", [({"mass": 1.0}, "takes the env_kwargs"),

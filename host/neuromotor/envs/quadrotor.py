@@ -312,7 +312,9 @@ class QuadrotorVec:
     def success(self) -> np.ndarray:
         """Per drone: would an episode ending now count as a hovering success (near and slow)?"""
         s = self.state
-        return (np.linalg.norm(s[:, P], axis=1) < SUCCESS_DISTANCE) & (np.linalg.norm(s[:, V], axis=1) < SUCCESS_SPEED)
+        # a drone spun up until its integration overflowed ends there (terminated, non-finite): no success, no warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (np.linalg.norm(s[:, P], axis=1) < SUCCESS_DISTANCE) & (np.linalg.norm(s[:, V], axis=1) < SUCCESS_SPEED)
 
     def get_state(self) -> np.ndarray:
         return np.concatenate([self.state, self.history.reshape(self.num_envs, -1), self.params], 1)
