@@ -12,7 +12,7 @@ PACKAGE = REPO / "host" / "neuromotor"
 # Bottom to top: a module imports only from its own layer's package or from layers below.
 LAYERS = [
     ("errors", "limits", "paths", "rng", "registry", "reading", "rules", "safe_write", "native", "version", "lifeline",
-     "_forkserver_lifeline"),
+     "_forkserver_lifeline", "interrupts"),
     ("nn", "envs"),
     ("policy",),
     ("algos",),
@@ -83,8 +83,9 @@ def test_every_top_level_module_has_a_layer():
     assert tops - {n for names in LAYERS for n in names} == set()
 
 
-# The command line is built on the public API alone (and the errors and limits it names).
-CLI_MAY_IMPORT = ("neuromotor", "neuromotor.api", "neuromotor.errors", "neuromotor.limits")
+# The command line is built on the public API alone (and the errors and limits it names, and the
+# SIGINT handler it installs).
+CLI_MAY_IMPORT = ("neuromotor", "neuromotor.api", "neuromotor.errors", "neuromotor.limits", "neuromotor.interrupts")
 
 
 def test_the_cli_uses_only_the_public_api():

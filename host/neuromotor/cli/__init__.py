@@ -12,7 +12,7 @@ import os
 import pkgutil
 import sys
 
-from neuromotor import __version__
+from neuromotor import __version__, interrupts
 from neuromotor.errors import UserError
 
 
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    interrupts.install()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neuromotor import rules
+from neuromotor import interrupts, rules
 from neuromotor.envs import env_class
 from neuromotor.envs import quadrotor as q
 from neuromotor.envs.quadrotor_drones import (DRONE_FACTOR_RANGE, DRONE_FACTORS, SENSED, THRUST_TO_WEIGHT,
@@ -337,6 +337,7 @@ def dagger(run_dir: Path, cfg: DistilConfig, teachers: list, drones: list, progr
                 part = ((part[0] - norm[0]) / norm[1],) + part[1:]
             data.add(*part)
             losses = [_update(net, opt, data, rng, cfg) for _ in range(cfg.updates)]
+            interrupts.check()
             record = {"step": it, "beta": beta, "lr": opt.lr, "samples": int(data.reset.size),
                       "loss": float(np.mean(losses)), "rollout_success": success}
             if not np.isfinite(record["loss"]) or not np.isfinite(net.params).all():

@@ -22,6 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm  # a widget in notebooks, text in a terminal
 
+from neuromotor import interrupts
 from neuromotor.training import config
 from neuromotor.training.rundir import RunDir
 from neuromotor.training.evaluation import Evaluator
@@ -70,6 +71,7 @@ def train(run: RunDir, spec: config.RunSpec, algo, progress: bool = True) -> dic
                 # Overflow warnings would bury the one-line error refuse_diverged gives.
                 with np.errstate(over="ignore", invalid="ignore"):
                     algo.advance(until=min(stops))
+                interrupts.check()
                 finished = algo.pop_episode_returns()
                 for k, returns_k in enumerate(finished):
                     recent[k].extend(returns_k)
