@@ -270,11 +270,11 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
             if console:
                 console.close()
         _children[proc.pid] = proc
-        rec = QemuInstance(name=name, instance=instance, pid=proc.pid, port=console.port if console else "",
-                           firmware=str(fw.resolve()), cmdline=cmd, qmp=str(qmp), log=str(log), started=time.time(),
-                           extra=extra)
-        _record(state, rec)
         try:
+            rec = QemuInstance(name=name, instance=instance, pid=proc.pid, port=console.port if console else "",
+                               firmware=str(fw.resolve()), cmdline=cmd, qmp=str(qmp), log=str(log),
+                               started=time.time(), extra=extra)
+            _record(state, rec)
             if not rec.port:
                 rec.port = _wait_pty(proc, log, timeout)
                 if not rec.port:
@@ -283,7 +283,8 @@ def start(name: str, instance: str | None = None, firmware: str | Path | None = 
             if wait_ready and not _wait_repl(rec.port, timeout):
                 raise UserError(f"{name} started (pid {proc.pid}) but its REPL did not answer on {rec.port}")
         except BaseException:  # failed or interrupted: stopped, not left running unattended
-            stop(instance)
+            if not stop(instance):  # interrupted before its record was written: the process itself
+                _kill(proc.pid, cmd)
             raise
     return rec
 
