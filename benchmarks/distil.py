@@ -14,7 +14,8 @@ Rows (success: the env's criterion from the task's starts, seeded 10,000 as
 benchmarks/quadrotor.py) on 100 drones no teacher trained on (fresh draws from the teachers'
 ranges, 10 starts each): the student, the base policy, the best of the teachers (each flown on
 all of them), with --nominal that single policy, and RAPTOR's foundation policy (the
-`foundation-policy` package, imported as benchmarks/raptor.py does); then the student on the
+`foundation-policy` package, imported as benchmarks/raptor.py does), and the student's int8 export
+(`neuromotor export RUN --quantize int8`: integer weights, activations and GRU state); then the student on the
 teachers' drones and each teacher on its own drone. The student and RAPTOR observe the same 22
 numbers (training.distil.STUDENT_ENV). Then each of them on the task's
 randomised Crazyflie (env_kwargs randomize 0.3 and 0.5: mass and thrust coefficient drawn at
@@ -59,6 +60,9 @@ def main() -> int:
     run = json.loads((Path(summary["run_dir"]) / d.CONFIG).read_text())
     # (policy, the quadrotor's env_kwargs it observes)
     policies = {"student (GRU)": (neuromotor.read_policy(summary["student"]), d.STUDENT_ENV)}
+    with tempfile.TemporaryDirectory() as tmp:
+        _, int8, int8_report = neuromotor.export(summary["run_dir"], Path(tmp) / "student8.nmp", quantize="int8")
+    policies["student (int8)"] = (int8, d.STUDENT_ENV)
     if args.nominal:
         policies["nominal policy"] = (load_spec(args.nominal), {})
     raptor = raptor_spec()
@@ -88,7 +92,8 @@ def main() -> int:
         margins["student_minus_raptor"] = student - rows["RAPTOR on fresh drones"]["success_mean"]
     print("on fresh drones, the student minus " + ", ".join(
         f"{k.removeprefix('student_minus_').replace('_', ' ')}: {v * 100:+.1f} points" for k, v in margins.items()))
-    write_json(args.out, {"distil": summary, "task": task, "episodes": args.episodes, "margins": margins})
+    write_json(args.out, {"distil": summary, "task": task, "episodes": args.episodes, "margins": margins,
+                          "int8_export": int8_report})
     return 0
 
 

@@ -150,8 +150,8 @@ def test_bad_codes_and_dtype_are_refused():
         decode(_patched(data, 25, bytes([0x20])))  # kind 2
     with pytest.raises(PolicyFormatError, match="unknown layer code 0x05"):
         decode(_patched(data, 26, bytes([0x05])))  # activation 5
-    with pytest.raises(PolicyFormatError, match="dtype code 1 for version 4"):
-        decode(_patched(data, 27, bytes([1])))
+    with pytest.raises(PolicyFormatError, match=r"payload words .*\(version 4, int8\)"):
+        decode(_patched(data, 27, bytes([1])))  # int8's version 4 has another payload
     old = encode(PolicySpec(weights=[np.ones((2, 3))], biases=[np.zeros(2)], activations=["tanh"],
                             obs_mean=np.zeros(3), obs_std=np.ones(3), action_scale=np.ones(2),
                             action_offset=np.zeros(2), action_low=-np.ones(2), action_high=np.ones(2)))
@@ -181,11 +181,14 @@ def test_non_finite_recurrent_values_are_refused_everywhere(tmp_path):
         encode(free)
 
 
-def test_version_4_refused_by_int8_and_c_header(tmp_path):
+def test_version_4_refused_by_the_c_header_and_sigmoid_by_int8(tmp_path):
     from neuromotor.api import export
 
     src = write_policy(gru_spec(), tmp_path / "gru.nmp")
-    for kwargs, out in (({"quantize": "int8"}, "q.nmp"), ({}, "p.h")):
-        with pytest.raises(UserError, match="this policy has 1 GRU layer") as err:
-            export(src, tmp_path / out, **kwargs)
+    sig = write_policy(gru_spec(out_act="sigmoid"), tmp_path / "sig.nmp")
+    for source, kwargs, out, what in ((src, {}, "p.h", "this policy has 1 GRU layer"),
+                                      (src, {"quantize": "int8"}, "q.h", "this policy has 1 GRU layer"),
+                                      (sig, {"quantize": "int8"}, "q.nmp", "int8 runs identity, relu and tanh")):
+        with pytest.raises(UserError, match=what) as err:
+            export(source, tmp_path / out, **kwargs)
         assert "\n" not in str(err.value) and not (tmp_path / out).exists()

@@ -114,4 +114,4 @@ def test_a_killed_run_resumes_to_the_uninterrupted_ones_numbers(tmp_path, cli, n
     assert arrays["log_alpha"].shape == (2,) and int(arrays["alpha_opt_t"]) == 900 - 40 + 1
     code, out, err = cli("export", straight, "-o", tmp_path / "p.nmp")
     assert code == 0, err
-    assert "2 -> 8 -> 4 -> 1, relu, identity, tanh" in out
+    assert "2 -> 8 -> 4 -> 1, relu, gru, tanh" in out

@@ -2,11 +2,14 @@
 population, checkpoints that continue bit-exactly (also through a killed and resumed `train`),
 and a run's policy that acts as its actor did, on the pendulum that hides its velocity."""
 
+import json
+
 import numpy as np
 import pytest
 
 from neuromotor.algos.sac_gru import RecurrentSAC
 from neuromotor.algos.td3_gru import Config, RecurrentTD3, SequenceReplay
+from neuromotor.policy.policy_file import read_policy
 from neuromotor.training.evaluation import Evaluator
 
 from run_checks import kill_then_resume_equals_uninterrupted, round_trip_mid_block_continues_exactly, \
@@ -93,4 +96,11 @@ def test_a_killed_run_resumes_to_the_uninterrupted_ones_numbers(tmp_path, cli, n
     assert arrays["replay_obs"].shape == (2, 300, 2)
     code, out, err = cli("export", straight, "-o", tmp_path / "p.nmp")
     assert code == 0, err
-    assert "2 -> 8 -> 4 -> 1, relu, identity, tanh" in out
+    assert "2 -> 8 -> 4 -> 1, relu, gru, tanh" in out
+    # int8 too: calibrated along the run's own episodes (the pendulum without its velocity)
+    code, out, err = cli("export", straight, "-o", tmp_path / "p8.nmp", "--quantize", "int8", "--json")
+    assert code == 0, err
+    assert "steps of whole episodes" in out and "int8, network 2 -> 8 -> 4 -> 1, relu, gru, tanh" in out
+    report = json.loads(out.splitlines()[-1])
+    assert report["contract"] == "action" and report["rounding"] == "plain" and report["max_error_frac"] <= 0.02
+    assert read_policy(tmp_path / "p8.nmp").state_size == 4

@@ -14,7 +14,8 @@
 # Python); p.dtype says which. A version-4 file may hold GRU layers and the
 # sigmoid and fast_tanh activations: a recurrent policy keeps its hidden state
 # in p.state (array('f'), advanced by every call) and p.reset() puts it back to
-# the file's initial state, at each episode's start.
+# the file's initial state, at each episode's start. A version-4 int8 policy may
+# hold GRU layers too: its state is an array('h') (Q15, nm_int8.h's pair order).
 #
 # The file format is specified in docs/policy-format.md; the host writes it
 # with `neuromotor export`. Backends:
@@ -26,7 +27,7 @@
 # Here is what every load needs (format, checks, reader, CRC-32, backend choice,
 # native backend): a further module costs a board an import. On first use only:
 # nm_rt_write, nm_rt_python, nm_rt_ulab, nm_rt_native (kernels without Forward),
-# nm_rt_where (names a faulty value), nm_rt_q8 (an int8 policy's sizes and checks).
+# nm_rt_where (names a faulty value), nm_rt_q8 (an int8 policy's sizes, checks and state).
 #
 # The native policy subclasses the kernels' C type `Forward`, so p(obs) goes
 # straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp) is the
@@ -45,7 +46,7 @@ except ImportError:
 
 FORMAT_VERSION = const(2)  # written when there are action limits; version 1 is read too
 DTYPE_VERSION = const(3)  # the version with a dtype byte (written by the host for int8 policies)
-RECURRENT_VERSION = const(4)  # GRU layers, sigmoid and fast_tanh (float32 only)
+RECURRENT_VERSION = const(4)  # GRU layers, sigmoid and fast_tanh (int8: GRU layers)
 DTYPES = ("float32", "int8")
 MAGIC = b"NMPL"
 HEADER_FIXED = const(16)
@@ -248,15 +249,13 @@ def read_policy(path):
         dtype = rest[2 * (n_layers + 1) + n_layers] if version >= DTYPE_VERSION else 0
         if dtype >= len(DTYPES):
             raise PolicyFileError("unknown dtype code %d (0 float32, 1 int8)" % dtype)
-        if dtype and version >= RECURRENT_VERSION:
-            raise PolicyFileError("unknown dtype code %d for version 4 (0 float32 only)" % dtype)
         if min(sizes) < 1 or not all(code_valid(c, version) for c in acts):
             raise PolicyFileError("corrupt policy header: sizes %r, layer codes %r" % (sizes, acts))
         n_clamp = 2 * sizes[-1] if version >= 2 else 0
         if dtype:
             from nm_rt_q8 import q8_net_bytes
 
-            n_net = q8_net_bytes(sizes) // 4
+            n_net = q8_net_bytes(sizes, acts) // 4
         else:
             n_net = net_size(sizes, acts)
         if n_floats != n_net + n_clamp:
@@ -341,14 +340,30 @@ class Policy:
         self.act_dim = sizes[-1]
         self.out = array("f", range(sizes[-1]))
         self.backend = self.name
-        self.gru = state_parts(sizes, acts) if self.dtype == "float32" else []
+        self.state = None
+        if self.dtype == "int8":
+            self.gru = []
+            if GRU in acts:
+                from nm_rt_q8 import q8_state, q8_state_parts
+
+                self.gru = q8_state_parts(sizes, acts)
+                self.state = q8_state(self.gru)  # int16 (Q15), pair order
+        else:
+            self.gru = state_parts(sizes, acts)
+            if self.gru:
+                self.state = array("f", range(sum(p[2] for p in self.gru)))
         self.recurrent = bool(self.gru)
-        self.state = array("f", range(sum(p[2] for p in self.gru))) if self.gru else None
         Policy.reset(self)
 
     def reset(self):
         """Back to the initial hidden state, at an episode's start (nothing for an MLP)."""
         st, net = self.state, self.net
+        if self.dtype == "int8":
+            if self.gru:
+                from nm_rt_q8 import q8_reset
+
+                q8_reset(st, net, self.gru)
+            return
         for s, n, hd in self.gru:
             for i in range(hd):
                 st[s + i] = net[n + i]

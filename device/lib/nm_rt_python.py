@@ -149,6 +149,52 @@ def _f32(v, _r=array("f", [0.0])):
     return _r[0]
 
 
+def _q8_rows(net, off, n_rows, n_in):
+    """The int8 rows (n_rows lists of n_in) of the block-4 weights at net[off:]."""
+    from nm_rt_q8 import pad4
+
+    cols = pad4(n_in)
+    raw = struct.unpack_from("<%db" % (pad4(n_rows) * cols), net, off)
+    w = []
+    for r in range(n_rows):  # block r // 4, row r % 4 of each group of 4 inputs
+        base = (r // 4) * 4 * cols + (r % 4) * 4
+        w.append([raw[base + (j // 4) * 16 + j % 4] for j in range(n_in)])
+    return w
+
+
+def _sig_exp(d):
+    """(significand << 7, exponent field) of float32 d: d = m * 2^(e - 157) (nm_q8_f32_sig)."""
+    u = struct.unpack("<I", struct.pack("<f", d))[0]
+    ef = (u >> 23) & 0xFF
+    return ((u & 0x7FFFFF) | (0x800000 if ef else 0)) << 7, ef or 1
+
+
+def _q16(v, me, lim=1 << 24):
+    """v * deq in Q16, rounded half up, clamped to +-lim (nm_q8_scale on deq's bits)."""
+    m, s = me[0], 141 - me[1]
+    if s >= 32:
+        z = (v * m + (1 << 31)) >> 32
+        r = min(s - 32, 31)
+        if r:
+            z = (z + (1 << (r - 1))) >> r
+    else:
+        sh = min(32 - s, 31)
+        big = 1 << (31 - sh)
+        z = lim if v >= big else -lim if v <= -big else ((v << sh) * m + (1 << 31)) >> 32
+    return lim if z > lim else -lim if z < -lim else z
+
+
+def _tanh_q15(z):
+    # math's tanh where the kernels interpolate a table (within 6e-5 of it)
+    t = int(abs(tanh(z / 65536.0)) * 32768.0 + 0.5)
+    return -t if z < 0 else t
+
+
+def _sig_q15(z):
+    v = (32768 + _tanh_q15(z >> 1)) >> 1
+    return v if v < 32767 else 32767
+
+
 class PythonQ8Policy(Policy):
     """An int8 policy in plain Python: nm_int8.h's integer arithmetic (Python ints are
     exact), its float32 steps rounded through an array('f'); tanh is math's."""
@@ -166,13 +212,20 @@ class PythonQ8Policy(Policy):
         off = 8 * s0
         for li in range(n):
             n_in, n_out = sizes[li], sizes[li + 1]
-            cols, rows = pad4(n_in), pad4(n_out)
-            raw = struct.unpack_from("<%db" % (rows * cols), net, off)
-            w = []
-            for r in range(n_out):  # block r // 4, row r % 4 of each group of 4 inputs
-                base = (r // 4) * 4 * cols + (r % 4) * 4
-                w.append([raw[base + (j // 4) * 16 + j % 4] for j in range(n_in)])
-            off_b = off + rows * cols
+            if acts[li] == GRU:
+                g, k = pad4(3 * n_out), 3 * n_out
+                blocks = []
+                for cols, at in ((n_in, off), (n_out, off + g * pad4(n_in) + 8 * g)):
+                    w = _q8_rows(net, at, k, cols)
+                    at += g * pad4(cols)
+                    deq = [_sig_exp(d) for d in struct.unpack_from("<%df" % k, net, at + 4 * g)]
+                    blocks.append((w, struct.unpack_from("<%di" % k, net, at), deq))
+                self.layers.append((blocks, None, None, GRU))
+                off += q8_layer_bytes(n_in, n_out, False, GRU)
+                continue
+            rows = pad4(n_out)
+            w = _q8_rows(net, off, n_out, n_in)
+            off_b = off + rows * pad4(n_in)
             bias = struct.unpack_from("<%di" % n_out, net, off_b)
             if li < n - 1:
                 extra = (struct.unpack_from("<%di" % n_out, net, off_b + 4 * rows),
@@ -184,16 +237,44 @@ class PythonQ8Policy(Policy):
         tail = struct.unpack_from("<%df" % (2 * sl), net, off)
         self.scale, self.offset = tail[:sl], tail[sl:]
 
+    def _gru(self, blocks, q, st):
+        """One int8 GRU step (nm_q8_gru_step) on the state at self.state[st:]; its output."""
+        from nm_rt_q8 import slot
+
+        state = self.state
+        hd = len(blocks[0][0]) // 3
+        h = [state[st + slot(i)] for i in range(hd)]
+        (wi, bi, di), (wh, bh, dh) = blocks
+        ai = [bi[r] + sum(wr[j] * q[j] for j in range(len(q))) for r, wr in enumerate(wi)]
+        ah = [bh[r] + sum(wr[j] * h[j] for j in range(hd)) for r, wr in enumerate(wh)]
+        out = []
+        for i in range(hd):
+            r = _sig_q15(_q16(ai[i], di[i]) + _q16(ah[i], dh[i]))
+            z = _sig_q15(_q16(ai[hd + i], di[hd + i]) + _q16(ah[hd + i], dh[hd + i]))
+            ghn = _q16(ah[2 * hd + i], dh[2 * hd + i])
+            n = _tanh_q15(_q16(ai[2 * hd + i], di[2 * hd + i]) + ((2 * ghn * (r << 16) + (1 << 31)) >> 32))
+            v = n + ((z * (h[i] - n) + 16384) >> 15)
+            v = -32768 if v < -32768 else 32767 if v > 32767 else v
+            state[st + slot(i)] = v
+            out.append(v)
+        return out
+
     def __call__(self, obs):
+        from nm_rt_q8 import pad4
+
         x = finite_obs(obs, self.obs_dim)
         q = []
         for i in range(self.obs_dim):
             t = _f32(_f32(x[i] - self.mean[i]) * self.mul[i])
             v = int(abs(t) + 0.5) if abs(t) < 32767.0 else 32767  # exact: t has 24 bits, a float 53
             q.append(-v if t < 0.0 else v)
-        n = len(self.layers)
+        n, st = len(self.layers), 0
         for li in range(n):
             w, bias, extra, act = self.layers[li]
+            if act == GRU:
+                q = self._gru(w, q, st)
+                st += pad4(len(q))
+                continue
             accs = [bias[r] + sum(wr[j] * q[j] for j in range(len(q))) for r, wr in enumerate(w)]
             if li == n - 1:
                 break
@@ -212,4 +293,3 @@ class PythonQ8Policy(Policy):
                 v = _f32(tanh(v))
             y.append(_f32(_f32(v * self.scale[c]) + self.offset[c]))
         return store(self.out, y, self.clamp)
-

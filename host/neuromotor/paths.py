@@ -41,6 +41,7 @@ def runs_dir() -> Path:
 
 
 STUDENT_FILE = "student.nmp"  # a distillation's policy, in its run directory
+DISTIL_CONFIG = "distil.json"  # a distillation's options and env, in its run directory
 
 
 def no_policy_source(shown: str, path) -> str:

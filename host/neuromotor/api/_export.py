@@ -8,6 +8,7 @@ from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
 from neuromotor.policy import FINETUNE_STEPS, quantize_checked
 from neuromotor.policy.policy_file import needs_version4
+from neuromotor.policy.spec import env_for
 from neuromotor.safe_write import check_target
 from neuromotor.training.run_policy import load_spec
 from neuromotor.training.rundir import CONFIG, own_paths
@@ -71,14 +72,23 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     if dtype != "float32" and not fmt.int8:
         raise UserError(f"{os.fspath(source)}: {fmt.name} holds float32 policies; this one is {dtype} "
                         "(use --format c-header)")
-    if dtype == "float32" and needs_version4(spec) and (quantize or not fmt.recurrent):
-        what = "int8" if quantize else fmt.name
-        raise UserError(f"{os.fspath(source)}: {what} runs MLPs of identity, relu and tanh layers; this policy has "
+    if needs_version4(spec) and not fmt.recurrent:
+        raise UserError(f"{os.fspath(source)}: {fmt.name} runs MLPs of identity, relu and tanh layers; this policy "
+                        f"has {_v4_features(spec)} (write it as nmp)")
+    if quantize and any(a not in ("identity", "relu", "tanh") for a in spec.activations):
+        raise UserError(f"{os.fspath(source)}: int8 runs identity, relu and tanh layers and GRUs; this policy has "
                         f"{_v4_features(spec)} (write it as nmp, float32)")
     report = {}
     if quantize:
         if not getattr(spec, "has_limits", False) or dtype != "float32":
             raise UserError(f"{source}: --quantize needs a float policy with action limits (a run directory)")
+        if "env" not in spec.meta:  # a policy file: the env it calibrates on must fit
+            try:
+                env_for(spec)
+            except UserError:
+                raise UserError(f"{os.fspath(source)}: this policy file names no env and does not fit the default "
+                                "one; --quantize calibrates on the policy's env: export from its run (or "
+                                "distillation) directory") from None
         spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
     written = _formats.resolve(fmt.handler)(spec, path if fmt.directory else target)
     return Path(written if fmt.directory else path), spec, report

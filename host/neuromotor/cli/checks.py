@@ -45,13 +45,14 @@ def nonempty_path(text: str) -> Path:
 
 
 def source(option: str, path: str) -> Path:
-    """A run directory (with its config.json), one of a run's states (RUN/best.npz) or a policy
-    file that reads as one."""
+    """A run directory (with its config.json), one of a run's states (RUN/best.npz), a
+    distillation's directory (its student) or a policy file that reads as one."""
     p = Path(path)
     if not path or not (p.is_file() or (p / "config.json").is_file()):
-        if path and p.is_dir() and not os.path.lexists(p / "config.json"):  # a distillation's names its student
+        if path and p.is_dir() and not os.path.lexists(p / "config.json"):
             try:
                 api.load_policy(p)
+                return p
             except UserError as exc:
                 raise UserError(f"{option} {exc}") from None
         raise UserError(f"{option} {path!r}: no such run directory or policy file")

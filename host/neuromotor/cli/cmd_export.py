@@ -21,8 +21,8 @@ def register(subparsers) -> None:
         "learning_curve.png, .lock, on_device.json, and the policy.nmp a board wrote in train-on-device.",
     )
     p.add_argument("run", help="run directory (from `neuromotor train`; on an env that judges success its policy is "
-                   "its best evaluation's, best.npz, and RUN/checkpoint.npz names the last state) or an existing "
-                   ".nmp policy file")
+                   "its best evaluation's, best.npz, and RUN/checkpoint.npz names the last state), a distillation's "
+                   "directory (from `neuromotor distil`: its student) or an existing .nmp policy file")
     p.add_argument("-o", "--output", required=True,
                    help="output path, written atomically; it must be a regular file or new (a symlink to a "
                    "regular file is written through) and never the source or a file the run needs (see above)")
@@ -30,8 +30,10 @@ def register(subparsers) -> None:
                    help="output format (default: by -o's suffix, else nmp): " + "; ".join(f.describe() for f in api.policy_formats("export")))
     p.add_argument("--agent", type=int, default=0, help="which agent of a multi-agent run (default 0)")
     p.add_argument("--quantize", choices=("int8",), default=None,
-                   help="int8: integer weights and activations (docs/policy-format.md, version 3), calibrated "
-                   "on rollouts of the run's env and fine-tuned there to act like the float policy; refused "
+                   help="int8: integer weights and activations (docs/policy-format.md, version 3; with GRU layers "
+                   "version 4, the state in integers too), calibrated on rollouts of the run's env and fitted "
+                   "there to act like the float policy (an MLP: fine-tuned; a recurrent policy: along whole "
+                   "episodes, plainly rounded); refused "
                    "when its actions are too far from the float policy's (--max-error) or, on an env that "
                    "judges success (the quadrotor), when it succeeds in more than 2 fewer of 100 held-out "
                    "episodes than the float policy")
@@ -78,7 +80,12 @@ def run(args) -> int:
         if fmt.directory:
             return 0
     target = os.path.realpath(out)
-    if report:
+    if report.get("rounding") == "plain":
+        print(f"int8: calibrated on {report['calibration_obs']} steps of whole episodes (each GRU state following "
+              f"its own inputs), weights rounded plainly: max action error {100 * report['max_error_frac']:.2f}% of "
+              f"the action range ({report['max_error']:.4g}), mean {100 * report['mean_error_frac']:.3f}% over "
+              f"{report['heldout_obs']} steps of held-out episodes")
+    elif report:
         print(f"int8: calibrated on {report['calibration_obs']} rollout observations, weights rounded with error "
               f"compensation and fine-tuned {report['finetune_steps']} steps (kept step "
               f"{report['finetune_kept_step']}): max action error {100 * report['max_error_frac_before']:.2f}% -> "
@@ -86,13 +93,14 @@ def run(args) -> int:
               f"{report['max_error']:.4g}), mean {100 * report['mean_error_frac_before']:.3f}% -> "
               f"{100 * report['mean_error_frac']:.3f}% on {report['heldout_obs']} held-out observations "
               "(before: plain rounding)")
-        if report["contract"] == "success":
-            print(f"int8: succeeds in {100 * report['int8_success']:.0f}% of {report['success_episodes']} held-out "
+    if report.get("contract") == "success":
+        print(f"int8: succeeds in {100 * report['int8_success']:.0f}% of {report['success_episodes']} held-out "
                   f"episodes, the float policy in {100 * report['float_success']:.0f}% (the contract on this env)")
     dtype = getattr(spec, "dtype", "float32")
     if fmt.summary is None:
         print(f"wrote {args.output} ({fmt.name}, {dtype}, network {' -> '.join(str(s) for s in spec.sizes)}, "
-              f"{', '.join(spec.activations)}, {os.path.getsize(target)} bytes)")
+              f"{', '.join(k if k != 'dense' else a for k, a in zip(spec.kinds, spec.activations))}, "
+              f"{os.path.getsize(target)} bytes)")
     if args.json:
         print(json.dumps({"output": args.output, "format": fmt.name, "dtype": dtype, "sizes": spec.sizes,
                           "bytes": os.path.getsize(target), **report}))

@@ -5,7 +5,14 @@ observations (different episodes), refused when it exceeds a fraction of the act
 On an env that judges success (the quadrotor's hover) the contract is the task's instead: both
 policies fly the same held-out episodes, and the int8 one may succeed at most MAX_SUCCESS_DROP
 less often (a largest action error taken over tumbling states says little about whether the
-drone still hovers)."""
+drone still hovers).
+
+A recurrent policy (GRU layers) is calibrated on whole episodes, each int8 state following its
+own inputs, and compared with the float policy step by step along held-out episodes; its
+integers are plainly rounded (the fitting and fine-tune solve for one dense layer's inputs,
+which a GRU's feedback changes)."""
+
+import math
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -14,7 +21,7 @@ from neuromotor.envs.episodes import episode_outcomes
 from neuromotor.errors import UserError
 from neuromotor.policy.finetune import STEPS as FINETUNE_STEPS
 from neuromotor.policy.finetune import finetune
-from neuromotor.policy.quantize import QuantizedPolicy, quantize
+from neuromotor.policy.quantize import HEADROOM, QuantizedPolicy, calibrate, quantize
 from neuromotor.policy.rounding import compensated
 from neuromotor.policy.spec import PolicySpec, env_for
 
@@ -68,13 +75,73 @@ def rollout_observations(spec: PolicySpec, n: int, seed: int, env_name=None, env
 def action_error(spec: PolicySpec, qp: QuantizedPolicy, obs: np.ndarray) -> dict:
     """Max and mean |int8 action - float action| on `obs`, in env units and as a fraction
     of each dimension's action range (high - low)."""
-    a, b = spec.forward(obs).astype(np.float64), qp.forward(obs).astype(np.float64)
-    err = np.abs(a - b)
+    return _error_report(spec, spec.forward(obs), qp.forward(obs))
+
+
+def _error_report(spec: PolicySpec, a: np.ndarray, b: np.ndarray) -> dict:
+    err = np.abs(a.astype(np.float64) - b.astype(np.float64))
     span = (spec.action_high - spec.action_low).astype(np.float64)
     frac = err / np.where(span > 0, span, 1.0)
     return {"max_error": float(err.max()), "mean_error": float(err.mean()),
             "max_error_frac": float(frac.max()), "mean_error_frac": float(frac.mean()),
-            "worst_dim": int(np.unravel_index(frac.argmax(), frac.shape)[1]), "heldout_obs": int(len(obs))}
+            "worst_dim": int(np.unravel_index(frac.argmax(), frac.shape)[1]), "heldout_obs": int(len(a))}
+
+
+def rollout_sequences(spec: PolicySpec, episodes: int, steps: int, seed: int, env_name=None,
+                      env_kwargs=None) -> tuple:
+    """(observations (T, episodes, obs_dim), alive (T, episodes)) of the float recurrent policy
+    acting in the run's env for up to `steps` steps (episodes seeded seed, seed + 1, ...); an
+    episode that has ended repeats its last observation."""
+    _, factory = env_for(spec, env_name, env_kwargs)
+    env = factory(episodes)
+    seqs, alive_seq = [], []
+    try:
+        obs = env.reset([np.random.default_rng(seed + i) for i in range(episodes)])
+        state, alive = spec.initial_state(), np.ones(episodes, bool)
+        for _ in range(min(steps, env.max_episode_steps)):
+            seqs.append(np.where(alive[:, None], obs, seqs[-1]) if seqs else np.asarray(obs))
+            alive_seq.append(alive.copy())
+            action, state = spec.step(seqs[-1], state)
+            obs, _, terminated = env.step(action)
+            alive &= ~np.asarray(terminated, bool)
+            limit = getattr(env, "truncated", None)
+            if limit is not None:
+                alive &= ~np.asarray(limit, bool)
+            if not alive.any():
+                break
+    finally:
+        if hasattr(env, "close"):
+            env.close()
+    return np.stack(seqs).astype(np.float32), np.stack(alive_seq)
+
+
+def sequence_error(spec: PolicySpec, qp: QuantizedPolicy, seqs: np.ndarray, alive: np.ndarray) -> dict:
+    """action_error along episodes: each policy steps its own state from its initial one over
+    the same observations; the steps where the episode is alive count."""
+    sf, sq, a, b = spec.initial_state(), qp.initial_state(), [], []
+    for obs, live in zip(seqs, alive):
+        af, sf = spec.step(obs, sf)
+        aq, sq = qp.step(obs, sq)
+        a.append(af[live])
+        b.append(aq[live])
+    return _error_report(spec, np.concatenate(a), np.concatenate(b))
+
+
+RECURRENT_EPISODES = 16  # calibration episodes of a recurrent policy, its held-out ones half as many
+
+
+def quantize_recurrent(spec: PolicySpec, calibration: int, heldout: int, seed: int, env_name=None,
+                       env_kwargs=None) -> tuple:
+    """(QuantizedPolicy, report) of a policy with GRU layers: calibrated on RECURRENT_EPISODES
+    episodes of `calibration` steps in all, measured along held-out episodes of `heldout`."""
+    seqs, _ = rollout_sequences(spec, RECURRENT_EPISODES, math.ceil(calibration / RECURRENT_EPISODES), seed,
+                                env_name, env_kwargs)
+    with threadpool_limits(1, "blas"):
+        qp = calibrate(spec, seqs, headroom=HEADROOM)[0]
+        held = rollout_sequences(spec, RECURRENT_EPISODES // 2, math.ceil(heldout / (RECURRENT_EPISODES // 2)),
+                                 seed + HELDOUT_SEED_OFFSET, env_name, env_kwargs)
+        error = sequence_error(spec, qp, *held)
+    return qp, dict(error, calibration_obs=int(seqs.shape[0] * seqs.shape[1]), rounding="plain")
 
 
 def calibration_observations(spec: PolicySpec, n: int, seed: int, env_name=None, env_kwargs=None) -> np.ndarray:
@@ -113,6 +180,9 @@ def quantize_measured(spec: PolicySpec, calibration: int = 2000, heldout: int = 
     on the `calibration` rollout observations alone)."""
     if not 0 < max_error:
         raise UserError(f"--max-error must be > 0 (a fraction of the action range), got {max_error}")
+    if spec.recurrent:
+        qp, report = quantize_recurrent(spec, calibration, heldout, seed, env_name, env_kwargs)
+        return qp, dict(report, max_error_allowed=max_error)
     calib = calibration_observations(spec, calibration, seed, env_name, env_kwargs)
     # A quarter of the allowed error on the calibration set leaves room for the held-out
     # episodes' states that calibration did not visit.
@@ -120,7 +190,7 @@ def quantize_measured(spec: PolicySpec, calibration: int = 2000, heldout: int = 
     held = rollout_observations(spec, heldout, seed + HELDOUT_SEED_OFFSET, env_name, env_kwargs)
     before = action_error(spec, quantize(spec, calib[:calibration]), held)
     report = dict(action_error(spec, qp, held), calibration_obs=int(len(calib)), max_error_allowed=max_error,
-                  finetune_steps=info["steps"], finetune_kept_step=info["best_step"],
+                  finetune_steps=info["steps"], finetune_kept_step=info["best_step"], rounding="fitted",
                   **{f"{k}_before": before[k] for k in ("max_error", "mean_error", "max_error_frac",
                                                          "mean_error_frac")})
     return qp, report
@@ -138,11 +208,12 @@ def success_rates(spec: PolicySpec, qp: QuantizedPolicy, episodes: int, seed: in
     same starts (seeded seed, seed + 1, ...): their success rates."""
     _, factory = env_for(spec, env_name, env_kwargs)
     rates = {}
-    for name, forward in (("float", spec.forward), ("int8", qp.forward)):
+    for name, policy in (("float", spec), ("int8", qp)):
         env = factory(episodes)
+        policy.reset()  # a recurrent policy starts each episode from its initial state
         try:
             obs = env.reset([np.random.default_rng(seed + k) for k in range(episodes)])
-            _, success = episode_outcomes(env, obs, lambda o, t: forward(o), env.max_episode_steps)
+            _, success = episode_outcomes(env, obs, lambda o, t: policy.forward(o), env.max_episode_steps)
         finally:
             if hasattr(env, "close"):
                 env.close()
@@ -178,9 +249,14 @@ def quantize_checked(spec: PolicySpec, calibration: int = 2000, heldout: int = 2
         raise QuantizationError(
             f"int8 policy refused: max action error {report['max_error']:.4g} "
             f"({100 * report['max_error_frac']:.2f}% of the action range, dimension {report['worst_dim']}) "
-            f"exceeds --max-error {100 * max_error:.2f}% after error-compensated rounding and "
-            f"{report['finetune_steps']} fine-tuning steps "
-            f"(plain rounding: {100 * report['max_error_frac_before']:.2f}%); "
+            f"exceeds --max-error {100 * max_error:.2f}% after {_fitting(report)}; "
             f"mean {report['mean_error']:.4g} ({100 * report['mean_error_frac']:.2f}%) on "
             f"{report['heldout_obs']} held-out observations")
     return qp, report
+
+
+def _fitting(report: dict) -> str:
+    if report["rounding"] == "plain":
+        return "plain rounding (a recurrent policy's)"
+    return (f"error-compensated rounding and {report['finetune_steps']} fine-tuning steps "
+            f"(plain rounding: {100 * report['max_error_frac_before']:.2f}%)")

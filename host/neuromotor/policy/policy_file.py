@@ -14,7 +14,7 @@ device/lib/neuromotor_rt.py. Little-endian throughout:
     16      u16 x L+1   layer sizes s0..sL
     ...     u8 x L      layer codes: activation (0 identity, 1 relu, 2 tanh; version 4: 3 sigmoid,
                         4 fast_tanh) in the low nibble, kind (version 4: 0 dense, 1 GRU) in the high
-    ...     u8          dtype (versions 3 and 4): 0 float32, 1 int8 (version 3 only)
+    ...     u8          dtype (versions 3 and 4): 0 float32, 1 int8 (version 4: an int8 policy with GRU layers)
     ...     0..3        zero padding to the header length
     hlen    4n bytes    payload: float32: obs_mean, obs_std, packed layers, action_scale,
                         action_offset, action_low, action_high (versions 2 to 4; a GRU layer
@@ -179,7 +179,8 @@ def encode(spec) -> bytes:
     _check_shape(sizes, len(spec.weights))
     if isinstance(spec, QuantizedPolicy):
         payload = pack_qnet(spec) + pack_clamp(spec).astype("<f4").tobytes()
-        return _frame(DTYPE_VERSION, sizes, codes_of(spec), payload, DTYPES.index("int8"))
+        version = RECURRENT_VERSION if spec.recurrent else DTYPE_VERSION
+        return _frame(version, sizes, codes_of(spec), payload, DTYPES.index("int8"))
     net = pack_net(spec)
     v4 = needs_version4(spec)
     if v4 and not spec.has_limits:
@@ -209,8 +210,6 @@ def decode(data: bytes, name: str = "policy file"):
         raise PolicyFormatError(f"{name}: corrupt policy header: {n_layers} layers, header {hlen} bytes, flags {flags}")
     table = HEADER_FIXED + 2 * (n_layers + 1) + n_layers
     dtype = data[table] if version >= DTYPE_VERSION and n >= table + 1 else 0
-    if version == RECURRENT_VERSION and dtype:
-        raise PolicyFormatError(f"{name}: unknown dtype code {dtype} for version 4 (0 float32 only)")
     if dtype >= len(DTYPES):
         raise PolicyFormatError(f"{name}: unknown dtype code {dtype} (0 float32, 1 int8)")
     expected = hlen + 4 * n_words + 4
@@ -230,18 +229,24 @@ def decode(data: bytes, name: str = "policy file"):
         if version < RECURRENT_VERSION and c >= len(BASIC_ACTIVATIONS) \
                 or c >> 4 >= len(KINDS) or c & 15 >= len(ACTIVATIONS) or c >> 4 and c & 15:
             raise PolicyFormatError(f"{name}: layer {i}: unknown layer code 0x{c:02x} for version {version}")
+        if dtype and c & 15 >= len(BASIC_ACTIVATIONS):
+            raise PolicyFormatError(f"{name}: layer {i}: an int8 layer is identity, relu or tanh "
+                                    f"(code 0x{c:02x})")
+    kinds = [KINDS[c >> 4] for c in codes]
+    if dtype and kinds[-1] == "gru":
+        raise PolicyFormatError(f"{name}: the last layer of an int8 policy is dense, not a GRU")
     s0, sl = sizes[0], sizes[-1]
     limits_words = 2 * sl if version >= 2 else 0
-    want = (quantize.net_bytes(sizes) // 4 if dtype else net_size(sizes, codes)) + limits_words
+    want = (quantize.net_bytes(sizes, kinds) // 4 if dtype else net_size(sizes, codes)) + limits_words
     if n_words != want:
         raise PolicyFormatError(f"{name}: corrupt policy header: {n_words} payload words for sizes {sizes} "
                                 f"(version {version}, {DTYPES[dtype]}), expected {want}")
     if dtype:
-        return _decode_int8(data, name, hlen, sizes, [ACTIVATIONS[c] for c in codes])
+        return _decode_int8(data, name, hlen, sizes, [ACTIVATIONS[c & 15] for c in codes], kinds)
     net = np.frombuffer(data, dtype="<f4", count=n_words, offset=hlen).astype(np.float32)
     off = 2 * s0
     weights, biases = [], []
-    kinds, hidden = [KINDS[c >> 4] for c in codes], ([], [], [])
+    hidden = ([], [], [])
     for a, b, kind in zip(sizes[:-1], sizes[1:], kinds):
         rows = 3 * b if kind == "gru" else b
         w, bias = unpack_layer(net[off:off + layer_size(a, rows)], a, rows)
@@ -269,14 +274,15 @@ def decode(data: bytes, name: str = "policy file"):
         raise PolicyValueError(f"{name}: {exc}") from None
 
 
-def _decode_int8(data: bytes, name: str, hlen: int, sizes, activations) -> QuantizedPolicy:
+def _decode_int8(data: bytes, name: str, hlen: int, sizes, activations, kinds) -> QuantizedPolicy:
     sl = sizes[-1]
-    end = hlen + quantize.net_bytes(sizes)
+    end = hlen + quantize.net_bytes(sizes, kinds)
     lo_hi = np.frombuffer(data, "<f4", 2 * sl, end).astype(np.float32)
     try:
         if not np.isfinite(lo_hi).all():
             raise InvalidPolicyError("policy has non-finite values: action limits")
-        return QuantizedPolicy(**quantize.unpack_qnet(data[hlen:end], sizes, activations, (lo_hi[:sl], lo_hi[sl:])))
+        return QuantizedPolicy(**quantize.unpack_qnet(data[hlen:end], sizes, activations, (lo_hi[:sl], lo_hi[sl:]),
+                                                      kinds))
     except InvalidPolicyError as exc:
         raise PolicyValueError(f"{name}: {exc}") from None
 

@@ -12,15 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neuromotor.policy import gru_q8
+from neuromotor.policy.gru_q8 import STATE_SCALE, quantize_gru
+from neuromotor.policy.int_arith import (AMAX, BIAS_MAX, F32, MAX_IN, MULT_MAX, QMAX, SHIFT_MAX, TANH_STEP,  # noqa: F401
+                                         TANH_ZMAX, deq_q16, gru_step, int_dense, quantize_input, requantize,
+                                         scale_round, tanh_q15, tanh_table)
 from neuromotor.policy.spec import ACTIVATIONS, InvalidPolicyError, LayerSizes, PolicySpec, clamp
 
-F32 = np.float32
-QMAX = 127             # weights
-AMAX = 32767           # activations (int16)
-MAX_IN = 512           # inputs per layer: 127 * 32767 * 512 + 2^24 < 2^31, no accumulator overflows
-BIAS_MAX = 1 << 24
-SHIFT_MAX = 31
-MULT_MAX = (1 << 31) - 1
 # The fitted quantisation (rounding.py, finetune.py) gives inputs and activations this
 # factor above the largest calibration value: other observations go further (a saturated
 # input can move the action far), and int16 keeps 14 bits of resolution after it.
@@ -31,11 +29,13 @@ HEADROOM = 2.0
 class QuantizedPolicy(LayerSizes):
     """The contents of a dtype-int8 policy file. Hidden layers carry (w, bias, mult);
     `shifts[l]` is hidden layer l's right shift; the last layer carries (w, bias) and
-    `deq` (float32 per row: the accumulator's scale)."""
-    weights: list            # per layer int8 (out, in)
+    `deq` (float32 per row: the accumulator's scale). A GRU layer (`kinds[l]` "gru") carries
+    its input block in (w, bias), mult None and shift 0, and the rest in `grus[l]` (GruQ8);
+    the policy then has a state (int16 Q15 per unit, `step`, `reset`, as PolicySpec's)."""
+    weights: list            # per layer int8 (out, in); GRU (3H, in)
     biases: list             # per layer int32 (out,)
-    mults: list              # per hidden layer int32 (out,)
-    shifts: list             # per hidden layer int
+    mults: list              # per hidden layer int32 (out,); GRU None
+    shifts: list             # per hidden layer int; GRU 0
     deq: np.ndarray          # float32 (act_dim,)
     activations: list
     obs_mean: np.ndarray
@@ -45,34 +45,67 @@ class QuantizedPolicy(LayerSizes):
     action_low: np.ndarray
     action_high: np.ndarray
     meta: dict = field(default_factory=dict)
+    kinds: list = None       # per layer "dense" or "gru"; None: all dense
+    grus: list = None        # per layer GruQ8 for a GRU, None for dense
 
     dtype = "int8"
 
     def __post_init__(self):
+        n = len(self.weights)
+        self.kinds = ["dense"] * n if self.kinds is None else list(self.kinds)
+        self.grus = [None] * n if self.grus is None else list(self.grus)
         self.weights = [np.ascontiguousarray(w, np.int8) for w in self.weights]
         self.biases = [np.ascontiguousarray(b, np.int64) for b in self.biases]
-        self.mults = [np.ascontiguousarray(m, np.int64) for m in self.mults]
+        self.mults = [None if m is None else np.ascontiguousarray(m, np.int64) for m in self.mults]
         self.shifts = [int(s) for s in self.shifts]
         for name in ("deq", "obs_mean", "in_mul", "action_scale", "action_offset", "action_low", "action_high"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), F32))
+        self._state = None
         self.validate()
 
     has_limits = True
+
+    @property
+    def sizes(self) -> list:
+        return [self.weights[0].shape[1]] + [w.shape[0] // 3 if k == "gru" else w.shape[0]
+                                             for w, k in zip(self.weights, self.kinds)]
+
+    @property
+    def recurrent(self) -> bool:
+        return "gru" in self.kinds
+
+    @property
+    def state_size(self) -> int:
+        """Units of recurrent state (int16 each): the GRU layers' hidden sizes, summed."""
+        return sum(g.hidden for g in self.grus if g is not None)
+
+    def initial_state(self) -> np.ndarray:
+        """The int16 (as int64) state an episode starts in: the GRU layers' h0, in layer order."""
+        return np.concatenate([np.zeros(0, np.int64)] + [g.h0 for g in self.grus if g is not None])
 
     def validate(self) -> None:
         """Raise InvalidPolicyError naming the first value a device would refuse
         (the checks of nm_q8_check, in its order)."""
         n = len(self.weights)
-        if not (n >= 1 and len(self.biases) == n == len(self.activations) and len(self.mults) == n - 1
-                and len(self.shifts) == n - 1):
-            raise InvalidPolicyError("int8 policy needs weights, biases and activations per layer and "
+        if not (n >= 1 and len(self.biases) == n == len(self.activations) == len(self.kinds) == len(self.grus)
+                and len(self.mults) == n - 1 and len(self.shifts) == n - 1):
+            raise InvalidPolicyError("int8 policy needs weights, biases, activations and kinds per layer and "
                                      "multipliers and a shift per hidden layer")
+        for i, (k, g) in enumerate(zip(self.kinds, self.grus)):
+            if k not in ("dense", "gru") or (k == "gru") != (g is not None):
+                raise InvalidPolicyError(f"layer {i}: kind {k!r} with {'no ' if g is None else ''}GRU parts")
+            if k == "gru" and i == n - 1:
+                raise InvalidPolicyError("the last layer of an int8 policy is dense, not a GRU")
+            if k == "gru" and (self.activations[i] != "identity" or self.mults[i] is not None):
+                raise InvalidPolicyError(f"layer {i}: a GRU layer has no activation and no multipliers")
+            if k == "dense" and i < n - 1 and self.mults[i] is None:
+                raise InvalidPolicyError(f"layer {i}: a dense hidden layer needs its multipliers")
         sizes = self.sizes
         if max(sizes[:-1]) > MAX_IN:
             raise InvalidPolicyError(f"an int8 layer takes at most {MAX_IN} inputs, this one "
                                      f"{max(sizes[:-1])} (its int32 accumulators could overflow)")
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            if w.ndim != 2 or b.shape != (w.shape[0],) or (i and w.shape[1] != sizes[i]):
+            if w.ndim != 2 or b.shape != (w.shape[0],) or w.shape[1] != sizes[i]:
                 raise InvalidPolicyError(f"layer {i}: weight {w.shape} and bias {b.shape} do not match")
         for i, a in enumerate(self.activations):
             if a not in ACTIVATIONS:
@@ -96,7 +129,12 @@ class QuantizedPolicy(LayerSizes):
             if np.any(np.abs(b) > BIAS_MAX):
                 raise InvalidPolicyError(f"layer {i}: bias[{int(np.argmax(np.abs(b) > BIAS_MAX))}] outside "
                                          "-2^24..2^24")
+        for i, g in enumerate(self.grus):
+            if g is not None:
+                g.validate(i, self.weights[i], self.biases[i])
         for i, (m, s) in enumerate(zip(self.mults, self.shifts)):
+            if m is None:
+                continue
             if m.shape != (sizes[i + 1],) or np.any(m < 1) or np.any(m > MULT_MAX):
                 bad = int(np.argmax((m < 1) | (m > MULT_MAX))) if m.shape == (sizes[i + 1],) else -1
                 raise InvalidPolicyError(f"layer {i}: requantisation multiplier[{bad}] outside 1..2^31-1")
@@ -113,23 +151,65 @@ class QuantizedPolicy(LayerSizes):
     def input_q(self, obs: np.ndarray) -> np.ndarray:
         return quantize_input(obs, self.obs_mean, self.in_mul)
 
+    def _layers(self, obs: np.ndarray, state: np.ndarray) -> tuple:
+        """(every layer's integer input, the observation first; the next state)."""
+        xs, new, at = [self.input_q(obs)], [], 0
+        for i, (w, b, g) in enumerate(zip(self.weights[:-1], self.biases, self.grus)):
+            if g is not None:
+                h = state[..., at:at + g.hidden]
+                xs.append(gru_step(xs[-1], h, w, b, g.deq_i, g.wh, g.bh, g.deq_h))
+                new.append(xs[-1])
+                at += g.hidden
+            else:
+                xs.append(requantize(int_dense(xs[-1], w, b), self.mults[i], self.shifts[i],
+                                     self.activations[i] == "relu"))
+        return xs, (np.concatenate(new, axis=-1) if new else state)
+
     def hidden(self, obs: np.ndarray) -> list:
-        """Every layer's integer input (the observation first), as int64 arrays."""
-        xs = [self.input_q(obs)]
-        for w, b, m, r, a in zip(self.weights, self.biases, self.mults, self.shifts, self.activations):
-            xs.append(requantize(int_dense(xs[-1], w, b), m, r, a == "relu"))
-        return xs
+        """Every layer's integer input (the observation first), as int64 arrays (a recurrent
+        policy's from its initial state)."""
+        return self._layers(obs, self.initial_state())[0]
 
     def accumulators(self, obs: np.ndarray) -> np.ndarray:
         return int_dense(self.hidden(obs)[-1], self.weights[-1], self.biases[-1])
 
-    def forward(self, obs: np.ndarray) -> np.ndarray:
-        """Actions in float32, clamped; what nm_q8_mlp then nm_clamp compute (bit for bit
-        where the target has no fused multiply-add)."""
+    def step(self, obs: np.ndarray, state: np.ndarray) -> tuple:
+        """(actions, next state) for one observation (obs_dim,) or a batch (B, obs_dim) from
+        `state` (state_size,) or (B, state_size) (int16 values; one state broadcast over a
+        batch): what nm_q8_mlp then nm_clamp compute. Pure."""
         obs = np.asarray(obs, dtype=F32)
+        state = np.asarray(state, np.int64)
+        if obs.ndim not in (1, 2) or obs.shape[-1] != self.obs_dim:
+            raise ValueError(f"observation has shape {obs.shape}, expected ({self.obs_dim},) or (batch, {self.obs_dim})")
+        if state.ndim not in (1, 2) or state.shape[-1] != self.state_size \
+                or (state.ndim == 2 and (obs.ndim != 2 or len(state) != len(obs))):
+            raise ValueError(f"state has shape {state.shape}, expected ({self.state_size},) or one row per observation")
         if not np.isfinite(obs).all():
             raise ValueError("observation has non-finite values")
-        return self.actions(self.accumulators(obs))
+        if obs.ndim == 2 and state.ndim == 1:
+            state = np.broadcast_to(state, (len(obs), self.state_size))
+        xs, new = self._layers(obs, state)
+        return self.actions(int_dense(xs[-1], self.weights[-1], self.biases[-1])), new
+
+    def reset(self) -> None:
+        """Return the state `forward` keeps to the initial state (an episode starts)."""
+        self._state = None
+
+    def forward(self, obs: np.ndarray) -> np.ndarray:
+        """Actions in float32, clamped; what nm_q8_mlp then nm_clamp compute (bit for bit
+        where the target has no fused multiply-add). A recurrent policy steps from the state
+        it keeps, as PolicySpec.forward does."""
+        obs = np.asarray(obs, dtype=F32)
+        if not self.recurrent:
+            if not np.isfinite(obs).all():
+                raise ValueError("observation has non-finite values")
+            return self.actions(self.accumulators(obs))
+        state = self.initial_state() if self._state is None else self._state
+        if self._state is not None and (state.ndim != obs.ndim or state.ndim == 2 and len(state) != len(obs)):
+            raise ValueError(f"observation has shape {obs.shape}, but the policy's state is {state.shape} "
+                             "(call reset() to start episodes of another batch size)")
+        action, self._state = self.step(obs, state)
+        return action
 
     def actions(self, acc: np.ndarray) -> np.ndarray:
         """The clamped float32 actions of the last layer's int32 accumulators."""
@@ -145,90 +225,6 @@ class QuantizedPolicy(LayerSizes):
         return clamp(y, self.action_low, self.action_high)
 
     __call__ = forward
-
-
-def _wrap32(a: np.ndarray) -> np.ndarray:
-    return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def int_dense(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The int32 accumulators x @ w.T + b (int64 arrays). Computed in float64, which is
-    exact: every partial sum stays below 127 * 32768 * MAX_IN + BIAS_MAX < 2^31 << 2^53,
-    whatever order BLAS adds in; and NumPy's integer matmul does not use BLAS."""
-    acc = (np.asarray(x, np.float64) @ w.T.astype(np.float64)).astype(np.int64) + b
-    return _wrap32(acc)
-
-
-def _f32_sig(v) -> tuple:
-    """nm_q8_f32_sig: (significand << 7, exponent field (1 for zero and subnormals)) of
-    float32 values: |v| = m * 2^(e - 157)."""
-    u = np.asarray(v, F32).view(np.uint32).astype(np.int64)
-    ef = (u >> 23) & 0xFF
-    m = ((u & 0x7FFFFF) | np.where(ef > 0, 0x800000, 0)) << 7
-    return m, np.maximum(ef, 1)
-
-
-def scale_round(v, m, s, lim) -> np.ndarray:
-    """nm_q8_scale: round(v * m / 2^s) half up, clamped to +-lim, as the C computes it
-    (s >= 32: nm_q8_mulhr then a right shift of at most 31, rounded half up; s < 32:
-    one rounding, saturated where v << (32 - s) would overflow int32)."""
-    v, m, s = np.asarray(v, np.int64), np.asarray(m, np.int64), np.asarray(s, np.int64)
-    t = (v * m + (1 << 31)) >> 32
-    r = np.clip(s - 32, 0, 31)
-    right = (t + ((np.int64(1) << r) >> 1)) >> r
-    lsh = np.clip(32 - s, 1, 31)
-    big = np.int64(1) << (31 - lsh)
-    left = np.where(v >= big, lim, np.where(v <= -big, -lim, ((v << lsh) * m + (1 << 31)) >> 32))
-    return np.clip(np.where(s >= 32, right, left), -lim, lim)
-
-
-def quantize_input(obs, mean, in_mul) -> np.ndarray:
-    """nm_q8_quantize_input: the int16 observation (as int64). t is float32; its rounding
-    half away from zero is exact in float64 (t has 24 significant bits)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        t = (np.asarray(obs, F32) - mean) * in_mul
-        a = np.abs(t).astype(np.float64)
-        v = np.where(a < AMAX, np.floor(a + 0.5), AMAX)   # inf and NaN saturate, as in nm_q8_round_f32
-        return np.where(np.signbit(t), -v, v).astype(np.int64)
-
-
-def requantize(acc: np.ndarray, mult: np.ndarray, shift: int, relu: bool) -> np.ndarray:
-    """nm_q8_requant: (acc * mult + 2^31) >> 32, then a rounding right shift, then clamp.
-    acc is int32-ranged and mult < 2^31, so the product fits int64."""
-    t = (acc * mult + (1 << 31)) >> 32
-    v = (t + ((1 << shift) >> 1)) >> shift
-    return np.clip(v, 0 if relu else -AMAX - 1, AMAX)
-
-
-TANH_STEP = 10                      # nm_int8_edge.h: table step 2^-6 in Q16
-TANH_ZMAX = 384 << TANH_STEP        # 6.0
-
-
-def tanh_table() -> np.ndarray:
-    """nm_q8_tanh_table: round(tanh(i / 64) * 32768), i = 0..384 (every value at least
-    4e-4 from a rounding tie, so any correctly rounded tanh gives these integers)."""
-    return np.round(np.tanh(np.arange(385) / 64) * 32768).astype(np.int64)
-
-
-_TANH_TABLE = tanh_table()
-
-
-def deq_q16(acc: np.ndarray, deq: np.ndarray) -> np.ndarray:
-    """nm_q8_deq_q16: acc * deq in Q16 clamped to +-6, from deq's float32 bits
-    (m * 2^(e - 157)): scale_round(acc, m, 141 - e)."""
-    m, e = _f32_sig(deq)
-    return scale_round(acc, m, 141 - e, TANH_ZMAX)
-
-
-def tanh_q15(z: np.ndarray) -> np.ndarray:
-    """nm_q8_tanh_q15: tanh(z / 2^16) * 2^15 from the table, interpolated, rounded half up."""
-    z = np.asarray(z, np.int64)
-    a = np.abs(z)
-    i = np.minimum(a >> TANH_STEP, 383)
-    f = a & ((1 << TANH_STEP) - 1)
-    t0 = _TANH_TABLE[i]
-    t = np.where(a < TANH_ZMAX, t0 + (((_TANH_TABLE[i + 1] - t0) * f + (1 << (TANH_STEP - 1))) >> TANH_STEP), 32768)
-    return np.where(z < 0, -t, t)
 
 
 def _row_scales(w: np.ndarray) -> np.ndarray:
@@ -259,21 +255,28 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
     times `input_ranges`); weights beyond +-QMAX steps are clipped."""
     if not spec.has_limits:
         raise InvalidPolicyError("an int8 policy needs action limits (export it from its run directory)")
-    for i, a in enumerate(spec.activations[:-1]):
-        if a not in ("identity", "relu"):
+    kinds = getattr(spec, "kinds", None) or ["dense"] * len(spec.weights)
+    for i, (a, k) in enumerate(zip(spec.activations, kinds)):
+        if k == "dense" and i < len(kinds) - 1 and a not in ("identity", "relu"):
             raise InvalidPolicyError(f"layer {i} is {a}: int8 hidden layers are identity or relu")
+        if k == "dense" and i == len(kinds) - 1 and a not in ("identity", "relu", "tanh"):
+            raise InvalidPolicyError(f"the last layer is {a}: an int8 output layer is identity, relu or tanh")
+        if k == "gru" and i == len(kinds) - 1:
+            raise InvalidPolicyError("the last layer is a GRU: an int8 output layer is dense")
     obs = np.asarray(calib_obs, F32)
-    if obs.ndim != 2 or obs.shape[1] != spec.obs_dim or not len(obs) or not np.isfinite(obs).all():
-        raise InvalidPolicyError(f"calibration observations must be finite, shape (n, {spec.obs_dim})")
+    rank = 3 if "gru" in kinds else 2
+    if obs.ndim != rank or obs.shape[-1] != spec.obs_dim or not obs.size or not np.isfinite(obs).all():
+        shape = "(steps, episodes, {})" if rank == 3 else "(n, {})"
+        raise InvalidPolicyError(f"calibration observations must be finite, shape {shape.format(spec.obs_dim)}")
     # Each input gets the whole int16 range: its calibrated range r goes into in_mul (the
     # run's obs_std times r, inverted) and into layer 0's weights (W diag(r)).
-    obs_std = (spec.obs_std * input_ranges(spec, obs, headroom)).astype(F32)
+    obs_std = (spec.obs_std * input_ranges(spec, obs.reshape(-1, spec.obs_dim), headroom)).astype(F32)
     in_scale = F32(1.0 / AMAX)
     # The device multiplies by this reciprocal (no soft-float division per input on cores
     # without an FPU); it is rounded to float32 once, here.
     in_mul = (1.0 / (obs_std.astype(np.float64) * np.float64(in_scale))).astype(F32)
     n = len(spec.weights)
-    weights, biases, mults, shifts = [], [], [], []
+    weights, biases, mults, shifts, grus = [], [], [], [], [None] * n
     s_x = np.float64(in_scale)
     q = quantize_input(obs, spec.obs_mean, in_mul)  # the integer input of the layer being quantised
     inputs, scales = [q], []
@@ -281,6 +284,24 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
     for i, (w, b, act) in enumerate(zip(spec.weights, spec.biases, spec.activations)):
         if i == 0:
             w = w * (obs_std / spec.obs_std).astype(np.float64)[None, :]
+        if kinds[i] == "gru":
+            # The state is the output, at the one scale 2^-15: no activation to calibrate; the
+            # layers after it see the integer states of the calibration episodes.
+            wq, bq, grus[i] = quantize_gru(w, b, spec.hidden_weights[i], spec.hidden_biases[i],
+                                           spec.initial_hidden[i], s_x)
+            weights.append(wq)
+            biases.append(bq)
+            mults.append(None)
+            shifts.append(0)
+            g, h, hs = grus[i], np.broadcast_to(grus[i].h0, (*q.shape[1:-1], grus[i].hidden)), []
+            for x_t in q:
+                h = gru_step(x_t, h, wq, bq, g.deq_i, g.wh, g.bh, g.deq_h)
+                hs.append(h)
+            q = np.stack(hs)
+            inputs.append(q)
+            scales.append(STATE_SCALE)
+            s_x = np.float64(STATE_SCALE)
+            continue
         s_w = _row_scales(w) if row_scales is None or row_scales[i] is None else np.asarray(row_scales[i], np.float64)
         wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
         bq = np.clip(np.round(b / (s_x * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
@@ -314,7 +335,8 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
     qp = QuantizedPolicy(weights=weights, biases=biases, mults=mults, shifts=shifts, deq=deq,
                            activations=list(spec.activations), obs_mean=spec.obs_mean, in_mul=in_mul,
                            action_scale=spec.action_scale, action_offset=spec.action_offset,
-                           action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
+                           action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta),
+                           kinds=kinds, grus=grus)
     return qp, scales, inputs
 
 
@@ -350,14 +372,17 @@ def _f32(v, rows: int) -> bytes:
     return out.tobytes()
 
 
-def layer_bytes(n_in: int, n_out: int, last: bool) -> int:
+def layer_bytes(n_in: int, n_out: int, last: bool, kind: str = "dense") -> int:
+    if kind == "gru":
+        return gru_q8.section_bytes(n_in, n_out)
     return _pad4(n_out) * _pad4(n_in) + 8 * _pad4(n_out) + (0 if last else 4)
 
 
-def net_bytes(sizes) -> int:
+def net_bytes(sizes, kinds=None) -> int:
     n = len(sizes) - 1
+    kinds = kinds or ["dense"] * n
     return 8 * sizes[0] + 8 * sizes[-1] + sum(
-        layer_bytes(a, b, i == n - 1) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])))
+        layer_bytes(a, b, i == n - 1, k) for i, (a, b, k) in enumerate(zip(sizes[:-1], sizes[1:], kinds)))
 
 
 def pack_qnet(qp: QuantizedPolicy) -> bytes:
@@ -365,6 +390,9 @@ def pack_qnet(qp: QuantizedPolicy) -> bytes:
     parts = [_f32(qp.obs_mean, qp.obs_dim), _f32(qp.in_mul, qp.obs_dim)]
     n = len(qp.weights)
     for i, (w, b) in enumerate(zip(qp.weights, qp.biases)):
+        if qp.grus[i] is not None:
+            parts.append(gru_q8.pack_section(w, b, qp.grus[i], pack_weights, _i32, _f32))
+            continue
         rows = _pad4(w.shape[0])
         parts += [pack_weights(w), _i32(b, rows)]
         parts += [_f32(qp.deq, rows)] if i == n - 1 else [_i32(qp.mults[i], rows), _i32([qp.shifts[i]], 1)]
@@ -372,15 +400,24 @@ def pack_qnet(qp: QuantizedPolicy) -> bytes:
     return b"".join(parts)
 
 
-def unpack_qnet(data: bytes, sizes, activations, limits) -> dict:
+def unpack_qnet(data: bytes, sizes, activations, limits, kinds=None) -> dict:
     """The QuantizedPolicy fields of a qnet (no checks: QuantizedPolicy validates)."""
     s0, sl, n = sizes[0], sizes[-1], len(sizes) - 1
+    kinds = kinds or ["dense"] * n
     f = lambda off, k: np.frombuffer(data, "<f4", k, off).astype(F32)  # noqa: E731
     i32 = lambda off, k: np.frombuffer(data, "<i4", k, off).astype(np.int64)  # noqa: E731
-    out = dict(obs_mean=f(0, s0), in_mul=f(4 * s0, s0),
-               weights=[], biases=[], mults=[], shifts=[], activations=list(activations))
+    out = dict(obs_mean=f(0, s0), in_mul=f(4 * s0, s0), weights=[], biases=[], mults=[], shifts=[],
+               activations=list(activations), kinds=list(kinds), grus=[None] * n)
     off = 8 * s0
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        if kinds[i] == "gru":
+            wi, bi, out["grus"][i] = gru_q8.unpack_section(data, off, a, b, unpack_weights)
+            out["weights"].append(wi)
+            out["biases"].append(bi)
+            out["mults"].append(None)
+            out["shifts"].append(0)
+            off += gru_q8.section_bytes(a, b)
+            continue
         rows, wb = _pad4(b), _pad4(a) * _pad4(b)
         out["weights"].append(unpack_weights(data[off:off + wb], a, b))
         out["biases"].append(i32(off + wb, b))

@@ -45,7 +45,7 @@ from neuromotor.errors import UserError
 from neuromotor.limits import MAX_START_DRAWS
 from neuromotor.nn.optim import Adam
 from neuromotor.nn.recurrent import RecurrentPolicyNet
-from neuromotor.paths import STUDENT_FILE
+from neuromotor.paths import DISTIL_CONFIG, STUDENT_FILE
 from neuromotor.policy.policy_file import write_policy
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.safe_write import atomic_write
@@ -53,7 +53,7 @@ from neuromotor.training import config, plotting, rundir, runs, session
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_policy_spec
 
-CONFIG, STUDENT, BASE, TEACHERS = "distil.json", STUDENT_FILE, "base", "teachers"
+CONFIG, STUDENT, BASE, TEACHERS = DISTIL_CONFIG, STUDENT_FILE, "base", "teachers"
 OWN_FILES = (CONFIG, rundir.METRICS, rundir.CURVE, rundir.SUMMARY, STUDENT)
 TEACHER_FILE = "teacher-{}.nmp"
 EVAL_SEED = 10_000  # the task's held-out starts (benchmarks/quadrotor.py)

@@ -9,10 +9,11 @@ itself would export. No population, replay buffer or shard process is made.
 import os
 from pathlib import Path
 
+from neuromotor import reading
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
 from neuromotor.errors import UserError
-from neuromotor.paths import STUDENT_FILE, no_policy_source
+from neuromotor.paths import DISTIL_CONFIG, STUDENT_FILE, no_policy_source
 from neuromotor.policy.policy_file import read_policy
 from neuromotor.policy.spec import PolicySpec
 from neuromotor.training import checkpoint, rundir, runs
@@ -55,15 +56,32 @@ def load_policy_spec(run_dir, agent: int = 0, state_file: str = rundir.CHECKPOIN
     return spec
 
 
+def load_student(distil_dir: Path) -> PolicySpec:
+    """A distillation's student, knowing the env it flies (the distillation's env with the
+    student's observation, from its summary): what int8 export calibrates and checks it on."""
+    spec = read_policy(distil_dir / STUDENT_FILE)
+    summary = reading.read_json(distil_dir / rundir.SUMMARY, "distillation summary")
+    config = reading.read_json(distil_dir / DISTIL_CONFIG, "distillation config")
+    if not isinstance(config.get("env"), str) or not isinstance(summary.get("student_env_kwargs"), dict):
+        raise UserError(f"{distil_dir}: {DISTIL_CONFIG} and {rundir.SUMMARY} do not name the student's env")
+    spec.meta.update(env=config["env"], env_kwargs=summary["student_env_kwargs"], run_dir=str(distil_dir))
+    return spec
+
+
 def load_spec(source, agent: int = 0) -> PolicySpec:
     """The policy of a run directory (agent `agent`'s actor: the best evaluation's where the run
     keeps best.npz, else the last), of one of a run's states (RUN/checkpoint.npz: the last,
-    RUN/best.npz) or of a policy file (validated)."""
+    RUN/best.npz), of a distillation's directory (its student) or of a policy file (validated)."""
     path = Path(source)
     if path.name in (rundir.CHECKPOINT, rundir.BEST) and (path.parent / rundir.CONFIG).is_file():
         return load_policy_spec(path.parent, agent=agent, state_file=path.name)
     if path.is_file():
         return read_policy(path)
+    if path.is_dir() and (path / STUDENT_FILE).is_file() and (path / DISTIL_CONFIG).is_file() \
+            and (path / rundir.SUMMARY).is_file() and not (path / rundir.CONFIG).is_file():
+        if agent:
+            raise UserError(f"agent {agent} out of range: a distillation has one student")
+        return load_student(path)
     if not path.is_dir() or ((path / STUDENT_FILE).is_file() and not (path / rundir.CONFIG).is_file()):
         raise UserError(no_policy_source(str(source), path))
     best = os.path.lexists(path / rundir.BEST)
