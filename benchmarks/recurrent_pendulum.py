@@ -16,7 +16,9 @@ else the last checkpoint's, as on the pendulum) then flies 100 fresh episodes
 (initial states seeded 7, the same for every row), and a seed solves the task when their mean
 return is >= -200. The recurrent rows also fly the last checkpoint's two actors for as many
 episodes: the online actor's last iterate ("last actor") and its Polyak average ("last avg", what
-the run deploys), to choose between them.
+the run deploys), to choose between them; and each run policy's int8 export (`export --quantize
+int8`: its largest action error along held-out episodes, as a fraction of the action range, against
+the 2% contract, and its return over the same 100 episodes).
 CPU seconds are each training run's own (all its processes, its evaluation included). Prints a table, writes
 benchmarks/results/recurrent_pendulum.json.
 """
@@ -84,13 +86,18 @@ def run_row(algo: str, env_kwargs: dict, seeds: list, steps: int, root: Path, se
     env = env_class("pendulum", env_kwargs)
     returns, curves = [], []
     metrics = [m for m in run.metrics if m.get("eval_return_mean") is not None]
+    int8 = {"returns": [], "max_error_frac": []}
     for k in range(len(seeds)):
         curves.append([[m["step"], round(m["eval_return_mean"], 1)] for m in metrics if m["agent"] == k])
         spec = load_spec(run.path, agent=k)
         returns.append(float(evaluate_spec(spec, env, EPISODES, EVAL_SEED)[0].mean()))
+        if algo in RECURRENT:  # measured whatever its error: the contract's verdict is the column
+            _, q, report = neuromotor.export(run.path, root / "p8.nmp", agent=k, quantize="int8", max_error=1.0)
+            int8["returns"].append(float(evaluate_spec(q, env, EPISODES, EVAL_SEED)[0].mean()))
+            int8["max_error_frac"].append(report["max_error_frac"])
     return {"algo": algo, "env_kwargs": env_kwargs, "config": run.config["algo_config"], "seeds": seeds, "steps": steps, "episodes": EPISODES,
             "returns": returns, "eval_curves": curves, "solved": int(sum(r >= SOLVED for r in returns)), "wall_s": wall, "cpu_s": run.summary["cpu_s"],
-            **(last_returns(run, algo, env_kwargs) if algo in RECURRENT else {})}
+            **({**last_returns(run, algo, env_kwargs), "int8": int8} if algo in RECURRENT else {})}
 
 
 def main() -> int:
@@ -123,6 +130,10 @@ def main() -> int:
                 v = np.array(r[last])
                 print(f"  {last:<10} solved {int((v >= SOLVED).sum())}/{len(seeds)}, per seed "
                       + ", ".join(f"{x:.1f}" for x in v))
+            v, e = np.array(r["int8"]["returns"]), np.array(r["int8"]["max_error_frac"])
+            print(f"  {'int8':<10} solved {int((v >= SOLVED).sum())}/{len(seeds)}, within 2%: "
+                  f"{int((e <= 0.02).sum())}/{len(seeds)}, per seed "
+                  + ", ".join(f"{x:.1f} ({100 * y:.2f}%)" for x, y in zip(v, e)))
     write_json(args.out, {"solved_at": SOLVED, "eval_seed": EVAL_SEED, "rows": rows})
     return 0
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from neuromotor.policy.c_forward import clamped_forward_c
 from neuromotor.policy.c_header_int8 import render_c_header_int8
-from neuromotor.policy.policy_file import layout, pack_clamp, pack_net
+from neuromotor.policy.policy_file import layout, needs_version4, pack_clamp, pack_net
 from neuromotor.policy.quantize import QuantizedPolicy
 from neuromotor.policy.spec import InvalidPolicyError, PolicySpec
 from neuromotor.safe_write import atomic_write
@@ -45,6 +45,9 @@ static inline int nm_policy_forward(float *action, const float *obs) {{
 
 
 def render_c_header(spec: PolicySpec, example_obs=None, guard: str = "NM_POLICY_H") -> str:
+    if needs_version4(spec):  # its forward holds no state between calls
+        raise InvalidPolicyError("a C header holds MLPs of identity, relu and tanh layers; this policy has GRU "
+                                 "layers, sigmoid or fast_tanh (write it as a policy file)")
     if isinstance(spec, QuantizedPolicy):
         return render_c_header_int8(spec, example_obs, guard)
     spec.validate()

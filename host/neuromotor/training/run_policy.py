@@ -57,14 +57,17 @@ def load_policy_spec(run_dir, agent: int = 0, state_file: str = rundir.CHECKPOIN
 
 
 def load_student(distil_dir: Path) -> PolicySpec:
-    """A distillation's student, knowing the env it flies (the distillation's env with the
-    student's observation, from its summary): what int8 export calibrates and checks it on."""
+    """A distillation's student, knowing the env it flies: the distillation's env with the
+    student's observation (from its summary) and the drones it was trained on, the teachers'
+    (from its config). What int8 export calibrates and checks it on."""
     spec = read_policy(distil_dir / STUDENT_FILE)
     summary = reading.read_json(distil_dir / rundir.SUMMARY, "distillation summary")
     config = reading.read_json(distil_dir / DISTIL_CONFIG, "distillation config")
-    if not isinstance(config.get("env"), str) or not isinstance(summary.get("student_env_kwargs"), dict):
+    if not isinstance(config.get("env"), str) or not isinstance(summary.get("student_env_kwargs"), dict) \
+            or not isinstance(config.get("drones"), list):
         raise UserError(f"{distil_dir}: {DISTIL_CONFIG} and {rundir.SUMMARY} do not name the student's env")
-    spec.meta.update(env=config["env"], env_kwargs=summary["student_env_kwargs"], run_dir=str(distil_dir))
+    spec.meta.update(env=config["env"], env_kwargs={**summary["student_env_kwargs"], "drones": config["drones"]},
+                     run_dir=str(distil_dir))
     return spec
 
 
