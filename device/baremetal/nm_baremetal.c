@@ -302,7 +302,7 @@ int main(void) {
         put_str("{\"error\": \"int8 network does not fit\"}");
         FINISH(1);
     }
-    nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch);
+    nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch, NULL);
     q8_reference(ref, x);
     generic_ok = 0; // the generic figure is the float run's
 #endif
@@ -332,7 +332,7 @@ int main(void) {
     nm_mark();
     for (volatile int i = 0; i < NM_REPEAT; i++) {
 #if NM_INT8
-        nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch);
+        nm_q8_mlp(out, x, q8_net, sizes, acts, N_LAYERS, q8_scratch, NULL);
 #else
         nm_mlp(out, x, net, sizes, acts, N_LAYERS, scratch, NULL);
 #endif

@@ -46,8 +46,8 @@ static int32_t *q8_i(size_t byte) {
 // larger, so some rows saturate). Returns 0 when the network does not fit.
 static int q8_setup(void) {
     size_t bytes;
-    if (!nm_q8_net_bytes(sizes, N_LAYERS, &bytes) || bytes > sizeof(q8_net)
-        || nm_q8_scratch_bytes(sizes, N_LAYERS) > sizeof(q8_scratch)) {
+    if (!nm_q8_net_bytes(sizes, acts, N_LAYERS, &bytes) || bytes > sizeof(q8_net)
+        || nm_q8_scratch_bytes(sizes, acts, N_LAYERS) > sizeof(q8_scratch)) {
         return 0;
     }
     size_t off = 0;

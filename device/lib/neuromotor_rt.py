@@ -5,33 +5,23 @@
 #   p = Policy.load("policy.nmp", backend="python")
 #   action = p(obs)                        # array('f'), reused between calls
 #
-# A version-2 policy file carries action limits (env units): every backend
-# clamps each action into them, and a NaN action becomes the midpoint of its
-# limits. Observations must be finite (ValueError otherwise). Version-1 files
-# have no limits and are not clamped. A version-3 file names its dtype: an
-# int8 policy (integer weights and activations, nm_int8.h) loads into an
-# array('b') and runs on the native kernels' integer path (or in plain
-# Python); p.dtype says which. A version-4 file may hold GRU layers and the
-# sigmoid and fast_tanh activations: a recurrent policy keeps its hidden state
-# in p.state (array('f'), advanced by every call) and p.reset() puts it back to
-# the file's initial state, at each episode's start. A version-4 int8 policy may
-# hold GRU layers too: its state is an array('h') (Q15, nm_int8.h's pair order).
+# Version 2 carries action limits: every backend clamps each action into them
+# (NaN: their midpoint); version 1 has none. Observations must be finite. An
+# int8 policy (version 3, or 4 with GRU layers; nm_int8.h) loads into an
+# array('b') for the kernels' integer path or plain Python (p.dtype). Version 4
+# holds GRU layers, sigmoid and fast_tanh: a recurrent policy's state p.state
+# (array('f'); int8: array('h') in Q15) advances at every call, and p.reset()
+# restores the file's initial state at each episode's start.
 #
-# The file format is specified in docs/policy-format.md; the host writes it
-# with `neuromotor export`. Backends:
+# The format: docs/policy-format.md (`neuromotor export` writes it). Backends:
 #   native  our C kernels: built-in `nm_kernels` (custom firmware) or the dynamic
-#           native module `nm_kernels_natmod.mpy`; no allocation per call.
+#           native module `nm_kernels_natmod.mpy`; no allocation per call. Its
+#           policy subclasses their C type `Forward`: p(obs) goes straight to C.
 #   ulab    ulab.numpy (CircuitPython, firmware built with ULAB_DIR=...).
 #   python  plain Python, works everywhere, slow.
-#
-# Here is what every load needs (format, checks, reader, CRC-32, backend choice,
-# native backend): a further module costs a board an import. On first use only:
-# nm_rt_write, nm_rt_python, nm_rt_ulab, nm_rt_native (kernels without Forward),
-# nm_rt_where (names a faulty value), nm_rt_q8 (an int8 policy's sizes, checks and state).
-#
-# The native policy subclasses the kernels' C type `Forward`, so p(obs) goes
-# straight to C; p.mlp(p.out, obs, p.net, p.layout, p.scratch, p.clamp) is the
-# bare call.
+# Here is what every load needs (a further module costs a board an import). On
+# first use only: nm_rt_write, nm_rt_python, nm_rt_ulab, nm_rt_native (kernels
+# without Forward), nm_rt_where (names a faulty value), nm_rt_q8 (int8 policies).
 import struct
 import sys
 from array import array
@@ -340,30 +330,24 @@ class Policy:
         self.act_dim = sizes[-1]
         self.out = array("f", range(sizes[-1]))
         self.backend = self.name
-        self.state = None
-        if self.dtype == "int8":
-            self.gru = []
-            if GRU in acts:
-                from nm_rt_q8 import q8_state, q8_state_parts
+        self.gru, self.state = [], None
+        if GRU in acts and self.dtype == "int8":
+            from nm_rt_q8 import q8_state  # int16 (Q15), pair order
 
-                self.gru = q8_state_parts(sizes, acts)
-                self.state = q8_state(self.gru)  # int16 (Q15), pair order
-        else:
+            self.gru, self.state = q8_state(sizes, acts)
+        elif GRU in acts:
             self.gru = state_parts(sizes, acts)
-            if self.gru:
-                self.state = array("f", range(sum(p[2] for p in self.gru)))
+            self.state = array("f", range(sum(p[2] for p in self.gru)))
         self.recurrent = bool(self.gru)
         Policy.reset(self)
 
     def reset(self):
         """Back to the initial hidden state, at an episode's start (nothing for an MLP)."""
         st, net = self.state, self.net
-        if self.dtype == "int8":
-            if self.gru:
-                from nm_rt_q8 import q8_reset
+        if self.gru and self.dtype == "int8":
+            from nm_rt_q8 import q8_reset
 
-                q8_reset(st, net, self.gru)
-            return
+            return q8_reset(st, net, self.gru)
         for s, n, hd in self.gru:
             for i in range(hd):
                 st[s + i] = net[n + i]

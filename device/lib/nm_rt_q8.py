@@ -44,8 +44,10 @@ def slot(i):
     return (i & ~3) | ((i & 1) << 1) | ((i >> 1) & 1)
 
 
-def q8_state(parts):
-    return array("h", range(sum(pad4(hd) for _, _, hd in parts)))
+def q8_state(sizes, codes):
+    """(q8_state_parts, the state: array('h') of their padded sizes)."""
+    parts = q8_state_parts(sizes, codes)
+    return parts, array("h", range(sum(pad4(hd) for _, _, hd in parts)))
 
 
 def q8_reset(state, net, parts):

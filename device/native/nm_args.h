@@ -245,7 +245,7 @@ typedef struct {
     size_t n_layers;
     size_t net_len;
     size_t scratch_len;
-    size_t state_len;      // 0: no GRU layer
+    size_t state_len;      // floats of state (an int8 net's: nm_q8_state_len); 0: no GRU layer
     size_t q8_net_bytes;   // an int8 net (nm_int8.h): bytes of qnet
     size_t q8_scratch_len; // floats of scratch nm_q8_mlp needs (and the widened weights' on MAC16)
     const void *buf;
@@ -294,14 +294,16 @@ static inline nm_layout_t nm_get_layout(mp_obj_t obj, int which) {
         || !nm_mlp_scratch_size(l.sizes, l.acts, n, &l.scratch_len)) {
         nm_raise_overflow("layout");
     }
-    if (!nm_q8_net_bytes(l.sizes, n, &l.q8_net_bytes)) {
+    if (!nm_q8_net_bytes(l.sizes, l.acts, n, &l.q8_net_bytes)) {
         nm_raise_overflow("layout");
     }
-    l.q8_scratch_len = (nm_q8_scratch_bytes(l.sizes, n) + 3) / 4;
+    l.q8_scratch_len = (nm_q8_scratch_bytes(l.sizes, l.acts, n) + 3) / 4;
     #if NM_Q8_MAC16
     // then the int8 weights widened to int16 (nm_int8_xtensa.h), which Forward writes
+    // for a net of dense layers
     size_t wide;
-    if (!nm_q8_wide_bytes(l.sizes, n, &wide) || !nm_add_size(l.q8_scratch_len, wide / 4, &l.q8_scratch_len)) {
+    if (!l.state_len && (!nm_q8_wide_bytes(l.sizes, n, &wide)
+        || !nm_add_size(l.q8_scratch_len, wide / 4, &l.q8_scratch_len))) {
         nm_raise_overflow("layout");
     }
     #endif

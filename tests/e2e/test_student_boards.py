@@ -2,7 +2,8 @@
 on every emulated board: distilled once per module at the smallest budget that is still a
 distillation, exported as a float policy file by `neuromotor export`, deployed by `neuromotor
 deploy` and flown in the loop by `neuromotor hil` against the host's steps, as RAPTOR's
-policy is (test_raptor_boards.py); int8 export of it is refused."""
+policy is (test_raptor_boards.py); and its int8 export (from the distillation's directory, checked
+on the student's env) the same way, bit for bit with the host's integer steps."""
 
 import hashlib
 import json
@@ -37,7 +38,10 @@ def student(tmp_path_factory):
     # with every reward at 0: the first stage's unfloored reward makes each return depend on every
     # step flown. The observation is the student's own.
     env_kwargs = {**summary["student_env_kwargs"], "reward": "initial"}
-    return {"run": d / "run", "summary": summary, "policy": policy, "exported": exported, "env_kwargs": env_kwargs}
+    int8 = d / "student8.nmp"
+    report = last_json(nm("export", d / "run", "-o", int8, "--quantize", "int8", "--json", check=True).stdout)
+    return {"run": d / "run", "summary": summary, "policy": policy, "exported": exported, "env_kwargs": env_kwargs,
+            "int8": int8, "int8_report": report}
 
 
 def host_flight(spec, env_kwargs: dict):
@@ -75,13 +79,18 @@ def test_the_export_is_distils_recurrent_student(student):
     assert np.abs(first - second).max() > 1e-4
 
 
-def test_int8_export_of_the_student_is_refused_in_one_line(student, tmp_path):
-    out = tmp_path / "student8.nmp"
-    res = nm("export", student["policy"], "-o", out, "--quantize", "int8")
+def test_the_int8_export_is_the_students_checked_on_its_env(student, tmp_path):
+    r = student["int8_report"]
+    assert r["dtype"] == "int8" and r["sizes"] == [22, 64, 32, 4] and r["rounding"] == "plain"
+    assert r["contract"] == "success" and r["int8_success"] >= r["float_success"] - 0.02
+    q = read_policy(student["int8"])
+    assert q.kinds == ["dense", "gru", "dense"] and q.state_size == 32
+    assert r["bytes"] < 0.3 * student["policy"].stat().st_size
+    # the student file itself, which names no env, is refused in one line
+    res = nm("export", student["policy"], "-o", tmp_path / "x.nmp", "--quantize", "int8")
     err = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and len(err) == 1, res.stderr
-    assert err[0].startswith("neuromotor: error: ") and "1 GRU layer(s)" in err[0] and "float32" in err[0]
-    assert not out.exists()
+    assert res.returncode == 2 and len(err) == 1 and "export from its run (or distillation) directory" in err[0], res.stderr
+    assert not (tmp_path / "x.nmp").exists()
 
 
 def test_deploy_puts_the_student_on_the_board(board, student):
@@ -99,3 +108,11 @@ def test_hil_agrees_with_the_host_step_by_step(board, student):
     assert r["steps"] == flown
     np.testing.assert_allclose(r["returns"], returns, rtol=1e-3, atol=1e-3)
     assert len(set(r["returns"])) == EPISODES  # two different starts, each flown from the initial state
+
+
+def test_hil_of_the_int8_student_is_the_hosts_integer_steps(board, student):
+    ensure_deployed(board.port, student["int8"])
+    r = recurrent_hil(board.port, student["int8"], student["env_kwargs"], episodes=EPISODES, steps=STEPS, seed=SEED)
+    returns, flown = host_flight(read_policy(student["int8"]), student["env_kwargs"])
+    assert r["steps"] == flown and r["max_action_rel_diff"] == 0.0
+    np.testing.assert_allclose(r["returns"], returns, rtol=1e-6, atol=1e-6)

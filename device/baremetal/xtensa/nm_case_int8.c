@@ -7,7 +7,7 @@
 
 #if NM_Q8_MAC16
 static const int16_t *nm_case_wide(void);
-#define nm_q8_mlp(out, x, qnet, sizes, acts, n_layers, scratch) \
+#define nm_q8_mlp(out, x, qnet, sizes, acts, n_layers, scratch, state) \
     nm_q8_mlp_wide(out, x, qnet, nm_case_wide(), sizes, acts, n_layers, scratch)
 #endif
 
@@ -33,12 +33,12 @@ int nm_case_int8_forward(float *action, const float *obs) {
 }
 
 void nm_case_int8_kernel(float *out, const float *obs) {
-    nm_q8_mlp(out, obs, nm_policy_qnet, SIZES, ACTS, NM_POLICY_N_LAYERS, scratch);
+    nm_q8_mlp(out, obs, nm_policy_qnet, SIZES, ACTS, NM_POLICY_N_LAYERS, scratch, NULL);
 }
 
 int nm_case_int8_check(void) {
     nm_q8_fault_t fault;
-    if (sizeof(scratch) < nm_q8_scratch_bytes(SIZES, NM_POLICY_N_LAYERS)) {
+    if (sizeof(scratch) < nm_q8_scratch_bytes(SIZES, ACTS, NM_POLICY_N_LAYERS)) {
         return -1;
     }
     #if NM_Q8_MAC16

@@ -1,6 +1,7 @@
 /*
  * nm_int8.h - integer (int8) policy inference: the arithmetic of dtype-int8
- * policy files (docs/policy-format.md, version 3) for cores without an FPU.
+ * policy files (docs/policy-format.md, version 3; version 4 when a layer is a
+ * GRU, nm_int8_gru.h) for cores without an FPU.
  *
  * Plain C99 for any 32-bit core, no MicroPython, no libm, no allocation; every
  * buffer belongs to the caller. On ARMv7E-M (Cortex-M4/M7) the multiply-adds
@@ -15,16 +16,21 @@
  * Entry points:
  *   nm_q8_dense(y, x, w, bias, mult, shift, n_in, n_out, act)
  *       one quantised dense layer: int32 accumulation of int8 weights times
- *       int16 activations, requantised to the next layer's scale;
+ *       int16 activations, requantised to the next layer's scale (nm_int8_dense.h);
  *   nm_q8_dense_acc(acc, x, w, bias, n_in, n_out)
- *       the same layer's raw int32 accumulators (the last layer);
+ *       the same layer's raw int32 accumulators (the last layer's, a GRU's);
+ *   nm_q8_gru_step(h, x, section, n_in, hd, acc)
+ *       one step of a GRU layer (nm_int8_gru.h);
  *   nm_q8_quantize_input(q, x, mean, mul, n)
  *       normalise and quantise an observation;
- *   nm_q8_mlp(out, x, qnet, sizes, acts, n_layers, scratch)
+ *   nm_q8_mlp(out, x, qnet, sizes, codes, n_layers, scratch, state)
  *       the whole int8 policy forward on caller-provided buffers;
- *   nm_q8_check(qnet, sizes, acts, n_layers, &fault)
+ *   nm_q8_state_reset(state, qnet, sizes, codes, n_layers)
+ *       the GRU layers' initial state;
+ *   nm_q8_check(qnet, sizes, codes, n_layers, &fault)
  *       the values a reader must refuse (0 when the net is deployable);
- *   nm_q8_layer_bytes, nm_q8_net_bytes, nm_q8_scratch_bytes (overflow-checked).
+ *   nm_q8_layer_bytes, nm_q8_net_bytes (overflow-checked), nm_q8_scratch_bytes,
+ *   nm_q8_state_len (nm_int8_layout.h).
  *
  * Layer layout. Rows are padded to R = 4 * ceil(n_out / 4), inputs to
  * P = 4 * ceil(n_in / 4); padding weights are zero (so padding rows, whatever
@@ -52,13 +58,15 @@
  * qnet (the int8 policy file's payload), every section 4-byte aligned:
  *     f32 obs_mean[s0], f32 in_mul[s0],
  *     per hidden layer: i8 w[R*P], i32 bias[R], i32 mult[R], i32 shift,
+ *                       or a GRU layer's section (nm_int8_gru.h),
  *     last layer:       i8 w[R*P], i32 bias[R], f32 deq[R],
  *     f32 action_scale[sL], f32 action_offset[sL]
  *
  * Forward:
  *     t      = (x[i] - obs_mean[i]) * in_mul[i]                 (float32)
  *     q0[i]  = clamp(t rounded half away from zero (exactly), -32767, 32767)
- *     hidden layers as above; the last layer's acc[c] then gives
+ *     hidden layers as above (a GRU's output is its state, at scale 2^-15);
+ *     the last layer's acc[c] then gives
  *     y[c]   = (float)acc[c] * deq[c], clamped at 0 after relu (float32), or after
  *              tanh the integer tanh of acc[c] * deq[c] as a float32 (nm_int8_edge.h)
  *     out[c] = y[c] * action_scale[c] + action_offset[c]                   (float32)
@@ -70,138 +78,11 @@
 #define NM_INT8_H
 
 #include "nm_clamp.h"
-#include "nm_int8_armv6m.h"
-#include "nm_int8_dsp.h"
+#include "nm_int8_dense.h"
 #include "nm_int8_edge.h"
+#include "nm_int8_gru.h"
 #include "nm_int8_layout.h"
 #include "nm_layout.h"
-
-/* ---------------------------------------------------------------------------
- * Accumulation: acc[0..3] = bias[0..3] + the block's 4 rows times x, for
- * groups of 4 inputs (ng of them; when one != 0 the last group has one real
- * input, the others padding, whose products add nothing: x is 0 there). w
- * points at the block's first group; the return value is the next block's.
- */
-#if !NM_Q8_DSP && !NM_Q8_THUMB1
-// Portable: unsigned sums wrap (no undefined overflow for any weights).
-NM_INLINE const int8_t *nm_q8_block_acc(int32_t *a, const int16_t *x, const int8_t *w, size_t ng, int one) {
-    uint32_t a0 = (uint32_t)a[0], a1 = (uint32_t)a[1], a2 = (uint32_t)a[2], a3 = (uint32_t)a[3];
-    const size_t full = ng - (one != 0);
-    for (size_t g = 0; g < full; g++, x += NM_Q8_GROUP, w += 16) {
-        const int32_t x0 = x[0], x2 = x[1], x1 = x[2], x3 = x[3];
-        a0 += (uint32_t)(w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3);
-        a1 += (uint32_t)(w[4] * x0 + w[5] * x1 + w[6] * x2 + w[7] * x3);
-        a2 += (uint32_t)(w[8] * x0 + w[9] * x1 + w[10] * x2 + w[11] * x3);
-        a3 += (uint32_t)(w[12] * x0 + w[13] * x1 + w[14] * x2 + w[15] * x3);
-    }
-    if (one) {
-        const int32_t x0 = x[0];
-        a0 += (uint32_t)(w[0] * x0);
-        a1 += (uint32_t)(w[4] * x0);
-        a2 += (uint32_t)(w[8] * x0);
-        a3 += (uint32_t)(w[12] * x0);
-        w += 16;
-    }
-    a[0] = (int32_t)a0;
-    a[1] = (int32_t)a1;
-    a[2] = (int32_t)a2;
-    a[3] = (int32_t)a3;
-    return w;
-}
-#endif
-
-/* ---------------------------------------------------------------------------
- * Requantisation of one accumulator (see the top of this file). shifted is a
- * constant where this is inlined: a layer whose shift is 0 (the exporter's
- * choice whenever its multipliers keep 22 bits) skips the second rounding.
- */
-NM_INLINE int32_t nm_q8_requant(int32_t acc, int32_t mult, int32_t round, int32_t r, const int relu,
-    const int shifted) {
-    int32_t t = nm_q8_mulhr(acc, mult);
-    int32_t v = shifted ? (t + round) >> r : t; // |t| < 2^30 for any acc and mult: no overflow
-    const int32_t lo = relu ? 0 : -NM_Q8_AMAX - 1;
-    return v < lo ? lo : v > NM_Q8_AMAX ? NM_Q8_AMAX : v;
-}
-
-// relu and shifted are constants where this is inlined: each case gets its own loop.
-NM_INLINE void nm_q8_dense_rows(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
-    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, const int relu, const int shifted) {
-    #if NM_Q8_DSP
-    nm_q8_dsp_layer_t s;
-    const int front = nm_q8_dsp_setup(&s, y, sizeof(int16_t), x, w, bias, mult, shift, n_in, nm_q8_pad(n_out));
-    const int four = front != NM_Q8_DSP_ONE, half = front == NM_Q8_DSP_FOUR_HALF;
-    if (relu && shifted) {
-        (half ? nm_q8_dsp_relu_shift4h : four ? nm_q8_dsp_relu_shift4 : nm_q8_dsp_relu_shift1)(&s);
-    } else if (relu) {
-        (half ? nm_q8_dsp_relu4h : four ? nm_q8_dsp_relu4 : nm_q8_dsp_relu1)(&s);
-    } else if (shifted) {
-        (four ? nm_q8_dsp_id_shift4 : nm_q8_dsp_id_shift1)(&s);
-    } else {
-        (four ? nm_q8_dsp_id4 : nm_q8_dsp_id1)(&s);
-    }
-    #else
-    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
-    const int one = (n_in & 3) == 1;
-    const int32_t r = shift & NM_Q8_SHIFT_MAX, round = (int32_t)(((uint32_t)1 << r) >> 1);
-    for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, mult += NM_BLOCK, y += NM_BLOCK) {
-        int32_t a[4] = { bias[0], bias[1], bias[2], bias[3] };
-        w = nm_q8_block_acc(a, x, w, ng, one);
-        #ifdef NM_Q8_T1_REQUANT4
-        if ((((uint32_t)mult[0] | (uint32_t)mult[1] | (uint32_t)mult[2] | (uint32_t)mult[3]) & 0xffffu) == 0) {
-            nm_q8_t1_requant4(y, a, mult, shifted ? round : 0, shifted ? r : 0, relu ? 0 : -NM_Q8_AMAX - 1);
-            continue;
-        }
-        #endif
-        // Rows 4k..4k+3 in pair order: 4k, 4k+2, 4k+1, 4k+3.
-        y[0] = (int16_t)nm_q8_requant(a[0], mult[0], round, r, relu, shifted);
-        y[1] = (int16_t)nm_q8_requant(a[2], mult[2], round, r, relu, shifted);
-        y[2] = (int16_t)nm_q8_requant(a[1], mult[1], round, r, relu, shifted);
-        y[3] = (int16_t)nm_q8_requant(a[3], mult[3], round, r, relu, shifted);
-    }
-    #endif
-}
-
-/* ---------------------------------------------------------------------------
- * One hidden layer: y (nm_q8_pad(n_out) int16, pair order) from x
- * (nm_q8_pad(n_in) int16, pair order). w, bias, mult as in qnet; shift is
- * the layer's right shift (only its low 5 bits are used). y must not overlap
- * x or the weights. act: NM_ACT_RELU clamps to 0..32767, anything else is
- * identity (-32768..32767). n_in <= NM_Q8_MAX_IN.
- */
-static inline void nm_q8_dense(int16_t *y, const int16_t *x, const int8_t *w, const int32_t *bias,
-    const int32_t *mult, int32_t shift, size_t n_in, size_t n_out, int act) {
-    const int shifted = (shift & NM_Q8_SHIFT_MAX) != 0;
-    if (act == NM_ACT_RELU) {
-        if (shifted) {
-            nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1, 1);
-        } else {
-            nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 1, 0);
-        }
-    } else if (shifted) {
-        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0, 1);
-    } else {
-        nm_q8_dense_rows(y, x, w, bias, mult, shift, n_in, n_out, 0, 0);
-    }
-}
-
-// The layer's int32 accumulators, natural row order, nm_q8_pad(n_out) of them.
-static inline void nm_q8_dense_acc(int32_t *acc, const int16_t *x, const int8_t *w, const int32_t *bias,
-    size_t n_in, size_t n_out) {
-    #if NM_Q8_DSP
-    nm_q8_dsp_layer_t s;
-    const int front = nm_q8_dsp_setup(&s, acc, sizeof(int32_t), x, w, bias, NULL, 0, n_in, nm_q8_pad(n_out));
-    (front != NM_Q8_DSP_ONE ? nm_q8_dsp_acc4 : nm_q8_dsp_acc1)(&s);
-    #else
-    const size_t ng = nm_q8_pad(n_in) / NM_Q8_GROUP;
-    const int one = (n_in & 3) == 1;
-    for (const int32_t *end = bias + nm_q8_pad(n_out); bias != end; bias += NM_BLOCK, acc += NM_BLOCK) {
-        for (int i = 0; i < 4; i++) {
-            acc[i] = bias[i];
-        }
-        w = nm_q8_block_acc(acc, x, w, ng, one);
-    }
-    #endif
-}
 
 /* ---------------------------------------------------------------------------
  * A float32 rounded half away from zero and clamped to -32767..32767, from its
@@ -264,15 +145,18 @@ static inline void nm_q8_actions(float *out, const int32_t *acc, const float *de
 
 /* ---------------------------------------------------------------------------
  * Whole int8 policy forward: out[sL] from x[s0] (finite), qnet as at the top
- * (4-byte aligned, nm_q8_net_bytes long), scratch of nm_q8_scratch_bytes
- * (4-byte aligned). out, x, qnet and scratch are disjoint; the caller checked
- * every size. The action is not clamped here (nm_clamp does that).
+ * (4-byte aligned, nm_q8_net_bytes long), layer codes as in nm_layout.h, scratch of
+ * nm_q8_scratch_bytes (4-byte aligned), state nm_q8_state_len int16 (4-byte aligned;
+ * NULL when no layer is a GRU): each GRU layer advances its part one step, and the
+ * next layer reads it there. out, x, qnet, scratch and state are disjoint; the caller
+ * checked every size and nm_q8_check_layout. The action is not clamped here (nm_clamp
+ * does that).
  */
 static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const uint16_t *sizes,
-    const uint16_t *acts, size_t n_layers, void *scratch) {
-    size_t widest = (nm_q8_scratch_bytes(sizes, n_layers) - 4 * nm_q8_pad(sizes[n_layers])) / 4;
-    int16_t *cur = scratch, *nxt = cur + widest;
-    int32_t *acc = (int32_t *)(nxt + widest);
+    const uint16_t *codes, size_t n_layers, void *scratch, int16_t *state) {
+    const size_t widest = nm_q8_widest(sizes, n_layers);
+    int16_t *const a = scratch, *const b = a + widest, *cur = a;
+    int32_t *acc = (int32_t *)(b + widest);
     const size_t s0 = sizes[0], sl = sizes[n_layers];
     const nm_f32a *f = qnet;
     nm_q8_quantize_input(cur, x, (const float *)f, (const float *)f + s0, s0);
@@ -282,25 +166,48 @@ static inline void nm_q8_mlp(float *out, const float *x, const void *qnet, const
         const size_t n_in = sizes[l], n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
         const int8_t *w = (const int8_t *)p;
         const int32_t *bias = (const int32_t *)(const nm_i32a *)(p + rows * nm_q8_pad(n_in));
-        if (l + 1 < n_layers) {
+        // state is NULL only for layouts without GRU layers (callers check): testing it
+        // first lets the compiler drop the GRU path from callers that pass NULL
+        if (state != NULL && NM_CODE_KIND(codes[l]) == NM_KIND_GRU) {
+            p = nm_q8_gru_step(state, cur, p, n_in, n_out, acc);
+            cur = state;
+            state += rows;
+        } else if (l + 1 < n_layers) {
             const int32_t *mult = bias + rows;
-            nm_q8_dense(nxt, cur, w, bias, mult, mult[rows], n_in, n_out, acts[l]);
+            int16_t *dst = cur == a ? b : a;
+            nm_q8_dense(dst, cur, w, bias, mult, mult[rows], n_in, n_out, NM_CODE_ACT(codes[l]));
+            cur = dst;
             p = (const uint8_t *)(mult + rows + 1);
-            int16_t *t = cur;
-            cur = nxt;
-            nxt = t;
         } else {
             nm_q8_dense_acc(acc, cur, w, bias, n_in, n_out);
             deq = (const float *)(const nm_f32a *)(bias + rows);
             p = (const uint8_t *)(deq + rows);
         }
     }
-    nm_q8_actions(out, acc, deq, (const float *)(const nm_f32a *)p, sl, acts[n_layers - 1]);
+    nm_q8_actions(out, acc, deq, (const float *)(const nm_f32a *)p, sl, NM_CODE_ACT(codes[n_layers - 1]));
+}
+
+// state (nm_q8_state_len int16) <- every GRU layer's h0 from qnet, in layer order.
+static inline void nm_q8_state_reset(int16_t *state, const void *qnet, const uint16_t *sizes,
+    const uint16_t *codes, size_t n_layers) {
+    const uint8_t *p = (const uint8_t *)qnet + 8 * (size_t)sizes[0];
+    for (size_t l = 0; l < n_layers; l++) {
+        const size_t rows = nm_q8_pad(sizes[l + 1]);
+        if (NM_CODE_KIND(codes[l]) == NM_KIND_GRU) {
+            nm_q8_gru_t g;
+            p = nm_q8_gru_parts(&g, p, sizes[l], sizes[l + 1]);
+            nm_q8_gru_reset(state, &g, sizes[l + 1]);
+            state += rows;
+        } else {
+            p += rows * nm_q8_pad(sizes[l]) + 8 * rows + (l + 1 < n_layers ? 4 : 0);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------------------
  * Validation: what a reader refuses. Returns NM_Q8_OK or the first fault, with
- * its layer (or -1 outside the layers) and index in fault.
+ * its layer (or -1 outside the layers) and index in fault: a row, an input or
+ * 0 for a layer as a whole (a GRU's rows in either block are 0..3H-1).
  */
 enum {
     NM_Q8_OK = 0,
@@ -312,6 +219,12 @@ enum {
     NM_Q8_BAD_SHIFT,      // shift outside 0..31
     NM_Q8_BAD_BIAS,       // |bias| > 2^24
     NM_Q8_BAD_WIDTH,      // a layer with more than NM_Q8_MAX_IN inputs
+    NM_Q8_BAD_CODE,       // a layer neither dense (identity, relu, tanh) nor a GRU
+    NM_Q8_GRU_LAST,       // a GRU as the last layer (the action comes from a dense one)
+    NM_Q8_BAD_GRU_BIAS,   // |bi| > 2^24 (a GRU's input block)
+    NM_Q8_BAD_GRU_HBIAS,  // |bh| > 2^24 (its hidden block)
+    NM_Q8_BAD_GRU_DEQ,    // deqi not finite and positive
+    NM_Q8_BAD_GRU_HDEQ,   // deqh not finite and positive
 };
 
 typedef struct {
@@ -325,19 +238,62 @@ static inline int nm_q8_fail(nm_q8_fault_t *f, int code, int layer, size_t index
     return code;
 }
 
-static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uint16_t *acts, size_t n_layers,
+// The layout's part of nm_q8_check (no qnet needed): widths and layer codes. A GRU's
+// hidden size is the next layer's input count, checked there.
+static inline int nm_q8_check_layout(const uint16_t *sizes, const uint16_t *codes, size_t n_layers,
     nm_q8_fault_t *f) {
-    const size_t s0 = sizes[0], sl = sizes[n_layers];
-    const nm_f32a *v = qnet;
     for (size_t l = 0; l < n_layers; l++) {
         if (sizes[l] > NM_Q8_MAX_IN) {
             return nm_q8_fail(f, NM_Q8_BAD_WIDTH, (int)l, sizes[l]);
         }
     }
-    for (size_t l = 0; l + 1 < n_layers; l++) {
-        if (acts[l] != NM_ACT_IDENTITY && acts[l] != NM_ACT_RELU) {
+    for (size_t l = 0; l < n_layers; l++) {
+        const unsigned code = codes[l];
+        if (code >= NM_ACT_COUNT && code != NM_GRU_CODE) {
+            return nm_q8_fail(f, NM_Q8_BAD_CODE, (int)l, 0);
+        }
+        if (code == NM_GRU_CODE && l + 1 == n_layers) {
+            return nm_q8_fail(f, NM_Q8_GRU_LAST, (int)l, 0);
+        }
+        if (l + 1 < n_layers && code != NM_ACT_IDENTITY && code != NM_ACT_RELU && code != NM_GRU_CODE) {
             return nm_q8_fail(f, NM_Q8_BAD_ACT, (int)l, 0);
         }
+    }
+    return NM_Q8_OK;
+}
+
+// A GRU section's biases and scales over its 3 hd real rows.
+static inline int nm_q8_check_gru(const nm_q8_gru_t *g, size_t hd, int layer, nm_q8_fault_t *f) {
+    for (size_t c = 0; c < 3 * hd; c++) {
+        if (g->bi[c] > NM_Q8_BIAS_MAX || g->bi[c] < -NM_Q8_BIAS_MAX) {
+            return nm_q8_fail(f, NM_Q8_BAD_GRU_BIAS, layer, c);
+        }
+    }
+    for (size_t c = 0; c < 3 * hd; c++) {
+        if (g->bh[c] > NM_Q8_BIAS_MAX || g->bh[c] < -NM_Q8_BIAS_MAX) {
+            return nm_q8_fail(f, NM_Q8_BAD_GRU_HBIAS, layer, c);
+        }
+    }
+    for (size_t c = 0; c < 3 * hd; c++) {
+        if (!nm_finite(g->deqi[c]) || !(g->deqi[c] > 0.0f)) {
+            return nm_q8_fail(f, NM_Q8_BAD_GRU_DEQ, layer, c);
+        }
+    }
+    for (size_t c = 0; c < 3 * hd; c++) {
+        if (!nm_finite(g->deqh[c]) || !(g->deqh[c] > 0.0f)) {
+            return nm_q8_fail(f, NM_Q8_BAD_GRU_HDEQ, layer, c);
+        }
+    }
+    return NM_Q8_OK;
+}
+
+static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uint16_t *codes, size_t n_layers,
+    nm_q8_fault_t *f) {
+    const size_t s0 = sizes[0], sl = sizes[n_layers];
+    const nm_f32a *v = qnet;
+    int code = nm_q8_check_layout(sizes, codes, n_layers, f);
+    if (code != NM_Q8_OK) {
+        return code;
     }
     for (size_t i = 0; i < 2 * s0; i++) {
         if (!nm_finite(v[i])) {
@@ -352,6 +308,15 @@ static inline int nm_q8_check(const void *qnet, const uint16_t *sizes, const uin
     const uint8_t *p = (const uint8_t *)qnet + 8 * s0;
     for (size_t l = 0; l < n_layers; l++) {
         const size_t n_out = sizes[l + 1], rows = nm_q8_pad(n_out);
+        if (codes[l] == NM_GRU_CODE) {
+            nm_q8_gru_t g;
+            p = nm_q8_gru_parts(&g, p, sizes[l], n_out);
+            code = nm_q8_check_gru(&g, n_out, (int)l, f);
+            if (code != NM_Q8_OK) {
+                return code;
+            }
+            continue;
+        }
         const nm_i32a *bias = (const nm_i32a *)(p + rows * nm_q8_pad(sizes[l]));
         for (size_t c = 0; c < n_out; c++) {
             if (bias[c] > NM_Q8_BIAS_MAX || bias[c] < -NM_Q8_BIAS_MAX) {

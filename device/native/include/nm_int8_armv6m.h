@@ -1,5 +1,5 @@
 /* nm_q8_block_acc for ARMv6-M (Thumb-1).
- * Empty unless the core takes this path (NM_Q8_THUMB1); nm_int8.h includes it. See
+ * Empty unless the core takes this path (NM_Q8_THUMB1); nm_int8_dense.h includes it. See
  * nm_int8.h for the layout and the pair order.
  */
 #ifndef NM_INT8_ARMV6M_H

@@ -1,5 +1,5 @@
 /* nm_int8.h's hidden and output layers on ARMv7E-M: SXTB16 + SMLAD, a whole
- * layer per call. Empty unless the core takes this path (NM_Q8_DSP); nm_int8.h
+ * layer per call. Empty unless the core takes this path (NM_Q8_DSP); nm_int8_dense.h
  * includes it. See nm_int8.h for the layout, the pair order and the requantisation.
  *
  * The layer is assembly from end to end, so every core register but sp works

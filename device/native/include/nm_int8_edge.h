@@ -83,12 +83,17 @@ NM_INLINE int32_t nm_q8_scale(int32_t v, int32_t m, int32_t s, int32_t lim) {
 }
 
 /* acc * deq in Q16 (deq = m * 2^(e - 157): acc * m / 2^(141 - e)), clamped to
- * +-NM_Q8_TANH_ZMAX. deq > 0 and finite (nm_q8_check). */
-NM_INLINE int32_t nm_q8_deq_q16(int32_t acc, float deq) {
+ * +-lim (lim < 2^29). deq > 0 and finite (nm_q8_check). */
+NM_INLINE int32_t nm_q8_mul_q16(int32_t acc, float deq, int32_t lim) {
     union { float f; uint32_t u; } b = { deq };
     int32_t e;
     const int32_t m = nm_q8_f32_sig(b.u, &e);
-    return nm_q8_scale(acc, m, 141 - e, NM_Q8_TANH_ZMAX);
+    return nm_q8_scale(acc, m, 141 - e, lim);
+}
+
+// The last layer's tanh input, saturated at +-6 where the table ends.
+NM_INLINE int32_t nm_q8_deq_q16(int32_t acc, float deq) {
+    return nm_q8_mul_q16(acc, deq, NM_Q8_TANH_ZMAX);
 }
 
 /* IEEE float32 addition, subtraction and multiplication (round to nearest, ties to

@@ -14,6 +14,13 @@
 #define NM_Q8_BIAS_MAX (1L << 24)
 #define NM_Q8_SHIFT_MAX 31
 
+// int16 views of byte buffers (a GRU's h0 inside the qnet).
+#if defined(__GNUC__)
+typedef int16_t nm_i16a __attribute__((may_alias));
+#else
+typedef int16_t nm_i16a;
+#endif
+
 #if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && defined(__ARM_ARCH_7EM__)
 #define NM_Q8_DSP 1
 #else
@@ -21,7 +28,7 @@
 #endif
 
 // The accumulation path: SMLAD layers (nm_int8_dsp.h), Thumb-1 blocks
-// (nm_int8_armv6m.h), or the portable blocks of nm_int8.h.
+// (nm_int8_armv6m.h), or the portable blocks of nm_int8_dense.h.
 #if !NM_Q8_DSP && defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__) && !defined(NM_Q8_PORTABLE)
 #define NM_Q8_THUMB1 1
 #else
@@ -29,27 +36,33 @@
 #endif
 
 /* ---------------------------------------------------------------------------
- * Sizes, in bytes. 0 when the result does not fit in size_t, else 1.
+ * Sizes, in bytes unless said otherwise; the int ones return 0 when the result does
+ * not fit in size_t, else 1 (the others cannot overflow: sizes are uint16).
  */
 NM_INLINE size_t nm_q8_pad(size_t n) {
     return nm_blocks(n) * NM_BLOCK;
 }
 
-// One layer's section of qnet; last != 0 for the output layer.
-NM_INLINE int nm_q8_layer_bytes(size_t n_in, size_t n_out, int last, size_t *out) {
-    size_t w, rows = nm_q8_pad(n_out);
-    if (!nm_mul_size(rows, nm_q8_pad(n_in), &w)) {
-        return 0;
+/* Layer i's section of qnet (sizes[i] inputs, sizes[i + 1] outputs, codes[i]): a GRU's
+ * (nm_int8_gru.h: two blocks of G = nm_q8_pad(3 H) rows, then h0), else a dense layer's,
+ * the last one without multipliers and shift. */
+NM_INLINE int nm_q8_layer_bytes(const uint16_t *sizes, const uint16_t *codes, size_t i, size_t n_layers,
+    size_t *out) {
+    const size_t cols = nm_q8_pad(sizes[i]), n_out = sizes[i + 1];
+    size_t w;
+    if (NM_CODE_KIND(codes[i]) == NM_KIND_GRU) {
+        const size_t g = nm_q8_pad(3 * n_out), q = nm_q8_pad(n_out);
+        return nm_mul_size(g, cols + q, &w) && nm_add_size(w, 16 * g + 2 * q, out);
     }
-    return nm_add_size(w, 8 * rows + (last ? 0 : 4), out);
+    const size_t rows = nm_q8_pad(n_out);
+    return nm_mul_size(rows, cols, &w) && nm_add_size(w, 8 * rows + (i + 1 < n_layers ? 4 : 0), out);
 }
 
-static inline int nm_q8_net_bytes(const uint16_t *sizes, size_t n_layers, size_t *out) {
+static inline int nm_q8_net_bytes(const uint16_t *sizes, const uint16_t *codes, size_t n_layers, size_t *out) {
     size_t total = 8 * (size_t)sizes[0] + 8 * (size_t)sizes[n_layers];
     size_t s;
     for (size_t i = 0; i < n_layers; i++) {
-        if (!nm_q8_layer_bytes(sizes[i], sizes[i + 1], i + 1 == n_layers, &s)
-            || !nm_add_size(total, s, &total)) {
+        if (!nm_q8_layer_bytes(sizes, codes, i, n_layers, &s) || !nm_add_size(total, s, &total)) {
             return 0;
         }
     }
@@ -57,16 +70,38 @@ static inline int nm_q8_net_bytes(const uint16_t *sizes, size_t n_layers, size_t
     return 1;
 }
 
-// Two int16 activation vectors as wide as the widest padded input, then the
-// last layer's int32 accumulators.
-static inline size_t nm_q8_scratch_bytes(const uint16_t *sizes, size_t n_layers) {
+// The widest padded layer input: each of the two int16 activation vectors holds one.
+static inline size_t nm_q8_widest(const uint16_t *sizes, size_t n_layers) {
     size_t widest = 0;
     for (size_t i = 0; i < n_layers; i++) {
         if (nm_q8_pad(sizes[i]) > widest) {
             widest = nm_q8_pad(sizes[i]);
         }
     }
-    return 4 * widest + 4 * nm_q8_pad(sizes[n_layers]);
+    return widest;
+}
+
+// The two activation vectors, then int32 accumulators: the last layer's, or a GRU's
+// two vectors (W_i x + b_i and W_h h + b_h), whichever is longer.
+static inline size_t nm_q8_scratch_bytes(const uint16_t *sizes, const uint16_t *codes, size_t n_layers) {
+    size_t accs = nm_q8_pad(sizes[n_layers]);
+    for (size_t i = 0; i < n_layers; i++) {
+        if (NM_CODE_KIND(codes[i]) == NM_KIND_GRU && 2 * nm_q8_pad(3 * (size_t)sizes[i + 1]) > accs) {
+            accs = 2 * nm_q8_pad(3 * (size_t)sizes[i + 1]);
+        }
+    }
+    return 4 * nm_q8_widest(sizes, n_layers) + 4 * accs;
+}
+
+// int16 of state: each GRU layer's hidden vector padded to whole groups, in layer order.
+static inline size_t nm_q8_state_len(const uint16_t *sizes, const uint16_t *codes, size_t n_layers) {
+    size_t total = 0;
+    for (size_t i = 0; i < n_layers; i++) {
+        if (NM_CODE_KIND(codes[i]) == NM_KIND_GRU) {
+            total += nm_q8_pad(sizes[i + 1]);
+        }
+    }
+    return total;
 }
 
 /* ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@
  * P int16 weights in the pair order of the input vector (nm_int8_layout.h), so that
  * word k of a row meets word k of the input. Everything else (biases, multipliers,
  * shifts, the edges) is read from qnet as nm_q8_mlp reads it, and the results are
- * nm_q8_mlp's, bit for bit. NM_Q8_MAC16 is 1 there, else 0.
+ * nm_q8_mlp's, bit for bit. A net with GRU layers is not widened: it runs nm_q8_mlp.
+ * NM_Q8_MAC16 is 1 there, else 0.
  */
 #ifndef NM_INT8_XTENSA_H
 #define NM_INT8_XTENSA_H
@@ -50,8 +51,8 @@ static inline int nm_q8_wide_bytes(const uint16_t *sizes, size_t n_layers, size_
     return 1;
 }
 
-// The int8 weights of qnet (nm_q8_net_bytes long, checked by the caller) into wide
-// (nm_q8_wide_bytes long, 4-byte aligned).
+// The int8 weights of qnet (dense layers only, nm_q8_net_bytes long, checked by the
+// caller) into wide (nm_q8_wide_bytes long, 4-byte aligned).
 static inline void nm_q8_widen(int16_t *wide, const void *qnet, const uint16_t *sizes, size_t n_layers) {
     const uint8_t *p = (const uint8_t *)qnet + 8 * (size_t)sizes[0];
     for (size_t l = 0; l < n_layers; l++) {
@@ -67,11 +68,11 @@ static inline void nm_q8_widen(int16_t *wide, const void *qnet, const uint16_t *
     }
 }
 
-/* nm_q8_mlp with the layers on wide (nm_q8_widen of this qnet); same buffers and
- * checks by the caller, and the same results. */
+/* nm_q8_mlp of a net of dense layers with the layers on wide (nm_q8_widen of this
+ * qnet); same buffers and checks by the caller, and the same results. */
 static inline void nm_q8_mlp_wide(float *out, const float *x, const void *qnet, const int16_t *wide,
     const uint16_t *sizes, const uint16_t *acts, size_t n_layers, void *scratch) {
-    size_t widest = (nm_q8_scratch_bytes(sizes, n_layers) - 4 * nm_q8_pad(sizes[n_layers])) / 4;
+    const size_t widest = nm_q8_widest(sizes, n_layers);
     int16_t *cur = scratch, *nxt = cur + widest;
     int32_t *acc = (int32_t *)(nxt + widest);
     const size_t s0 = sizes[0], sl = sizes[n_layers];

@@ -78,7 +78,7 @@ static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_dense_batch_obj, 6, 6, nm_py_de
  */
 typedef struct {
     nm_arr_t out, x, net, scratch, clamp; // an int8 net's len counts whole 32-bit words
-    nm_arr_t state; // the GRU layers' hidden states; buf NULL when none was given
+    nm_arr_t state; // the GRU layers' hidden states (int16 for an int8 net); buf NULL when none was given
     size_t net_bytes;
     int q8;        // net is an int8 qnet (array('b'), nm_int8.h), not floats
     int clamped;   // a clamp was given (an empty one is refused, not ignored)
@@ -107,28 +107,56 @@ NM_INLINE void nm_get_net(nm_mlp_bufs_t *b, mp_obj_t obj) {
     }
 }
 
-// What nm_q8_check refuses, as one line naming the value.
-static void nm_check_q8_values(const nm_layout_t *l, const void *qnet) {
+// A fault of nm_q8_check (code != NM_Q8_OK), as one line naming the value.
+static NORETURN void nm_raise_q8_fault(int code, const nm_q8_fault_t *f) {
     static const char *const what[] = {
         "", ": an int8 hidden layer must be identity or relu", ": value is not finite",
         ": in_mul (input multiplier) must be positive", ": deq (output scale) must be positive",
         ": requantisation multiplier outside 1..2^31-1", ": requantisation shift outside 0..31",
         ": bias outside -2^24..2^24", ": more than 512 inputs (int32 accumulators could overflow)",
+        ": an int8 layer is dense identity, relu or tanh, or a GRU", ": the last layer must be dense, not a GRU",
+        ": GRU input bias (bi) outside -2^24..2^24", ": GRU hidden bias (bh) outside -2^24..2^24",
+        ": GRU input scale (deqi) must be finite and positive", ": GRU hidden scale (deqh) must be finite and positive",
     };
+    nm_msg_t m;
+    nm_msg_start(&m, "net (int8): ");
+    if (f->layer >= 0) {
+        nm_msg_str(&m, "layer ");
+        nm_msg_uint(&m, (size_t)f->layer);
+        nm_msg_str(&m, " ");
+    }
+    nm_msg_str(&m, "index ");
+    nm_msg_uint(&m, f->index);
+    nm_msg_str(&m, what[code]);
+    nm_raise_msg(&mp_type_ValueError, &m);
+}
+
+// What nm_q8_check refuses.
+static void nm_check_q8_values(const nm_layout_t *l, const void *qnet) {
     nm_q8_fault_t f;
     int code = nm_q8_check(qnet, l->sizes, l->acts, l->n_layers, &f);
     if (code != NM_Q8_OK) {
-        nm_msg_t m;
-        nm_msg_start(&m, "net (int8): ");
-        if (f.layer >= 0) {
-            nm_msg_str(&m, "layer ");
-            nm_msg_uint(&m, (size_t)f.layer);
-            nm_msg_str(&m, " ");
+        nm_raise_q8_fault(code, &f);
+    }
+}
+
+// The net against the layout: an int8 one's layer codes and widths (before its sizes,
+// which count any code), bytes and alignment, or a float one's length.
+static void nm_check_net(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    if (b->q8) {
+        nm_q8_fault_t f;
+        int code = nm_q8_check_layout(l->sizes, l->acts, l->n_layers, &f);
+        if (code != NM_Q8_OK) {
+            nm_raise_q8_fault(code, &f);
         }
-        nm_msg_str(&m, "index ");
-        nm_msg_uint(&m, f.index);
-        nm_msg_str(&m, what[code]);
-        nm_raise_msg(&mp_type_ValueError, &m);
+        if (b->net_bytes != l->q8_net_bytes) {
+            nm_raise_expected("net (int8)", "", l->q8_net_bytes, " bytes", b->net_bytes);
+        }
+        if ((uintptr_t)b->net.buf & 3) {
+            nm_raise_text("net (int8)", ": must be 4-byte aligned");
+        }
+    } else {
+        nm_check_len("net", l->net_len, b->net.len);
     }
 }
 
@@ -171,28 +199,57 @@ static void nm_check_clamp_values(const nm_layout_t *l, const nm_mlp_bufs_t *b) 
     }
 }
 
-// The optional state argument (absent or None: none); checked in nm_check_mlp.
+// The optional state argument (absent or None: none): array('f'), or array('h') with an
+// int8 net (b->q8 known); checked in nm_check_mlp.
 static void nm_get_state(nm_mlp_bufs_t *b, mp_obj_t obj) {
-    b->state = nm_floats(obj == MP_OBJ_NULL ? mp_const_none : obj, "state", NM_WRITE | NM_OR_NONE);
+    if (obj == MP_OBJ_NULL || obj == mp_const_none) {
+        b->state.buf = NULL;
+        b->state.len = 0;
+    } else if (b->q8) {
+        b->state = nm_get_array(obj, "state", 'h', sizeof(int16_t), MP_BUFFER_RW);
+    } else {
+        b->state = nm_floats(obj, "state", NM_WRITE);
+    }
 }
 
-// A recurrent layout needs its state, of exactly state_size floats, apart from every other buffer.
-static void nm_check_state(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
-    if (l->state_len && !b->state.buf) {
+// A recurrent layout needs its state, of exactly state_size values; an int8 one 4-byte
+// aligned, as the accumulation reads it in words. Returns its bytes.
+static size_t nm_check_state_len(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
+    const size_t len = b->q8 && l->state_len ? nm_q8_state_len(l->sizes, l->acts, l->n_layers) : l->state_len;
+    const char *unit = b->q8 ? " int16 values" : " floats";
+    if (len && !b->state.buf) {
         nm_msg_t m;
-        nm_msg_start(&m, "state: the layout has GRU layers, expected array('f') of ");
-        nm_msg_uint(&m, l->state_len);
-        nm_msg_str(&m, " floats, got None");
+        nm_msg_start(&m, b->q8 ? "state: the layout has GRU layers, expected array('h') of "
+            : "state: the layout has GRU layers, expected array('f') of ");
+        nm_msg_uint(&m, len);
+        nm_msg_str(&m, unit);
+        nm_msg_str(&m, ", got None");
         nm_raise_msg(&mp_type_ValueError, &m);
     }
-    nm_check_len("state", l->state_len, b->state.len);
-    nm_check_disjoint("state", b->state, "out", b->out);
-    nm_check_disjoint("state", b->state, x_name, b->x);
-    nm_check_disjoint("state", b->state, "net", b->net);
-    nm_check_disjoint("state", b->state, "scratch", b->scratch);
-    nm_check_disjoint("state", b->state, "clamp", b->clamp);
+    if (b->state.len != len) {
+        nm_raise_expected("state", "", len, unit, b->state.len);
+    }
+    if (b->q8 && ((uintptr_t)b->state.buf & 3)) {
+        nm_raise_text("state", ": must be 4-byte aligned");
+    }
+    return len * (b->q8 ? sizeof(int16_t) : sizeof(float));
+}
+
+// The state (of its bytes) apart from a float buffer.
+static void nm_check_state_apart(const nm_mlp_bufs_t *b, size_t bytes, const char *name, nm_arr_t a) {
+    nm_check_disjoint_bytes("state", b->state.buf, bytes, name, a.buf, a.len * sizeof(float));
+}
+
+// The state's length, and apart from every other buffer.
+static void nm_check_state(const nm_layout_t *l, const nm_mlp_bufs_t *b, const char *x_name) {
+    const size_t bytes = nm_check_state_len(l, b);
+    nm_check_state_apart(b, bytes, "out", b->out);
+    nm_check_state_apart(b, bytes, x_name, b->x);
+    nm_check_state_apart(b, bytes, "net", b->net);
+    nm_check_state_apart(b, bytes, "scratch", b->scratch);
+    nm_check_state_apart(b, bytes, "clamp", b->clamp);
     if (l->buf) {
-        nm_check_disjoint_bytes("state", b->state.buf, b->state.len * sizeof(float), "layout", l->buf, l->n_bytes);
+        nm_check_disjoint_bytes("state", b->state.buf, bytes, "layout", l->buf, l->n_bytes);
     }
 }
 
@@ -204,23 +261,8 @@ static void nm_check_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b, const cha
     const size_t s_out = l->sizes[l->n_layers];
     nm_check_len(x_name, l->sizes[0], b->x.len);
     nm_check_len("out", s_out, b->out.len);
-    if (b->q8) {
-        for (size_t i = 0; i < l->n_layers; i++) {
-            if (l->acts[i] >= NM_ACT_COUNT) { // int8: dense identity, relu or tanh layers
-                nm_raise_text("net (int8)", ": int8 policies have dense identity, relu or tanh layers only");
-            }
-        }
-        if (b->net_bytes != l->q8_net_bytes) {
-            nm_raise_expected("net (int8)", "", l->q8_net_bytes, " bytes", b->net_bytes);
-        }
-        if ((uintptr_t)b->net.buf & 3) {
-            nm_raise_text("net (int8)", ": must be 4-byte aligned");
-        }
-        nm_check_min_len("scratch", l->q8_scratch_len, b->scratch.len);
-    } else {
-        nm_check_len("net", l->net_len, b->net.len);
-        nm_check_min_len("scratch", l->scratch_len, b->scratch.len);
-    }
+    nm_check_net(l, b);
+    nm_check_min_len("scratch", b->q8 ? l->q8_scratch_len : l->scratch_len, b->scratch.len);
     if (b->clamped) {
         nm_check_len("clamp", 2 * s_out, b->clamp.len);
     }
@@ -253,12 +295,12 @@ static __attribute__((noinline)) void nm_run_q8(const nm_layout_t *l, const nm_m
     #if NM_Q8_MAC16
     if (b->q8_wide) {
         const int16_t *wide = (const int16_t *)((const uint8_t *)b->scratch.buf
-            + nm_q8_scratch_bytes(l->sizes, l->n_layers));
+            + nm_q8_scratch_bytes(l->sizes, l->acts, l->n_layers));
         nm_q8_mlp_wide(b->out.buf, b->x.buf, b->net.buf, wide, l->sizes, l->acts, l->n_layers, b->scratch.buf);
         return;
     }
     #endif
-    nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf);
+    nm_q8_mlp(b->out.buf, b->x.buf, b->net.buf, l->sizes, l->acts, l->n_layers, b->scratch.buf, b->state.buf);
 }
 
 // Checked buffers in, action out (clamped when limits were given).
@@ -276,7 +318,8 @@ static void nm_run_mlp(const nm_layout_t *l, const nm_mlp_bufs_t *b) {
 // mlp(out, x, net, layout, scratch[, clamp[, state]]): whole policy forward, see nm_kernels.h
 // (net array('f')) or nm_int8.h (net array('b'), its values checked at each call);
 // clamp holds len(out) lower limits then len(out) upper limits (None: no clamp); state,
-// required when the layout has GRU layers, their hidden states, advanced one step.
+// required when the layout has GRU layers, their hidden states (array('f'); array('h') in
+// Q15 with an int8 net), advanced one step.
 static mp_obj_t nm_py_mlp(size_t n_args, const mp_obj_t *args) {
     nm_mlp_bufs_t b;
     b.out = nm_floats(args[0], "out", NM_WRITE);
@@ -341,7 +384,7 @@ static mp_obj_t nm_forward_run(nm_forward_obj_t *self, mp_obj_t obs) {
         && info.typecode == 'f';
     b.x_written = !direct;
     #if NM_Q8_MAC16
-    b.q8_wide = 1; // widened when the Forward was built
+    b.q8_wide = !l->state_len; // widened when the Forward was built, unless a layer is a GRU
     #endif
     if (direct) {
         b.x.buf = info.buf;
@@ -391,8 +434,8 @@ static mp_obj_t nm_forward_make_new(const mp_obj_type_t *type, size_t n_args, si
         nm_check_q8_values(&l, b.net.buf);
     }
     #if NM_Q8_MAC16
-    if (b.q8) { // the weights widened once, after the activations in scratch (nm_args.h)
-        nm_q8_widen((int16_t *)((uint8_t *)b.scratch.buf + nm_q8_scratch_bytes(l.sizes, l.n_layers)),
+    if (b.q8 && !l.state_len) { // the weights widened once, after the activations in scratch (nm_args.h)
+        nm_q8_widen((int16_t *)((uint8_t *)b.scratch.buf + nm_q8_scratch_bytes(l.sizes, l.acts, l.n_layers)),
             b.net.buf, l.sizes, l.n_layers);
     }
     #endif
@@ -464,7 +507,8 @@ static MP_DEFINE_CONST_FUN_OBJ_2(nm_py_layer_size_obj, nm_py_layer_size);
 
 // net_size(layout[, int8]) -> floats in the net vector (int8: bytes of the qnet);
 // scratch_size(layout[, int8]) -> floats of scratch mlp needs;
-// state_size(layout) -> floats of state (the GRU layers' hidden sizes; 0 for an MLP).
+// state_size(layout[, int8]) -> floats of state, the GRU layers' hidden sizes (int8: int16
+// values, each hidden size rounded up to a multiple of 4); 0 for an MLP.
 static mp_obj_t nm_py_net_size(size_t n_args, const mp_obj_t *args) {
     nm_layout_t l = nm_get_layout(args[0], NM_LAYOUT_ANY);
     return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1]) ? l.q8_net_bytes : l.net_len);
@@ -477,22 +521,29 @@ static mp_obj_t nm_py_scratch_size(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_scratch_size_obj, 1, 2, nm_py_scratch_size);
 
-static mp_obj_t nm_py_state_size(mp_obj_t layout_obj) {
-    nm_layout_t l = nm_get_layout(layout_obj, NM_LAYOUT_ANY);
-    return mp_obj_new_int_from_uint(l.state_len);
+static mp_obj_t nm_py_state_size(size_t n_args, const mp_obj_t *args) {
+    nm_layout_t l = nm_get_layout(args[0], NM_LAYOUT_ANY);
+    return mp_obj_new_int_from_uint(n_args > 1 && mp_obj_is_true(args[1])
+        ? nm_q8_state_len(l.sizes, l.acts, l.n_layers) : l.state_len);
 }
-static MP_DEFINE_CONST_FUN_OBJ_1(nm_py_state_size_obj, nm_py_state_size);
+static MP_DEFINE_CONST_FUN_OBJ_VAR_BETWEEN(nm_py_state_size_obj, 1, 2, nm_py_state_size);
 
-// state_reset(state, net, layout): state <- every GRU layer's h0 from net (a new episode).
+// state_reset(state, net, layout): state <- every GRU layer's h0 from net (a new episode);
+// net array('f') with state array('f'), or net array('b') (int8) with state array('h').
 static mp_obj_t nm_py_state_reset(mp_obj_t state_obj, mp_obj_t net_obj, mp_obj_t layout_obj) {
-    nm_arr_t state = nm_floats(state_obj, "state", NM_WRITE);
-    nm_arr_t net = nm_floats(net_obj, "net", NM_READ);
+    nm_mlp_bufs_t b;
+    nm_get_net(&b, net_obj);
+    nm_get_state(&b, state_obj);
     nm_layout_t l = nm_get_layout(layout_obj, NM_LAYOUT_ANY);
-    nm_check_len("net", l.net_len, net.len);
-    nm_check_len("state", l.state_len, state.len);
-    nm_check_disjoint("state", state, "net", net);
-    nm_check_disjoint_bytes("state", state.buf, state.len * sizeof(float), "layout", l.buf, l.n_bytes);
-    nm_state_reset(state.buf, net.buf, l.sizes, l.acts, l.n_layers);
+    nm_check_net(&l, &b);
+    const size_t bytes = nm_check_state_len(&l, &b);
+    nm_check_state_apart(&b, bytes, "net", b.net);
+    nm_check_disjoint_bytes("state", b.state.buf, bytes, "layout", l.buf, l.n_bytes);
+    if (b.q8) {
+        nm_q8_state_reset(b.state.buf, b.net.buf, l.sizes, l.acts, l.n_layers);
+    } else {
+        nm_state_reset(b.state.buf, b.net.buf, l.sizes, l.acts, l.n_layers);
+    }
     return mp_const_none;
 }
 static MP_DEFINE_CONST_FUN_OBJ_3(nm_py_state_reset_obj, nm_py_state_reset);

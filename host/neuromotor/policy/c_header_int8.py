@@ -11,7 +11,7 @@ from neuromotor.policy.quantize import AMAX, QuantizedPolicy, pack_qnet
 from neuromotor.policy.spec import ACTIVATIONS, InvalidPolicyError
 
 Q8_MLP = """nm_q8_mlp(action, obs, nm_policy_qnet, nm_policy_layout + 1,
-            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch);"""
+            nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS, scratch, NULL);"""
 
 
 def _floats(values, per_line: int = 6) -> str:
