@@ -150,3 +150,19 @@ def test_a_c_header_of_a_recurrent_policy_is_refused(tmp_path):
         with pytest.raises(InvalidPolicyError, match="a C header holds MLPs"):
             write_c_header(policy, tmp_path / "p.h")
     assert not (tmp_path / "p.h").exists()
+
+
+def test_eval_flies_an_int8_recurrent_file_as_its_integer_reference(tmp_path):
+    import neuromotor
+    from neuromotor.envs import env_class
+    from neuromotor.policy import write_policy
+    from neuromotor.training.evaluation import evaluate_spec
+
+    spec = gru_spec(obs=3, act=1)
+    spec.action_low, spec.action_high = -2 * np.ones(1, np.float32), 2 * np.ones(1, np.float32)
+    qp = calibrate(spec, episodes(spec), headroom=2.0)[0]
+    path = write_policy(qp, tmp_path / "p8.nmp")
+    result = neuromotor.evaluate(path, episodes=4, seed=5, env="pendulum")
+    expected, _ = evaluate_spec(qp, env_class("pendulum"), 4, 5)
+    assert np.array_equal(result.returns.ravel(), expected)
+    assert not np.array_equal(expected, evaluate_spec(spec, env_class("pendulum"), 4, 5)[0])
