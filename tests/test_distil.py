@@ -89,12 +89,20 @@ def test_distil_command_writes_a_run_and_its_student_evaluates(tmp_path, capsys)
                  "--episodes", "2", "--json"]) == 0
     assert main(argv) == 2  # an existing distillation is replaced only with --force
     assert "--force" in capsys.readouterr().err
-    for command in (["export", str(run), "-o", str(tmp_path / "s.nmp")], ["eval", str(run), "--episodes", "1"]):
-        assert main(command) == 2  # the run directory is no training run: the student is named
-        assert f"its policy is {run / 'student.nmp'}" in capsys.readouterr().err
-    with pytest.raises(neuromotor.UserError, match="its policy is"):
-        neuromotor.load_policy(run)
-    assert not (tmp_path / "s.nmp").exists()
+    # the directory stands for its student, on the env it flies: the student's observation and
+    # the teachers' drones
+    assert main(["export", str(run), "-o", str(tmp_path / "s.nmp")]) == 0
+    assert (tmp_path / "s.nmp").read_bytes() == (run / "student.nmp").read_bytes()
+    student = neuromotor.load_policy(run)
+    assert student.meta["env"] == "quadrotor"
+    assert student.meta["env_kwargs"] == {**d.STUDENT_ENV, "drones": json.loads((run / "distil.json").read_text())["drones"]}
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["episodes"] == 2
+    (run / "distil.json").unlink()  # without its config it is neither a run nor a distillation
+    assert main(["export", str(run), "-o", str(tmp_path / "t.nmp")]) == 2
+    assert f"its policy is {run / 'student.nmp'}" in capsys.readouterr().err
+    assert not (tmp_path / "t.nmp").exists()
 
 
 @pytest.mark.parametrize("argv, match", [

@@ -19,6 +19,7 @@ from neuromotor.boards.web.serve import make_server, url
 from neuromotor.errors import UserError
 from neuromotor.paths import cache_dir, no_policy_source, runs_dir
 from neuromotor.policy.policy_file import read_policy
+from neuromotor.training.run_policy import is_distillation
 from neuromotor.training.rundir import claim_dir
 
 if TYPE_CHECKING:
@@ -28,12 +29,13 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 def _source(source) -> str:
-    """A run directory or policy file path from a Run, a path or a string."""
+    """A run directory, a distillation's (its student) or a policy file path from a Run, a path or
+    a string."""
     path = source  # a Run is a path (os.PathLike) too
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise UserError(f"expected a Run, a run directory or a policy file, got {source!r}")
     p = Path(path)
-    if not (p.is_file() or (p / "config.json").is_file()):
+    if not (p.is_file() or (p / "config.json").is_file() or is_distillation(p)):
         raise UserError(no_policy_source(repr(os.fspath(path)), p))
     if p.is_file():
         read_policy(p)  # not a policy file, or corrupted: said before any board is involved

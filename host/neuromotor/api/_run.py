@@ -93,7 +93,7 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
     episodes = _count("episodes", episodes, 1)
     agent = _count("agent", agent, 0)
     check_seed(seed)
-    if os.path.isfile(run_dir):
+    if os.path.isfile(run_dir) or run_policy.is_distillation(run_dir):
         if gymnasium or render is not None:
             raise UserError("a policy file is evaluated in neuromotor's env, without rendering")
         return _evaluate_file(run_dir, episodes, seed, env, env_kwargs)
@@ -147,6 +147,8 @@ def evaluate(run_dir, episodes: int = 10, seed: int = 12345, gymnasium: bool = F
 
 def _evaluate_file(path, episodes: int, seed: int, env, env_kwargs) -> Evaluation:
     spec = run_policy.load_spec(os.fspath(path))  # an int8 one flies as the host's integer reference
+    if env is None and "env" in spec.meta:  # a distillation's student, on its own env
+        env, env_kwargs = spec.meta["env"], spec.meta.get("env_kwargs") if env_kwargs is None else env_kwargs
     _, factory = env_for(spec, env or "pendulum", env_kwargs)
     t0 = time.perf_counter()
     returns, success = evaluate_spec(spec, factory, episodes, seed)

@@ -71,6 +71,13 @@ def load_student(distil_dir: Path) -> PolicySpec:
     return spec
 
 
+def is_distillation(path) -> bool:
+    """Whether `path` is a distillation's directory (which stands for its student)."""
+    path = Path(path)
+    return path.is_dir() and not (path / rundir.CONFIG).is_file() and all(
+        (path / name).is_file() for name in (STUDENT_FILE, DISTIL_CONFIG, rundir.SUMMARY))
+
+
 def load_spec(source, agent: int = 0) -> PolicySpec:
     """The policy of a run directory (agent `agent`'s actor: the best evaluation's where the run
     keeps best.npz, else the last), of one of a run's states (RUN/checkpoint.npz: the last,
@@ -80,8 +87,7 @@ def load_spec(source, agent: int = 0) -> PolicySpec:
         return load_policy_spec(path.parent, agent=agent, state_file=path.name)
     if path.is_file():
         return read_policy(path)
-    if path.is_dir() and (path / STUDENT_FILE).is_file() and (path / DISTIL_CONFIG).is_file() \
-            and (path / rundir.SUMMARY).is_file() and not (path / rundir.CONFIG).is_file():
+    if is_distillation(path):
         if agent:
             raise UserError(f"agent {agent} out of range: a distillation has one student")
         return load_student(path)
