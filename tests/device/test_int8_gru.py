@@ -153,12 +153,8 @@ def device_state(qp, state):
 # ---------------------------------------------------------------------------
 # Episodes on the device against the reference.
 
-EPISODES = """
-import sys
-from array import array
-sys.path.append({natmod_dir!r})
-import {kind} as k
-q = array('b', bytes.fromhex({qnet!r}))
+# The buffers of one policy, stepped by mlp() (state) and by a Forward (fstate); k the kernels.
+BUFFERS = """
 lay = array('H', {layout!r})
 clamp = array('f', {clamp!r})
 out = array('f', range({a}))
@@ -167,6 +163,15 @@ state = array('h', range(k.state_size(lay, 1)))
 fstate = array('h', range(len(state)))
 f = k.Forward(array('f', range({a})), q, lay, array('f', range(len(scratch))), array('f', range({d})), clamp,
               fstate)
+"""
+
+EPISODES = """
+import sys
+from array import array
+sys.path.append({natmod_dir!r})
+import {kind} as k
+q = array('b', bytes.fromhex({qnet!r}))
+""" + BUFFERS + """
 with open({obs_path!r}, 'rb') as fh:
     rows = fh.read()
 for t in range({n}):
@@ -399,16 +404,9 @@ BOARD_STEPS = """
 from array import array
 k = __import__({module!r})
 q = array('b', {qnet!r})
-lay = array('H', {layout!r})
-clamp = array('f', {clamp!r})
-out = array('f', range({a}))
-scratch = array('f', range(k.scratch_size(lay, 1)))
-state = array('h', range(k.state_size(lay, 1)))
-fstate = array('h', range(len(state)))
+""" + BUFFERS + """
 k.state_reset(state, q, lay)
 k.state_reset(fstate, q, lay)
-f = k.Forward(array('f', range({a})), q, lay, array('f', range(len(scratch))), array('f', range({d})), clamp,
-              fstate)
 for r in {rows!r}:
     x = array('f', r)
     k.mlp(out, x, q, lay, scratch, clamp, state)

@@ -60,16 +60,19 @@ def rollout_observations(spec: PolicySpec, n: int, seed: int, env_name=None, env
                 if count >= n:
                     break
                 obs, _, terminated = env.step(spec.forward(obs))
-                alive &= ~np.asarray(terminated, bool)
-                limit = getattr(env, "truncated", None)
-                if limit is not None:
-                    alive &= ~np.asarray(limit, bool)
+                alive &= ~_ended(env, terminated)
                 if not alive.any():
                     break
     finally:
         if hasattr(env, "close"):
             env.close()
     return np.concatenate(out)[:n].astype(np.float32)
+
+
+def _ended(env, terminated) -> np.ndarray:
+    """Which episodes the last step ended: terminated, or truncated where the env says."""
+    limit = getattr(env, "truncated", None)
+    return np.asarray(terminated, bool) | (False if limit is None else np.asarray(limit, bool))
 
 
 def action_error(spec: PolicySpec, qp: QuantizedPolicy, obs: np.ndarray) -> dict:
@@ -103,10 +106,7 @@ def rollout_sequences(spec: PolicySpec, episodes: int, steps: int, seed: int, en
             alive_seq.append(alive.copy())
             action, state = spec.step(seqs[-1], state)
             obs, _, terminated = env.step(action)
-            alive &= ~np.asarray(terminated, bool)
-            limit = getattr(env, "truncated", None)
-            if limit is not None:
-                alive &= ~np.asarray(limit, bool)
+            alive &= ~_ended(env, terminated)
             if not alive.any():
                 break
     finally:

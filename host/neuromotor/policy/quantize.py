@@ -60,7 +60,7 @@ class QuantizedPolicy(LayerSizes):
         self.shifts = [int(s) for s in self.shifts]
         for name in ("deq", "obs_mean", "in_mul", "action_scale", "action_offset", "action_low", "action_high"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), F32))
-        self._state = None
+        self.reset()
         self.validate()
 
     has_limits = True
@@ -191,10 +191,6 @@ class QuantizedPolicy(LayerSizes):
         xs, new = self._layers(obs, state)
         return self.actions(int_dense(xs[-1], self.weights[-1], self.biases[-1])), new
 
-    def reset(self) -> None:
-        """Return the state `forward` keeps to the initial state (an episode starts)."""
-        self._state = None
-
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """Actions in float32, clamped; what nm_q8_mlp then nm_clamp compute (bit for bit
         where the target has no fused multiply-add). A recurrent policy steps from the state
@@ -204,12 +200,7 @@ class QuantizedPolicy(LayerSizes):
             if not np.isfinite(obs).all():
                 raise ValueError("observation has non-finite values")
             return self.actions(self.accumulators(obs))
-        state = self.initial_state() if self._state is None else self._state
-        if self._state is not None and (state.ndim != obs.ndim or state.ndim == 2 and len(state) != len(obs)):
-            raise ValueError(f"observation has shape {obs.shape}, but the policy's state is {state.shape} "
-                             "(call reset() to start episodes of another batch size)")
-        action, self._state = self.step(obs, state)
-        return action
+        return self._step_kept(obs)
 
     def actions(self, acc: np.ndarray) -> np.ndarray:
         """The clamped float32 actions of the last layer's int32 accumulators."""

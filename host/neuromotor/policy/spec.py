@@ -82,7 +82,23 @@ def _nonfinite(name: str, a: np.ndarray) -> str:
 
 
 class LayerSizes:
-    """The layer widths of a policy whose `weights` are (out, in) per layer."""
+    """The layer widths of a policy whose `weights` are (out, in) per layer, and the state its
+    `forward` keeps when it is recurrent (`step`, `initial_state` and `recurrent` are its own)."""
+
+    _state = None  # forward's own recurrent state, None: the initial one
+
+    def reset(self) -> None:
+        """Return the state `forward` keeps to the initial state (an episode starts)."""
+        self._state = None
+
+    def _step_kept(self, obs: np.ndarray) -> np.ndarray:
+        """The actions of `obs` from the kept state, which then moves on one step."""
+        state = self.initial_state() if self._state is None else self._state
+        if self._state is not None and (state.ndim != obs.ndim or state.ndim == 2 and len(state) != len(obs)):
+            raise ValueError(f"observation has shape {obs.shape}, but the policy's state is {state.shape} "
+                             "(call reset() to start episodes of another batch size)")
+        action, self._state = self.step(obs, state)
+        return action
 
     @property
     def sizes(self) -> list:
@@ -142,7 +158,7 @@ class PolicySpec(LayerSizes):
         for name in ("obs_mean", "obs_std", "action_scale", "action_offset", "action_low", "action_high"):
             if getattr(self, name) is not None:
                 setattr(self, name, f32(getattr(self, name)))
-        self._state = None  # forward's own recurrent state, None: the initial one
+        self.reset()
         self.validate()
 
     @property
@@ -265,10 +281,6 @@ class PolicySpec(LayerSizes):
         new_state = np.concatenate(out_state, axis=-1) if out_state else np.array(state, np.float32)
         return action, new_state
 
-    def reset(self) -> None:
-        """Return the state `forward` keeps to the initial state (an episode starts)."""
-        self._state = None
-
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """Actions for a batch (or a single row) of observations, in float32, clamped to
         the action limits (NaN -> their midpoint). A recurrent spec steps from the state it
@@ -276,13 +288,7 @@ class PolicySpec(LayerSizes):
         the batch's shape. Non-finite observations are a ValueError, as on the device."""
         if not self.recurrent:
             return self.step(obs, np.zeros(0, np.float32))[0]
-        obs = np.asarray(obs, dtype=np.float32)
-        state = self.initial_state() if self._state is None else self._state
-        if self._state is not None and (state.ndim != obs.ndim or state.ndim == 2 and len(state) != len(obs)):
-            raise ValueError(f"observation has shape {obs.shape}, but the policy's state is {state.shape} "
-                             "(call reset() to start episodes of another batch size)")
-        action, self._state = self.step(obs, state)
-        return action
+        return self._step_kept(np.asarray(obs, dtype=np.float32))
 
     __call__ = forward
 
