@@ -36,7 +36,8 @@ figures and overhead_ratio; "int8": the same per board).
 15,040 multiply-adds) against an MLP of about as many (13 -> 114 -> 114 -> 4, ReLU:
 14,934), native backend, deployed and timed the same way, and writes
 board_inference_gru.json: instructions per multiply-add of both and their ratio
-(goal: the GRU's at most 1.3x the MLP's).
+(goal: the GRU's at most 1.3x the MLP's), float32 and int8 (both calibrated on random
+inputs, the GRU along sequences: its gates and state in integers).
 """
 
 import argparse
@@ -115,6 +116,12 @@ def make_gru_policies(tmp):
     paths = {"gru": tmp / "gru_13_64_4.nmp", "mlp": tmp / "mlp_13_114_114_4.nmp"}
     write_policy(gru, paths["gru"])
     write_policy(mlp, paths["mlp"])
+    # int8 versions, calibrated on random inputs (the GRU along 32 sequences of 50 steps)
+    from neuromotor.policy.quantize import calibrate
+    calib = np.random.default_rng(3).normal(0, 1, (50, 32, n_in)).astype(np.float32)
+    paths["gru int8"], paths["mlp int8"] = tmp / "gru8.nmp", tmp / "mlp8.nmp"
+    write_policy(calibrate(gru, calib, headroom=2.0)[0], paths["gru int8"])
+    write_policy(calibrate(mlp, calib.reshape(-1, n_in), headroom=2.0)[0], paths["mlp int8"])
     return paths
 
 
@@ -138,6 +145,7 @@ def gru_vs_mlp(boards_list, n, log, out):
                 entry[kind] = {"macs": s["macs"], "instructions_per_mac": s["instructions_per_mac"],
                                "median_us": s["median_us"]}
             entry["ratio"] = entry["gru"]["instructions_per_mac"] / entry["mlp"]["instructions_per_mac"]
+            entry["ratio int8"] = entry["gru int8"]["instructions_per_mac"] / entry["mlp int8"]["instructions_per_mac"]
             results[name] = entry
         except Exception as exc:
             log(f"{name}: skipped ({exc})")
@@ -145,12 +153,14 @@ def gru_vs_mlp(boards_list, n, log, out):
             boards.stop(instance)
     shutil.rmtree(tmp, ignore_errors=True)
     lines = ["GRU 13->64(GRU)->4 against MLP 13->114->114->4, native backend, instructions per multiply-add "
-             "(QEMU -icount shift=0; per call, through Policy)",
-             f"{'board':12s} {'GRU MACs':>8s} {'GRU i/MAC':>9s} {'MLP MACs':>8s} {'MLP i/MAC':>9s} {'ratio':>6s}"]
+             "(QEMU -icount shift=0; per call, through Policy); float32, then int8",
+             f"{'board':12s} {'GRU MACs':>8s} {'GRU i/MAC':>9s} {'MLP MACs':>8s} {'MLP i/MAC':>9s} {'ratio':>6s}"
+             f" {'GRU8 i/MAC':>10s} {'MLP8 i/MAC':>10s} {'ratio8':>6s}"]
     for name, e in results.items():
         lines.append(f"{name:12s} {e['gru']['macs']:8d} {e['gru']['instructions_per_mac']:9.2f} "
                      f"{e['mlp']['macs']:8d} {e['mlp']['instructions_per_mac']:9.2f} {e['ratio']:6.2f}"
-                     f"  {'met' if e['ratio'] <= 1.3 else 'NOT met'} (goal <= 1.3)")
+                     f" {e['gru int8']['instructions_per_mac']:10.2f} {e['mlp int8']['instructions_per_mac']:10.2f}"
+                     f" {e['ratio int8']:6.2f}  {'met' if e['ratio'] <= 1.3 else 'NOT met'} (float goal <= 1.3)")
     log("\n".join(lines))
     summary = {"gru": "13-64gru-4", "mlp": "-".join(map(str, MLP_SAME)), "boards": results}
     write_json(Path(out) / "board_inference_gru.json", summary)

@@ -2,13 +2,11 @@
  * nm_host.c - the training kernels (nm_train.h) as a CPython extension,
  * neuromotor._nm_host: the host's TD3 and SAC updates (nm_host_sac.h) for a whole population in one call,
  * through the same forward, backward, Adam, Polyak, smoothing and Bellman code
- * the boards run; and the recurrent algorithms' GRU over sequences, forward and
- * backward through time (nm_host_gru.h).
+ * the boards run.
  *
  * Arrays come in through the buffer protocol (NumPy or anything else that
- * exports one): float32 ('f'), uint32 ('I'), and float64, int64 or bool where an
- * env's state or the GRU's resets need them; C-contiguous, of the exact shape,
- * writable where written, no two overlapping where one is written.
+ * exports one): float32 ('f') or uint32 ('I'), C-contiguous, of the exact
+ * shape, writable where written, no two overlapping where one is written.
  * Anything else is a ValueError before any memory is touched. The arithmetic
  * runs with the GIL released.
  *
@@ -29,7 +27,6 @@
 #include "nm_host_env.h"
 #include "nm_host_sac.h"
 #include "nm_host_quadrotor.h"
-#include "nm_host_gru.h"
 
 /* ---------------------------------------------------------------------------
  * The TD3 update of every agent.
@@ -338,141 +335,6 @@ static PyObject *nmh_td3_workspace(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------
- * The GRU of the recurrent algorithms (nm_host_gru.h): its recurrence over whole
- * sequences and the backward through time, for every member of a population.
- */
-
-// g's sizes from the call's first array obj (T, M, B, k H): gi (k = 3) or d_out (k = 1).
-static const float *nmh_gru_sizes(nmh_bufs *bs, PyObject *obj, const char *name, Py_ssize_t k, nmh_gru *g) {
-    Py_ssize_t shape[4] = {-1, -1, -1, -1};
-    const float *a = nmh_get(bs, obj, name, 'f', 0, 4, shape);
-    if (!a) {
-        return NULL;
-    }
-    if (shape[3] == 0 || shape[3] % k) {
-        PyErr_Format(PyExc_ValueError, "%s: the last axis must be %s with H > 0, got %zd", name, k == 3 ? "3 H" : "H",
-            shape[3]);
-        return NULL;
-    }
-    *g = (nmh_gru) {.T = (size_t)shape[0], .M = (size_t)shape[1], .B = (size_t)shape[2], .H = (size_t)(shape[3] / k)};
-    return a;
-}
-
-// The float32 array obj with the axes `axes` names: T, M, B, H of g, and G for 3 H.
-static float *nmh_gru_get(nmh_bufs *bs, PyObject *obj, const char *name, int writable, const nmh_gru *g,
-    const char *axes) {
-    Py_ssize_t shape[4];
-    int ndim = 0;
-    for (; axes[ndim]; ndim++) {
-        const char a = axes[ndim];
-        shape[ndim] = (Py_ssize_t)(a == 'T' ? g->T : a == 'M' ? g->M : a == 'B' ? g->B : a == 'H' ? g->H : 3 * g->H);
-    }
-    return nmh_get(bs, obj, name, 'f', writable, ndim, shape);
-}
-
-// What both passes share: wh (M, 3H, H), resets (T, M, B) bool or None, and the tape (h_prev, r,
-// z, n, ghn), each (T, M, B, H), which the forward pass writes.
-static int nmh_gru_parse(nmh_bufs *bs, PyObject *wh, PyObject *resets, PyObject *const tape[5], int forward,
-    nmh_gru *g) {
-    static const char *const names[5] = {"h_prev", "r", "z", "n", "ghn"};
-    float **const dst[5] = {&g->h_prev, &g->r, &g->z, &g->n, &g->ghn};
-    Py_ssize_t rshape[3] = {(Py_ssize_t)g->T, (Py_ssize_t)g->M, (Py_ssize_t)g->B};
-    if (!(g->wh = nmh_gru_get(bs, wh, "wh", 0, g, "MGH"))) {
-        return 0;
-    }
-    g->resets = NULL;
-    if (resets != Py_None && !(g->resets = nmh_get(bs, resets, "resets", '?', 0, 3, rshape))) {
-        return 0;
-    }
-    for (int i = 0; i < 5; i++) {
-        if (!(*dst[i] = nmh_gru_get(bs, tape[i], names[i], forward, g, "TMBH"))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static const char gru_forward_doc[] =
-    "gru_forward(gi, h, h0, wh, bh, resets, out, h_prev, r, z, n, ghn)\n\n"
-    "The recurrence of M GRUs over T steps of B rows (neuromotor.nn.gru.forward after the input\n"
-    "projection): gi (T, M, B, 3H) the steps' W_i x + b_i, h (M, B, H) the state to start from,\n"
-    "h0 (M, H), wh (M, 3H, H), bh (M, 3H), resets (T, M, B) bool or None (row b starts again from\n"
-    "h0 before step t where set). Writes the outputs out and the tape h_prev, r, z, n, ghn, each\n"
-    "(T, M, B, H). Arrays float32, gates in the order r, z, n.";
-
-static PyObject *nmh_gru_forward_py(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *gi_a, *h_a, *h0_a, *wh_a, *bh_a, *resets_a, *out_a, *tape[5];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:gru_forward", &gi_a, &h_a, &h0_a, &wh_a, &bh_a, &resets_a, &out_a,
-            &tape[0], &tape[1], &tape[2], &tape[3], &tape[4])) {
-        return NULL;
-    }
-    nmh_bufs bs = {.n = 0};
-    nmh_gru g;
-    const float *gi, *h, *h0, *bh;
-    float *out;
-    const int ok = (gi = nmh_gru_sizes(&bs, gi_a, "gi", 3, &g)) && (h = nmh_gru_get(&bs, h_a, "h", 0, &g, "MBH"))
-        && (h0 = nmh_gru_get(&bs, h0_a, "h0", 0, &g, "MH")) && (bh = nmh_gru_get(&bs, bh_a, "bh", 0, &g, "MG"))
-        && nmh_gru_parse(&bs, wh_a, resets_a, tape, 1, &g) && (out = nmh_gru_get(&bs, out_a, "out", 1, &g, "TMBH"))
-        && nmh_check_disjoint(&bs);
-    if (ok) {
-        Py_BEGIN_ALLOW_THREADS
-        nmh_gru_forward(&g, gi, h, h0, bh, out);
-        Py_END_ALLOW_THREADS
-    }
-    nmh_release(&bs);
-    return ok ? Py_NewRef(Py_None) : NULL;
-}
-
-static const char gru_backward_doc[] =
-    "gru_backward(d_out, d_final, wh, resets, h_prev, r, z, n, ghn, d_gi, d_h, d_wh, d_bh, d_h0)\n\n"
-    "The backward through time of gru_forward (neuromotor.nn.gru.backward before the input\n"
-    "projection's gradients): d_out (T, M, B, H) dL/d outputs, d_final (M, B, H) dL/d final state\n"
-    "or None, wh (M, 3H, H), resets and the tape (h_prev, r, z, n, ghn) as gru_forward's. Writes\n"
-    "d_gi (T, M, B, 3H) and d_h (M, B, H), dL/d the starting state (zero in rows reset at step 0);\n"
-    "d_wh (M, 3H, H), d_bh (M, 3H) and d_h0 (M, H) get the parameters' gradients, d_h0 the part\n"
-    "through the rows reset along the way; or they are all None (not computed). Arrays float32.";
-
-static PyObject *nmh_gru_backward_py(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *dy_a, *df_a, *wh_a, *resets_a, *tape[5], *dgi_a, *dh_a, *dwh_a, *dbh_a, *dh0_a;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO:gru_backward", &dy_a, &df_a, &wh_a, &resets_a, &tape[0], &tape[1],
-            &tape[2], &tape[3], &tape[4], &dgi_a, &dh_a, &dwh_a, &dbh_a, &dh0_a)) {
-        return NULL;
-    }
-    const int params = dwh_a != Py_None;
-    if (params != (dbh_a != Py_None) || params != (dh0_a != Py_None)) {
-        PyErr_SetString(PyExc_ValueError, "d_wh, d_bh and d_h0 must be all arrays or all None");
-        return NULL;
-    }
-    nmh_bufs bs = {.n = 0};
-    nmh_gru g;
-    const float *d_out, *d_final = NULL;
-    float *d_gi, *d_h, *d_wh = NULL, *d_bh = NULL, *d_h0 = NULL, *work = NULL;
-    int ok = (d_out = nmh_gru_sizes(&bs, dy_a, "d_out", 1, &g))
-        && (df_a == Py_None || (d_final = nmh_gru_get(&bs, df_a, "d_final", 0, &g, "MBH")))
-        && nmh_gru_parse(&bs, wh_a, resets_a, tape, 0, &g) && (d_gi = nmh_gru_get(&bs, dgi_a, "d_gi", 1, &g, "TMBG"))
-        && (d_h = nmh_gru_get(&bs, dh_a, "d_h", 1, &g, "MBH"))
-        && (!params || ((d_wh = nmh_gru_get(&bs, dwh_a, "d_wh", 1, &g, "MGH"))
-            && (d_bh = nmh_gru_get(&bs, dbh_a, "d_bh", 1, &g, "MG"))
-            && (d_h0 = nmh_gru_get(&bs, dh0_a, "d_h0", 1, &g, "MH"))))
-        && nmh_check_disjoint(&bs);
-    // one workspace for the call, which every member and step reuses
-    if (ok && !(work = PyMem_Malloc(nmh_gru_backward_work(g.B, g.H) * sizeof(float)))) {
-        PyErr_NoMemory();
-        ok = 0;
-    }
-    if (ok) {
-        Py_BEGIN_ALLOW_THREADS
-        nmh_gru_backward(&g, d_out, d_final, d_gi, d_h, d_wh, d_bh, d_h0, work);
-        Py_END_ALLOW_THREADS
-    }
-    PyMem_Free(work);
-    nmh_release(&bs);
-    return ok ? Py_NewRef(Py_None) : NULL;
-}
-
-/* ---------------------------------------------------------------------------
  * Instruction-set path.
  */
 static PyObject *nmh_isa(PyObject *self, PyObject *args) {
@@ -498,8 +360,6 @@ static PyMethodDef nmh_methods[] = {
     {"sac_act", nmh_sac_act, METH_VARARGS, sac_act_doc},
     {"act", nmh_act, METH_VARARGS, act_doc},
     {"quadrotor_step", nmh_quadrotor_step, METH_VARARGS, quadrotor_step_doc},
-    {"gru_forward", nmh_gru_forward_py, METH_VARARGS, gru_forward_doc},
-    {"gru_backward", nmh_gru_backward_py, METH_VARARGS, gru_backward_doc},
     {"isa", nmh_isa, METH_VARARGS,
      "isa([path]) -> the matrix kernels' path: 1 scalar, 2 SSE2, 3 AVX2+FMA; with path, force it (0: the best)."},
     {NULL, NULL, 0, NULL},

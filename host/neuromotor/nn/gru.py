@@ -15,18 +15,11 @@ step t (an episode starts there), so one sequence may hold several episodes as t
 policy flies them. The input projection of every step is one matmul before the loop and its
 gradient one matmul after it: only the hidden recurrence is stepped. The dtype follows the
 parameters (float32 for training, float64 for checking).
-
-In float32 the steps run in C (neuromotor.native, device/native/nm_host/nm_host_gru.h: the
-same formulas and tape, member after member), where the extension is built; the NumPy loops
-below are the reference, and what float64 runs.
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from neuromotor.native import _nm_host
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -102,9 +95,6 @@ def forward(p: GRUParams, x: np.ndarray, h: np.ndarray = None, resets: np.ndarra
     gi = linear(x, p.wi, p.bi)
     shape = (T, *gi.shape[1:-1], H)
     h = np.broadcast_to(h0, shape[1:]) if h is None else h
-    if _in_c(p, gi):
-        out, h_prev, r, z, n, ghn = _forward_c(p, gi, h, resets)
-        return out, (out[-1].copy() if T else h), Tape(x, h_prev, r, z, n, ghn, resets)
     wh_t, bh = np.ascontiguousarray(np.swapaxes(p.wh, -1, -2)), p.bh[..., None, :]
     h_prev, z, n, ghn = (np.empty(shape, p.wh.dtype) for _ in range(4))
     r = np.empty(shape, p.wh.dtype)
@@ -130,73 +120,28 @@ def backward(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray = 
     is in the parameters'). Without `params`, the parameters' gradients are not computed (None)."""
     T = d_out.shape[0]
     H = p.hidden
-    if _in_c(p, d_out):
-        d_gi, dh, d_wh, d_bh, d_h0 = _backward_c(p, tape, d_out, d_final, params)
-    else:
-        d_gi = np.empty((*d_out.shape[:-1], 3 * H), d_out.dtype)
-        d_wh, d_bh, d_h0 = np.zeros_like(p.wh), np.zeros_like(p.bh), np.zeros_like(p.h0)
-        dh = np.zeros(d_out.shape[1:], d_out.dtype) if d_final is None else d_final.copy()
-        for t in range(T - 1, -1, -1):
-            dh = dh + d_out[t]
-            r, z, n, ghn, h_prev = tape.r[t], tape.z[t], tape.n[t], tape.ghn[t], tape.h_prev[t]
-            d_an = dh * (1 - z) * (1 - n * n)           # through n = tanh(a_n)
-            d_az = dh * (h_prev - n) * z * (1 - z)      # through z = sigmoid(a_z)
-            d_ar = d_an * ghn * r * (1 - r)             # a_n = gi_n + r * ghn
-            d_gi[t] = np.concatenate([d_ar, d_az, d_an], -1)
-            d_gh = np.concatenate([d_ar, d_az, d_an * r], -1)
+    d_gi = np.empty((*d_out.shape[:-1], 3 * H), d_out.dtype)
+    d_wh, d_bh, d_h0 = np.zeros_like(p.wh), np.zeros_like(p.bh), np.zeros_like(p.h0)
+    dh = np.zeros(d_out.shape[1:], d_out.dtype) if d_final is None else d_final.copy()
+    for t in range(T - 1, -1, -1):
+        dh = dh + d_out[t]
+        r, z, n, ghn, h_prev = tape.r[t], tape.z[t], tape.n[t], tape.ghn[t], tape.h_prev[t]
+        d_an = dh * (1 - z) * (1 - n * n)           # through n = tanh(a_n)
+        d_az = dh * (h_prev - n) * z * (1 - z)      # through z = sigmoid(a_z)
+        d_ar = d_an * ghn * r * (1 - r)             # a_n = gi_n + r * ghn
+        d_gi[t] = np.concatenate([d_ar, d_az, d_an], -1)
+        d_gh = np.concatenate([d_ar, d_az, d_an * r], -1)
+        if params:
+            d_wh += np.matmul(np.swapaxes(d_gh, -1, -2), h_prev)
+            d_bh += d_gh.sum(-2)
+        dh = dh * z + np.matmul(d_gh, p.wh)
+        if tape.resets is not None and tape.resets[t].any():
+            reset = tape.resets[t][..., None]
             if params:
-                d_wh += np.matmul(np.swapaxes(d_gh, -1, -2), h_prev)
-                d_bh += d_gh.sum(-2)
-            dh = dh * z + np.matmul(d_gh, p.wh)
-            if tape.resets is not None and tape.resets[t].any():
-                reset = tape.resets[t][..., None]
-                if params:
-                    d_h0 += np.where(reset, dh, 0).sum(-2)
-                dh = np.where(reset, 0, dh)
+                d_h0 += np.where(reset, dh, 0).sum(-2)
+            dh = np.where(reset, 0, dh)
     d_x = np.matmul(d_gi, p.wi)
     if not params:
         return None, d_x, dh
     d_gru = GRUParams(weight_grad(d_gi, tape.x), bias_grad(d_gi), d_wh, d_bh, d_h0)
     return d_gru, d_x, dh
-
-
-# ----- the steps in C (float32) -----
-def _in_c(p: GRUParams, a: np.ndarray) -> bool:
-    """Whether the steps over `a` (gi or dL/d outputs) run in C: float32 throughout, extension built."""
-    return _nm_host is not None and p.wh.dtype == np.float32 and a.dtype == np.float32
-
-
-def _members(a: np.ndarray, lead: tuple, pop: tuple, tail: tuple, dtype=np.float32) -> np.ndarray:
-    """a broadcast to (*lead, *pop, *tail), C-contiguous, the population axes in one (the C layout)."""
-    shape = (*lead, *pop, *tail)
-    full = np.ascontiguousarray(a if a.shape == shape else np.broadcast_to(a, shape), dtype)
-    return full.reshape(*lead, math.prod(pop), *tail)
-
-
-def _forward_c(p: GRUParams, gi: np.ndarray, h: np.ndarray, resets: np.ndarray):
-    """forward's steps: outputs, h_prev, r, z, n and ghn (T, *pop, B, H), stacked in one block."""
-    T, *pop, B, H3 = gi.shape
-    H = H3 // 3
-    arrays = np.empty((6, T, math.prod(pop), B, H), np.float32)
-    _nm_host.gru_forward(_members(gi, (T,), pop, (B, H3)), _members(h, (), pop, (B, H)),
-                         _members(p.h0, (), pop, (H,)), _members(p.wh, (), pop, (H3, H)),
-                         _members(p.bh, (), pop, (H3,)),
-                         None if resets is None else _members(resets, (T,), pop, (B,), bool), *arrays)
-    return arrays.reshape(6, T, *pop, B, H)
-
-
-def _backward_c(p: GRUParams, tape: Tape, d_out: np.ndarray, d_final: np.ndarray, params: bool):
-    """backward's steps: (dL/d gi (T, *pop, B, 3H), dL/d initial state (*pop, B, H), and the
-    gradients of W_h, b_h and h0, None without `params`)."""
-    T, *pop, B, H = d_out.shape
-    M = math.prod(pop)
-    d_gi, dh = np.empty((T, *pop, B, 3 * H), np.float32), np.empty((*pop, B, H), np.float32)
-    grads = [np.empty((*pop, *shape), np.float32) if params else None for shape in ((3 * H, H), (3 * H,), (H,))]
-    _nm_host.gru_backward(_members(d_out, (T,), pop, (B, H)),
-                          None if d_final is None else _members(d_final, (), pop, (B, H)),
-                          _members(p.wh, (), pop, (3 * H, H)),
-                          None if tape.resets is None else _members(tape.resets, (T,), pop, (B,), bool),
-                          *(_members(a, (T,), pop, (B, H)) for a in (tape.h_prev, tape.r, tape.z, tape.n, tape.ghn)),
-                          d_gi.reshape(T, M, B, 3 * H), dh.reshape(M, B, H),
-                          *(g if g is None else g.reshape(M, *g.shape[len(pop):]) for g in grads))
-    return d_gi, dh, *grads
