@@ -142,16 +142,6 @@ def test_calibration_keeps_large_biases_and_clips_the_initial_state():
         calibrate(last_gru, episodes(last_gru), headroom=2.0)
 
 
-def test_a_c_header_of_a_recurrent_policy_is_refused(tmp_path):
-    from neuromotor.policy.c_header import write_c_header
-
-    spec, qp = quantized()
-    for policy in (spec, qp):
-        with pytest.raises(InvalidPolicyError, match="a C header holds MLPs"):
-            write_c_header(policy, tmp_path / "p.h")
-    assert not (tmp_path / "p.h").exists()
-
-
 def test_eval_flies_an_int8_recurrent_file_as_its_integer_reference(tmp_path):
     import neuromotor
     from neuromotor.envs import env_class

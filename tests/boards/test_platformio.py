@@ -15,7 +15,7 @@ from neuromotor.boards.link.protocol import decode_line
 from neuromotor.policy.platformio import INCLUDE_DIR, kernel_headers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from board_inference import make_policy  # noqa: E402
+from board_inference import GRU_H, SIZES, make_gru_policies, make_policy  # noqa: E402
 
 ENVS = ["teensy41", "esp32", "esp32c3", "stm32f405", "stm32h743"]
 
@@ -101,6 +101,19 @@ def test_bench_program_prints_nmb1_lines(project, tmp_path):
     assert r["board"] == "host" and r["n"] == 50 and r["example_ok"] is True
     assert r["cycles"]["median"] == r["cycles"]["mean"] == 1000 and r["macs"] == 13 * 64 + 64 * 64 + 64 * 4
     assert "error" in json.loads(bad.payload)
+
+
+def test_bench_program_of_a_recurrent_policy(tmp_path, cli):
+    """A GRU policy's project: its example checked after the header's steps from the initial
+    state, its multiply-adds counted with the GRU's three gates over input and state."""
+    import json
+    out = tmp_path / "proj"
+    code, _, err = cli("export", make_gru_policies(tmp_path)["gru"], "--format", "platformio", "-o", out)
+    assert code == 0, err
+    res = subprocess.run([str(_host_program(out, tmp_path))], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads(decode_line(res.stdout.splitlines()[0]).payload)
+    assert r["example_ok"] is True and r["macs"] == 3 * GRU_H * (SIZES[0] + GRU_H) + GRU_H * 4
 
 
 def test_bench_reads_a_baremetal_board(project, tmp_path):

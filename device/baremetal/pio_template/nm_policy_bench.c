@@ -79,6 +79,13 @@ int nm_bench_report(nm_cycles_fn cycles, nm_emit_fn emit, uint32_t clock_hz, con
         finish(emit);
         return -1;
     }
+#ifdef NM_POLICY_EXAMPLE_STEPS
+    // a recurrent policy's example is the action of a later step from its initial state
+    nm_policy_reset();
+    for (int s = 1; s < NM_POLICY_EXAMPLE_STEPS; s++) {
+        nm_policy_forward(action, nm_policy_example_obs);
+    }
+#endif
     nm_policy_forward(action, nm_policy_example_obs);
     float err = 0.0f, mag = 1.0f;
     for (int i = 0; i < NM_POLICY_ACT_DIM; i++) {
@@ -107,7 +114,9 @@ int nm_bench_report(nm_cycles_fn cycles, nm_emit_fn emit, uint32_t clock_hz, con
     sort(samples, n);
     uint64_t macs = 0;
     for (int l = 0; l < NM_POLICY_N_LAYERS; l++) {
-        macs += (uint64_t)nm_policy_layout[1 + l] * nm_policy_layout[2 + l];
+        const uint64_t n_in = nm_policy_layout[1 + l], n_out = nm_policy_layout[2 + l];
+        // a GRU (kind 1, the code's high nibble) has three gates, each reading its input and its state
+        macs += (nm_policy_layout[2 + NM_POLICY_N_LAYERS + l] >> 4) == 1 ? 3 * n_out * (n_in + n_out) : n_in * n_out;
     }
     put(", \"impl\": \"c-header\"");
     put_field("n", (uint64_t)n);

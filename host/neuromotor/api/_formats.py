@@ -94,11 +94,11 @@ def _platformio_summary(path, spec) -> str:
 
 register_format(PolicyFormat("nmp", EXPORT, "the policy file boards load (docs/policy-format.md)",
                       "neuromotor.policy.policy_file:write_policy", (".nmp",), int8=True, recurrent=True))
-register_format(PolicyFormat("c-header", EXPORT, "a C header for bare-metal C (MLPs of identity, relu, tanh)",
-                      "neuromotor.policy.c_header:write_c_header", (".h",), int8=True))
+register_format(PolicyFormat("c-header", EXPORT, "a C header for bare-metal C (dense and GRU layers, float32 "
+                      "or int8)", "neuromotor.policy.c_header:write_c_header", (".h",), int8=True, recurrent=True))
 register_format(PolicyFormat("platformio", EXPORT, "-o is a directory that gets a PlatformIO project for the real "
-                      "boards around the C header (float32 MLPs)",
-                      "neuromotor.policy.platformio:write_platformio_project", directory=True,
+                      "boards around the C header (float32)",
+                      "neuromotor.policy.platformio:write_platformio_project", directory=True, recurrent=True,
                       check="neuromotor.policy.platformio:check_project_dir", summary=_platformio_summary))
 register_format(PolicyFormat("onnx", IMPORT, "an ONNX graph of an actor (Stable-Baselines3, CleanRL, PyTorch)",
                       "neuromotor.policy.importers.onnx_graph:read", (".onnx",)))

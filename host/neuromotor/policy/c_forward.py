@@ -1,5 +1,21 @@
 """The policy's C entry point, shared by the float and int8 headers: every action is
-clamped to the limits, and a non-finite observation gives the limits' midpoint."""
+clamped to the limits, and a non-finite observation gives the limits' midpoint. A
+recurrent policy's header also says how its state is kept."""
+
+LAYOUT_ARGS = "nm_policy_layout + 1, nm_policy_layout + 2 + NM_POLICY_N_LAYERS, NM_POLICY_N_LAYERS"
+EXAMPLE_STEPS = 3  # a recurrent policy's example action is this step's from the initial state
+
+
+def recurrent_use(recurrent: bool) -> str:
+    """The header comment's paragraph on a recurrent policy's state ("" for an MLP)."""
+    if not recurrent:
+        return ""
+    return """
+ * The policy is recurrent: each call is one step of its GRU layers, whose state
+ * (nm_policy_state) carries over to the next call; call nm_policy_reset() at every
+ * episode's start. A call with a NaN or inf observation leaves the state as it was.
+ * nm_policy_example_action is the action of step NM_POLICY_EXAMPLE_STEPS from the
+ * initial state, every step fed nm_policy_example_obs."""
 
 
 def clamped_forward_c(scratch: str, mlp: str) -> str:
