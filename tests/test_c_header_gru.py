@@ -104,6 +104,8 @@ def _script(policy, seqs):
 @pytest.mark.parametrize("flags", [(), ("-DNM_NO_AVX2", "-DNM_NO_FDIV")])
 def test_float_gru_header_steps_as_the_host(tmp_path, flags):
     spec = gru_spec(seed=2, h0_scale=1.5)  # an initial state beyond +-1 is the float's to keep
+    # meta is whatever a run's config held: a long list, and text that would end a C comment
+    spec.meta.update(drones=[{"mass": 1.0 + k / 100} for k in range(40)], note="a */ #error in the comment")
     exe = _compile(tmp_path, spec, "nm_kernels.h", flags)
     seqs = episodes(spec, steps=20, batch=2, seed=3)
     lines, status, ref = _script(spec, seqs)
@@ -111,6 +113,8 @@ def test_float_gru_header_steps_as_the_host(tmp_path, flags):
     assert got_status == status
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
     assert example <= 1e-5  # the C's exp and tanh round apart from NumPy's
+    meta_line = next(line for line in (tmp_path / "policy.h").read_text().splitlines() if "meta:" in line)
+    assert len(meta_line) < 250 and "*/" not in meta_line
 
 
 def test_int8_gru_header_is_the_host_integer_reference_bit_for_bit(tmp_path):

@@ -6,6 +6,19 @@ LAYOUT_ARGS = "nm_policy_layout + 1, nm_policy_layout + 2 + NM_POLICY_N_LAYERS, 
 EXAMPLE_STEPS = 3  # a recurrent policy's example action is this step's from the initial state
 
 
+META_VALUE_CHARS = 60
+
+
+def meta_comment(meta: dict) -> str:
+    """The policy's meta for the header's comment, on one line: each value cut to
+    META_VALUE_CHARS (a distillation's drones are a long list), and no "*/" that would end
+    the comment early (meta holds whatever a run's config held)."""
+    def cut(v) -> str:
+        text = " ".join(str(v).split())
+        return text if len(text) <= META_VALUE_CHARS else text[:META_VALUE_CHARS - 3] + "..."
+    return (", ".join(f"{k}={cut(v)}" for k, v in sorted(meta.items())) or "none").replace("*/", "* /")
+
+
 def recurrent_use(recurrent: bool) -> str:
     """The header comment's paragraph on a recurrent policy's state ("" for an MLP)."""
     if not recurrent:

@@ -8,7 +8,8 @@ import re
 
 import numpy as np
 
-from neuromotor.policy.c_forward import EXAMPLE_STEPS, LAYOUT_ARGS, clamped_forward_c, recurrent_use
+from neuromotor.policy.c_forward import (EXAMPLE_STEPS, LAYOUT_ARGS, clamped_forward_c, meta_comment,
+                                         recurrent_use)
 from neuromotor.policy.policy_file import codes_of
 from neuromotor.policy.quantize import AMAX, QuantizedPolicy, pack_qnet
 from neuromotor.policy.spec import InvalidPolicyError
@@ -72,7 +73,7 @@ def render_c_header_int8(qp: QuantizedPolicy, example_obs=None, guard: str = "NM
         example_act, state = qp.step(example_obs, state)
     clamp = np.concatenate([qp.action_low, qp.action_high])
     guard = re.sub(r"[^A-Za-z0-9_]", "_", guard).upper()
-    meta = ", ".join(f"{k}={v}" for k, v in sorted(qp.meta.items())) or "none"
+    meta = meta_comment(qp.meta)
     acts = ", ".join("GRU" if k == "gru" else a for k, a in zip(qp.kinds, qp.activations))
     state_len = sum(_pad4(sizes[i + 1]) for i, k in enumerate(qp.kinds) if k == "gru")
     recurrent = (f"#define NM_POLICY_STATE_INT16 {state_len}\n#define NM_POLICY_EXAMPLE_STEPS {EXAMPLE_STEPS}\n"
