@@ -36,6 +36,7 @@ from benchutil import write_json
 import neuromotor
 from neuromotor.algos import algo_class
 from neuromotor.envs import env_class
+from neuromotor.policy import quantize_measured
 from neuromotor.training.evaluation import evaluate_spec
 from neuromotor.training.run_policy import load_spec
 
@@ -91,8 +92,8 @@ def run_row(algo: str, env_kwargs: dict, seeds: list, steps: int, root: Path, se
         curves.append([[m["step"], round(m["eval_return_mean"], 1)] for m in metrics if m["agent"] == k])
         spec = load_spec(run.path, agent=k)
         returns.append(float(evaluate_spec(spec, env, EPISODES, EVAL_SEED)[0].mean()))
-        if algo in RECURRENT:  # measured whatever its error: the contract's verdict is the column
-            _, q, report = neuromotor.export(run.path, root / "p8.nmp", agent=k, quantize="int8", max_error=1.0)
+        if algo in RECURRENT:  # export's int8, measured whatever its error: the contract's verdict is the column
+            q, report = quantize_measured(spec)
             int8["returns"].append(float(evaluate_spec(q, env, EPISODES, EVAL_SEED)[0].mean()))
             int8["max_error_frac"].append(report["max_error_frac"])
     return {"algo": algo, "env_kwargs": env_kwargs, "config": run.config["algo_config"], "seeds": seeds, "steps": steps, "episodes": EPISODES,

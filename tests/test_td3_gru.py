@@ -102,5 +102,6 @@ def test_a_killed_run_resumes_to_the_uninterrupted_ones_numbers(tmp_path, cli, n
     assert code == 0, err
     assert "steps of whole episodes" in out and "int8, network 2 -> 8 -> 4 -> 1, relu, gru, tanh" in out
     report = json.loads(out.splitlines()[-1])
-    assert report["contract"] == "action" and report["rounding"] == "plain" and report["max_error_frac"] <= 0.02
+    assert report["contract"] == "action" and report["max_error_frac"] <= 0.02
+    assert report["rounding"] in ("plain", "through time") and report["calibration_obs"] > 0
     assert read_policy(tmp_path / "p8.nmp").state_size == 4

@@ -33,11 +33,12 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     Returns (the written path, the PolicySpec written, the int8 accuracy report or {}).
     `format` is one of the export formats of neuromotor.api._formats: "nmp", "c-header" or
     "platformio" (default: chosen by the suffix, c-header for *.h, else nmp); platformio makes
-    `path` a PlatformIO project directory. Only nmp holds GRU layers, sigmoid and fast_tanh. `quantize="int8"` calibrates
+    `path` a PlatformIO project directory. `quantize="int8"` calibrates
     integer weights and activations on rollouts of the run's env (`calibration` steps of 8
     episodes, as many of 64 episode starts, and a perturbed copy), rounds the weights with
     error compensation and fine-tunes them `finetune_steps` steps (default FINETUNE_STEPS) to
-    act like the float policy there, and refuses (QuantizationError) when the actions on
+    act like the float policy there (a recurrent policy: along 128 episodes of calibration / 16
+    steps, through time, default 300 steps), and refuses (QuantizationError) when the actions on
     `heldout` other observations are off by more than `max_error` of the action range (default
     0.02); on an env that judges success (the quadrotor) with `max_error` None, when the int8
     policy succeeds in more than 2 fewer of 100 held-out episodes than the float one. The
@@ -89,7 +90,7 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
                 raise UserError(f"{os.fspath(source)}: this policy file names no env and does not fit the default "
                                 "one; --quantize calibrates on the policy's env: export from its run (or "
                                 "distillation) directory") from None
-        spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=FINETUNE_STEPS if finetune_steps is None else finetune_steps)
+        spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=finetune_steps)
     written = _formats.resolve(fmt.handler)(spec, path if fmt.directory else target)
     return Path(written if fmt.directory else path), spec, report
 

@@ -32,8 +32,8 @@ def register(subparsers) -> None:
     p.add_argument("--quantize", choices=("int8",), default=None,
                    help="int8: integer weights and activations (docs/policy-format.md, version 3; with GRU layers "
                    "version 4, the state in integers too), calibrated on rollouts of the run's env and fitted "
-                   "there to act like the float policy (an MLP: fine-tuned; a recurrent policy: along whole "
-                   "episodes, plainly rounded); refused "
+                   "there to act like the float policy (a recurrent policy: fine-tuned along whole "
+                   "episodes, through time); refused "
                    "when its actions are too far from the float policy's (--max-error) or, on an env that "
                    "judges success (the quadrotor), when it succeeds in more than 2 fewer of 100 held-out "
                    "episodes than the float policy")
@@ -49,7 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the calibration episodes (default 0)")
     p.add_argument("--finetune-steps", type=int, default=None,
                    help="steps of the int8 fine-tune that fits the integer weights to the float policy's "
-                   "actions on the calibration observations (default 100; 0: error-compensated rounding only)")
+                   "actions on the calibration observations (default 100, a recurrent policy's 300; 0: "
+                   "error-compensated rounding only, a recurrent policy's plain rounding)")
     p.add_argument("--json", action="store_true", help="end with one JSON line describing the export")
     p.set_defaults(func=run)
 
@@ -85,6 +86,13 @@ def run(args) -> int:
               f"its own inputs), weights rounded plainly: max action error {100 * report['max_error_frac']:.2f}% of "
               f"the action range ({report['max_error']:.4g}), mean {100 * report['mean_error_frac']:.3f}% over "
               f"{report['heldout_obs']} steps of held-out episodes")
+    elif report.get("rounding") == "through time":
+        print(f"int8: calibrated on {report['calibration_obs']} steps of whole episodes (each GRU state following "
+              f"its own inputs), fine-tuned {report['finetune_steps']} steps through time (kept step "
+              f"{report['finetune_kept_step']}): max action error {100 * report['max_error_frac_before']:.2f}% -> "
+              f"{100 * report['max_error_frac']:.2f}% of the action range, mean "
+              f"{100 * report['mean_error_frac_before']:.3f}% -> {100 * report['mean_error_frac']:.3f}% over "
+              f"{report['heldout_obs']} steps of held-out episodes (before: plain rounding)")
     elif report:
         print(f"int8: calibrated on {report['calibration_obs']} rollout observations, weights rounded with error "
               f"compensation and fine-tuned {report['finetune_steps']} steps (kept step "

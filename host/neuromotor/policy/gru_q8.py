@@ -64,27 +64,34 @@ class GruQ8:
             raise InvalidPolicyError(f"layer {layer}: GRU initial state outside int16")
 
 
-def _rows(w: np.ndarray, b: np.ndarray, s_in: float) -> tuple:
-    """(int8 weights, int32 biases, float32 deq) of rows W (k, n) b (k,) reading inputs of
-    scale s_in: symmetric per row, and a row whose bias would leave +-2^24 steps takes a
-    coarser scale (the hidden block reads its state at 2^-15, where a bias a few times its
-    row's largest weight already would)."""
+def row_scales(w: np.ndarray, b: np.ndarray, s_in: float) -> np.ndarray:
+    """float64 (k,): the weight scale of each row of W (k, n), b (k,) reading inputs of scale
+    s_in: symmetric per row, and a row whose bias would leave +-2^24 steps takes a coarser
+    scale (the hidden block reads its state at 2^-15, where a bias a few times its row's
+    largest weight already would)."""
     w, b = np.asarray(w, np.float64), np.asarray(b, np.float64)
     s_w = np.maximum(np.abs(w).max(axis=1) / QMAX, np.abs(b) / (s_in * BIAS_MAX))
-    s_w = np.where(s_w > 0, s_w, 1.0 / QMAX)
+    return np.where(s_w > 0, s_w, 1.0 / QMAX)
+
+
+def _rows(w: np.ndarray, b: np.ndarray, s_in: float, s_w=None) -> tuple:
+    """(int8 weights, int32 biases, float32 deq) of rows W (k, n) b (k,) reading inputs of
+    scale s_in, at the row scales s_w (None: row_scales')."""
+    w, b = np.asarray(w, np.float64), np.asarray(b, np.float64)
+    s_w = row_scales(w, b, s_in) if s_w is None else np.asarray(s_w, np.float64)
     wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
     bq = np.clip(np.round(b / (s_in * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
     return wq, bq, (s_in * s_w).astype(F32)
 
 
-def quantize_gru(wi, bi, wh, bh, h0, s_x: float) -> tuple:
+def quantize_gru(wi, bi, wh, bh, h0, s_x: float, scales=(None, None)) -> tuple:
     """(int8 input weights, int32 input biases, GruQ8) of a float GRU layer whose input has
-    scale s_x. An initial state beyond +-1 is clipped to Q15's range: every later state is a
+    scale s_x, its blocks' row scales `scales` (input, hidden; None: row_scales'). An initial state beyond +-1 is clipped to Q15's range: every later state is a
     mix of the one before and tanh values, so only the first steps can differ, and the export's
     check flies them."""
     h0 = np.asarray(h0, np.float64)
-    wiq, biq, deq_i = _rows(wi, bi, s_x)
-    whq, bhq, deq_h = _rows(wh, bh, STATE_SCALE)
+    wiq, biq, deq_i = _rows(wi, bi, s_x, scales[0])
+    whq, bhq, deq_h = _rows(wh, bh, STATE_SCALE, scales[1])
     h0q = np.clip(np.round(h0 * 32768), -AMAX - 1, AMAX).astype(np.int64)
     return wiq, biq, GruQ8(deq_i=deq_i, wh=whq, bh=bhq, deq_h=deq_h, h0=h0q)
 

@@ -218,7 +218,8 @@ class QuantizedPolicy(LayerSizes):
     __call__ = forward
 
 
-def _row_scales(w: np.ndarray) -> np.ndarray:
+def weight_scales(w: np.ndarray) -> np.ndarray:
+    """float64 (out,): each row's weight scale, its largest |weight| / QMAX."""
     m = np.abs(w).max(axis=1).astype(np.float64) / QMAX
     return np.where(m > 0, m, 1.0 / QMAX)
 
@@ -242,8 +243,9 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
     step, float64), each layer's integer input on `calib_obs` (int64; the observation first)):
     the scales calibrated on `calib_obs` (n, obs_dim), inputs and activations spanning
     `headroom` times their largest value there. `row_scales` (per layer, float64 (out,) or
-    None) replaces the weights' scales (largest |weight| of each row / QMAX; layer 0's weights
-    times `input_ranges`); weights beyond +-QMAX steps are clipped."""
+    None; a GRU's a pair, its input block's and its hidden block's) replaces the weights'
+    scales (largest |weight| of each row / QMAX; layer 0's weights times `input_ranges`);
+    weights beyond +-QMAX steps are clipped."""
     if not spec.has_limits:
         raise InvalidPolicyError("an int8 policy needs action limits (export it from its run directory)")
     kinds = getattr(spec, "kinds", None) or ["dense"] * len(spec.weights)
@@ -279,7 +281,9 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
             # The state is the output, at the one scale 2^-15: no activation to calibrate; the
             # layers after it see the integer states of the calibration episodes.
             wq, bq, grus[i] = quantize_gru(w, b, spec.hidden_weights[i], spec.hidden_biases[i],
-                                           spec.initial_hidden[i], s_x)
+                                           spec.initial_hidden[i], s_x,
+                                           (None, None) if row_scales is None or row_scales[i] is None
+                                           else row_scales[i])
             weights.append(wq)
             biases.append(bq)
             mults.append(None)
@@ -293,7 +297,7 @@ def calibrate(spec: PolicySpec, calib_obs: np.ndarray, row_scales=None, headroom
             scales.append(STATE_SCALE)
             s_x = np.float64(STATE_SCALE)
             continue
-        s_w = _row_scales(w) if row_scales is None or row_scales[i] is None else np.asarray(row_scales[i], np.float64)
+        s_w = weight_scales(w) if row_scales is None or row_scales[i] is None else np.asarray(row_scales[i], np.float64)
         wq = np.clip(np.round(w / s_w[:, None]), -QMAX, QMAX).astype(np.int8)
         bq = np.clip(np.round(b / (s_x * s_w)), -BIAS_MAX, BIAS_MAX).astype(np.int64)
         weights.append(wq)

@@ -19,11 +19,15 @@ DAMP = 0.01      # added to the second-moment matrix's diagonal, relative to its
 RIDGE = 1e-3     # pull of the refit towards the float weights, relative to the same mean
 
 
-def spec_with(spec: PolicySpec, weights, biases) -> PolicySpec:
-    """`spec` with other weights and biases."""
+def spec_with(spec: PolicySpec, weights, biases, hidden_weights=None, hidden_biases=None,
+              initial_hidden=None) -> PolicySpec:
+    """`spec` with other weights and biases (and a GRU's hidden ones and initial state, None: spec's)."""
     return PolicySpec(weights=weights, biases=biases, activations=spec.activations, obs_mean=spec.obs_mean,
                       obs_std=spec.obs_std, action_scale=spec.action_scale, action_offset=spec.action_offset,
-                      action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta))
+                      action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta),
+                      kinds=spec.kinds, hidden_weights=spec.hidden_weights if hidden_weights is None else hidden_weights,
+                      hidden_biases=spec.hidden_biases if hidden_biases is None else hidden_biases,
+                      initial_hidden=spec.initial_hidden if initial_hidden is None else initial_hidden)
 
 
 def _activate(name, z):
