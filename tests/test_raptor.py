@@ -127,3 +127,23 @@ def test_unsupported_layers_are_refused_in_one_line(tmp_path, cli, layers, activ
     assert "\n" not in str(err.value) and not (tmp_path / "p.nmp").exists()
     code, _, stderr = cli("import", path, "-o", tmp_path / "p.nmp")
     assert code == 2 and len(stderr.strip().splitlines()) == 1 and not (tmp_path / "p.nmp").exists()
+
+
+def test_raptor_c_header_replays_the_checkpoints_example(checkpoint, tmp_path, cli):
+    """Bare-metal C: the checkpoint's two sequences through the exported header, the state
+    reset between them, against the checkpoint's own outputs."""
+    from test_c_header_gru import _compile, _steps
+
+    code, _, err = cli("import", checkpoint, "-o", tmp_path / "raptor.nmp", "--action-low", "-10",
+                       "--action-high", "10")
+    assert code == 0, err
+    code, _, err = cli("export", tmp_path / "raptor.nmp", "--format", "c-header", "-o", tmp_path / "raptor.h")
+    assert code == 0, err
+    exe = _compile(tmp_path, read_policy(tmp_path / "raptor.nmp"), "nm_kernels.h")
+    assert (tmp_path / "policy.h").read_text() == (tmp_path / "raptor.h").read_text()
+    x, y = example(checkpoint)
+    lines = [line for b in range(x.shape[1]) for line in ["reset"] + [" ".join(f"{v:.9g}" for v in o) for o in x[:, b]]]
+    _, status, got = _steps(exe, lines)
+    assert status == [0] * (x.shape[0] * x.shape[1])
+    want = np.concatenate([y[:, b] for b in range(x.shape[1])])
+    assert np.abs(got - want).max() <= 1e-5
