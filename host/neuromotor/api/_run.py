@@ -267,8 +267,8 @@ class Run:
         *.h, else nmp. Returns the path written.
 
         quantize="int8" writes integer weights and activations, calibrated on rollouts of the
-        run's environment and fine-tuned there (`finetune_steps`, default 100) to act like the
-        float policy; it is refused (a UserError with the figures) when its actions are
+        run's environment and fine-tuned there (`finetune_steps`, default 100; a recurrent
+        policy's 300, through time) to act like the float policy; it is refused (a UserError with the figures) when its actions are
         further than `max_error` (default 0.02) of the action range from the float policy's."""
         return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps)[0]
 
