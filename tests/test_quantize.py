@@ -249,6 +249,18 @@ def pendulum_run(tmp_path_factory):
     return run_dir
 
 
+def test_export_shows_the_fine_tune_as_a_progress_bar(pendulum_run, tmp_path, capsys):
+    import neuromotor
+    from neuromotor.policy import QuantizationError
+    for progress in (True, False):
+        with pytest.raises(QuantizationError):  # a contract no policy keeps: all 5 steps run
+            neuromotor.export(pendulum_run, tmp_path / "p8.nmp", quantize="int8", max_error=1e-9,
+                              finetune_steps=5, calibration=300, heldout=300, progress=progress)
+        err = capsys.readouterr().err
+        assert ("int8 fine-tune" in err and "5/5" in err) == progress
+    assert not (tmp_path / "p8.nmp").exists()
+
+
 def test_export_quantize_reports_accuracy_and_refuses_past_max_error(pendulum_run, tmp_path):
     import json
     out = tmp_path / "p8.nmp"

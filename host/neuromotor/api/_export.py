@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 from neuromotor.api import _formats
+from neuromotor.api._progress import show_progress
 from neuromotor.errors import UserError
 from neuromotor.limits import MAX_COUNT, MAX_FINETUNE_STEPS, MAX_SEED
 from neuromotor.policy import FINETUNE_STEPS, quantize_checked
@@ -27,7 +28,7 @@ def protected_paths(source, output) -> list:
 
 def export(source, path, format: "str | None" = None, agent: int = 0, quantize: "str | None" = None,
                   max_error: "float | None" = None, calibration: int = 2000, heldout: int = 2000, seed: int = 0,
-                  finetune_steps: "int | None" = None):
+                  finetune_steps: "int | None" = None, progress: "bool | None" = None):
     """Write the policy of `source` (a run directory or a .nmp file) to `path`.
 
     Returns (the written path, the PolicySpec written, the int8 accuracy report or {}).
@@ -43,7 +44,8 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
     0.02); on an env that judges success (the quadrotor) with `max_error` None, when the int8
     policy succeeds in more than 2 fewer of 100 held-out episodes than the float one. The
     file is written atomically and only over a regular file that is neither the source nor a
-    run's own file."""
+    run's own file. `progress`: a bar over the int8 fine-tune's steps (default: in a terminal or
+    a notebook)."""
     path = os.fspath(path)  # "" is refused, in one line, by the target checks below
     fmt = _formats.policy_format(_formats.EXPORT, format, path)
     if isinstance(agent, bool) or not isinstance(agent, int) or agent < 0:
@@ -90,7 +92,21 @@ def export(source, path, format: "str | None" = None, agent: int = 0, quantize: 
                 raise UserError(f"{os.fspath(source)}: this policy file names no env and does not fit the default "
                                 "one; --quantize calibrates on the policy's env: export from its run (or "
                                 "distillation) directory") from None
-        spec, report = quantize_checked(spec, calibration, heldout, seed, max_error, finetune_steps=finetune_steps)
+        from tqdm.auto import tqdm
+
+        bars = []  # made at the first step: a policy exported without a fine-tune shows none
+
+        def on_step(step, steps):
+            if not bars:
+                bars.append(tqdm(total=steps, desc="int8 fine-tune", unit="step", disable=not show_progress(progress)))
+            bars[0].update(step - bars[0].n)
+
+        try:
+            spec, report = quantize_checked(spec, calibration, heldout, seed, max_error,
+                                            finetune_steps=finetune_steps, on_step=on_step)
+        finally:
+            for bar in bars:
+                bar.close()
     written = _formats.resolve(fmt.handler)(spec, path if fmt.directory else target)
     return Path(written if fmt.directory else path), spec, report
 

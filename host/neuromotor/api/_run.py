@@ -261,7 +261,7 @@ class Run:
 
     def export(self, path: "str | os.PathLike", format: "str | None" = None, *, agent: int = 0,
                quantize: "str | None" = None, max_error: "float | None" = None,
-               finetune_steps: "int | None" = None) -> Path:
+               finetune_steps: "int | None" = None, progress: "bool | None" = None) -> Path:
         """Write agent `agent`'s policy to `path`: format "nmp" (the policy file boards load),
         "c-header" (bare-metal C) or "platformio" (a project directory); default: c-header for
         *.h, else nmp. Returns the path written.
@@ -269,8 +269,10 @@ class Run:
         quantize="int8" writes integer weights and activations, calibrated on rollouts of the
         run's environment and fine-tuned there (`finetune_steps`, default 100; a recurrent
         policy's 300, through time) to act like the float policy; it is refused (a UserError with the figures) when its actions are
-        further than `max_error` (default 0.02) of the action range from the float policy's."""
-        return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps)[0]
+        further than `max_error` (default 0.02) of the action range from the float policy's.
+        `progress`: a bar over the fine-tune (default: in a terminal or a notebook)."""
+        return export(self.path, path, format, agent, quantize, max_error, finetune_steps=finetune_steps,
+                      progress=progress)[0]
 
     def resume(self, steps: "int | None" = None, *, progress: "bool | None" = None) -> "Run":
         """Train on from the checkpoint, to `steps` in total (default: the configured steps)."""

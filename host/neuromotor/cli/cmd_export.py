@@ -74,7 +74,8 @@ def run(args) -> int:
         raise UserError(f"--{'max-error' if args.max_error is not None else 'finetune-steps'} applies to "
                         "--quantize int8 only")
     out, spec, report = api.export(args.run, args.output, args.format, args.agent, args.quantize,
-                                   args.max_error, args.calibration, args.heldout, args.seed, args.finetune_steps)
+                                   args.max_error, args.calibration, args.heldout, args.seed, args.finetune_steps,
+                                   progress=False if args.json else None)
     fmt = api.policy_format("export", args.format, args.output)
     if fmt.summary is not None:
         print(fmt.summary(out, spec))

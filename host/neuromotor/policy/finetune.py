@@ -58,12 +58,12 @@ def action_errors(spec: PolicySpec, qp: QuantizedPolicy, acc: np.ndarray, target
 
 
 def finetune(spec: PolicySpec, obs: np.ndarray, weights, biases, row_scales, steps: int = STEPS,
-             good_enough: float = 0.0) -> tuple:
+             good_enough: float = 0.0, on_step=None) -> tuple:
     """(QuantizedPolicy, info): starting from float `weights`, `biases` (spec units) quantised at
     `row_scales`, the int8 policy of the best of `steps` fine-tuning steps on `obs` (step 0:
     the start), stopping early at one whose largest error is at most `good_enough` (a
-    fraction of the action range). info: the steps run, the kept step, and the largest and
-    mean error of the start and of the kept step on `obs`."""
+    fraction of the action range); on_step(step, steps) after each. info: the steps run, the
+    kept step, and the largest and mean error of the start and of the kept step on `obs`."""
     obs = np.asarray(obs, np.float32)
     target = spec.forward(obs).astype(np.float64)
     x0 = ((obs - spec.obs_mean) / spec.obs_std).astype(np.float64)
@@ -101,6 +101,8 @@ def finetune(spec: PolicySpec, obs: np.ndarray, weights, biases, row_scales, ste
             v[k] = BETAS[1] * v[k] + (1 - BETAS[1]) * g * g
             mh, vh = m[k] / (1 - BETAS[0] ** (step + 1)), v[k] / (1 - BETAS[1] ** (step + 1))
             p -= decay * lrs[k] * mh / (np.sqrt(vh) + 1e-30)
+        if on_step is not None:
+            on_step(step + 1, steps)
     (max_err, mean_err), best_step, qp = best
     return qp, {"steps": step, "best_step": best_step, "max_error_frac_start": first[0],
                 "mean_error_frac_start": first[1], "max_error_frac": max_err, "mean_error_frac": mean_err}

@@ -101,12 +101,12 @@ def _gradients(spec: PolicySpec, params: list, scales: list, x0: np.ndarray, tar
 
 
 def finetune_recurrent(spec: PolicySpec, seqs: np.ndarray, alive: np.ndarray, error_of, steps: int = STEPS,
-                       good_enough: float = 0.0) -> tuple:
+                       good_enough: float = 0.0, on_step=None) -> tuple:
     """(QuantizedPolicy, info): the int8 policy of the best of `steps` fine-tuning steps along
     the float policy's episodes seqs (T, E, obs_dim) (steps where `alive` (T, E) is False do
     not count), stopping early once the largest error is at most `good_enough`. error_of(qp)
-    -> (largest, mean) error along seqs (a fraction of the action range) judges the steps.
-    info: the steps run, the kept step, and the largest and mean error of the start and of
+    -> (largest, mean) error along seqs (a fraction of the action range) judges the steps;
+    on_step(step, steps) after each. info: the steps run, the kept step, and the largest and mean error of the start and of
     the kept step."""
     seqs = np.asarray(seqs, np.float32)
     params, scales, c = _start(spec, seqs)
@@ -146,6 +146,8 @@ def finetune_recurrent(spec: PolicySpec, seqs: np.ndarray, alive: np.ndarray, er
             score = error_of(qp)
             if score < best[0]:
                 best = (score, step, qp)
+        if on_step is not None:
+            on_step(step, steps)
     (max_err, mean_err), best_step, qp = best
     return qp, {"steps": step, "best_step": best_step, "max_error_frac_start": first[0][0],
                 "mean_error_frac_start": first[0][1], "max_error_frac": max_err, "mean_error_frac": mean_err}

@@ -134,7 +134,7 @@ CALIBRATION_EPISODES = 128   # its calibration episodes: its largest errors are 
 
 def quantize_recurrent(spec: PolicySpec, calibration: int, heldout: int, seed: int, env_name=None,
                        env_kwargs=None, finetune_steps: int = RECURRENT_FINETUNE_STEPS,
-                       good_enough: float = 0.0) -> tuple:
+                       good_enough: float = 0.0, on_step=None) -> tuple:
     """(QuantizedPolicy, report) of a policy with GRU layers: fine-tuned through time (up to
     `finetune_steps` steps, fewer once the calibration episodes' largest error is at most
     `good_enough`) along CALIBRATION_EPISODES episodes of calibration / 16 steps each, measured
@@ -148,7 +148,7 @@ def quantize_recurrent(spec: PolicySpec, calibration: int, heldout: int, seed: i
         return e["max_error_frac"], e["mean_error_frac"]
 
     with threadpool_limits(1, "blas"):
-        qp, info = finetune_recurrent(spec, seqs, alive, error_of, finetune_steps, good_enough)
+        qp, info = finetune_recurrent(spec, seqs, alive, error_of, finetune_steps, good_enough, on_step)
         held = rollout_sequences(spec, HELDOUT_EPISODES, math.ceil(heldout / HELDOUT_EPISODES),
                                  seed + HELDOUT_SEED_OFFSET, env_name, env_kwargs)
         before = sequence_error(spec, calibrate(spec, seqs, headroom=HEADROOM)[0], *held)
@@ -175,37 +175,37 @@ def calibration_observations(spec: PolicySpec, n: int, seed: int, env_name=None,
 
 
 def quantize_tuned(spec: PolicySpec, calib: np.ndarray, steps: int = FINETUNE_STEPS,
-                   good_enough: float = 0.0) -> tuple:
+                   good_enough: float = 0.0, on_step=None) -> tuple:
     """(QuantizedPolicy, info): `spec`'s int8 policy on the calibration observations `calib`,
     its weights rounded with error compensation then fine-tuned up to `steps` steps (fewer once
     the largest error on `calib` is at most `good_enough` of the action range)."""
     # Its matrices are small: BLAS threads only wait on each other, the more on a busy machine.
     with threadpool_limits(1, "blas"):
         weights, biases, row_scales = compensated(spec, calib)
-        return finetune(spec, calib, weights, biases, row_scales, steps, good_enough)
+        return finetune(spec, calib, weights, biases, row_scales, steps, good_enough, on_step)
 
 
 def quantize_measured(spec: PolicySpec, calibration: int = 2000, heldout: int = 2000, seed: int = 0,
                       max_error: float = DEFAULT_MAX_ERROR, env_name=None, env_kwargs=None,
-                      finetune_steps: "int | None" = None):
+                      finetune_steps: "int | None" = None, on_step=None):
     """(QuantizedPolicy, report): calibrated and fine-tuned (up to `finetune_steps` steps, None:
     FINETUNE_STEPS, or RECURRENT_FINETUNE_STEPS for a policy with GRU layers; fewer
     once the calibration set's largest error is a quarter of `max_error`) on the calibration
     observations of `calibration` rollout steps (calibration_observations), measured on
     `heldout` others; the report gives the error of plain rounding too ("_before": `quantize`
-    on the `calibration` rollout observations alone)."""
+    on the `calibration` rollout observations alone). on_step(step, steps) follows the fine-tune."""
     if not 0 < max_error:
         raise UserError(f"--max-error must be > 0 (a fraction of the action range), got {max_error}")
     if spec.recurrent:
         qp, report = quantize_recurrent(spec, calibration, heldout, seed, env_name, env_kwargs,
                                         RECURRENT_FINETUNE_STEPS if finetune_steps is None else finetune_steps,
-                                        max_error / 4)
+                                        max_error / 4, on_step)
         return qp, dict(report, max_error_allowed=max_error)
     calib = calibration_observations(spec, calibration, seed, env_name, env_kwargs)
     # A quarter of the allowed error on the calibration set leaves room for the held-out
     # episodes' states that calibration did not visit.
     qp, info = quantize_tuned(spec, calib, FINETUNE_STEPS if finetune_steps is None else finetune_steps,
-                              max_error / 4)
+                              max_error / 4, on_step)
     held = rollout_observations(spec, heldout, seed + HELDOUT_SEED_OFFSET, env_name, env_kwargs)
     before = action_error(spec, quantize(spec, calib[:calibration]), held)
     report = dict(action_error(spec, qp, held), calibration_obs=int(len(calib)), max_error_allowed=max_error,
@@ -242,7 +242,7 @@ def success_rates(spec: PolicySpec, qp: QuantizedPolicy, episodes: int, seed: in
 
 def quantize_checked(spec: PolicySpec, calibration: int = 2000, heldout: int = 2000, seed: int = 0,
                      max_error: "float | None" = None, env_name=None, env_kwargs=None,
-                     finetune_steps: "int | None" = None):
+                     finetune_steps: "int | None" = None, on_step=None):
     """quantize_measured, then the contract: with `max_error` None on an env that judges
     success, QuantizationError when the int8 policy's success rate over SUCCESS_EPISODES
     held-out episodes is more than MAX_SUCCESS_DROP below the float policy's; otherwise when the
@@ -255,7 +255,7 @@ def quantize_checked(spec: PolicySpec, calibration: int = 2000, heldout: int = 2
         # plainly rounded, the distilled quadrotor students kept their success rates.
         finetune_steps = 0
     qp, report = quantize_measured(spec, calibration, heldout, seed, max_error, env_name, env_kwargs,
-                                   finetune_steps)
+                                   finetune_steps, on_step)
     if on_success:
         report.update(success_rates(spec, qp, SUCCESS_EPISODES, seed + SUCCESS_SEED_OFFSET, env_name, env_kwargs),
                       contract="success", max_success_drop=MAX_SUCCESS_DROP)
