@@ -106,8 +106,8 @@ def finetune_recurrent(spec: PolicySpec, seqs: np.ndarray, alive: np.ndarray, er
     the float policy's episodes seqs (T, E, obs_dim) (steps where `alive` (T, E) is False do
     not count), stopping early once the largest error is at most `good_enough`. error_of(qp)
     -> (largest, mean) error along seqs (a fraction of the action range) judges the steps;
-    on_step(step, steps) after each. info: the steps run, the kept step, and the largest and mean error of the start and of
-    the kept step."""
+    on_step(step, steps) after each. info: the steps run, the kept step, and the largest and
+    mean error of the start and of the kept step."""
     seqs = np.asarray(seqs, np.float32)
     params, scales, c = _start(spec, seqs)
     row = [s["w"] if "wh" not in s else (s["w"], s["wh"]) for s in scales]
@@ -122,10 +122,11 @@ def finetune_recurrent(spec: PolicySpec, seqs: np.ndarray, alive: np.ndarray, er
     target = np.stack(target).astype(np.float64)
     x0 = ((seqs - spec.obs_mean) / spec.obs_std).astype(np.float64) / c
     weight = np.asarray(alive, np.float64)
-    lrs = [{k: (H0_LR if k == "h0" else LR * s["wh" if k in ("wh", "bh") else "w"][(...,) + (None,) * (v.ndim - 1)])
-            for k, v in p.items()} for p, s in zip(params, scales)]
-    m = [{k: np.zeros_like(v) for k, v in p.items()} for p in params]
-    v2 = [{k: np.zeros_like(v) for k, v in p.items()} for p in params]
+    # a weight's step is a fraction of its row's quantisation step; a bias moves with its row
+    lrs = [{k: H0_LR if k == "h0" else LR * (s["wh"] if k in ("wh", "bh") else s["w"])[(...,) + (None,) * (a.ndim - 1)]
+            for k, a in p.items()} for p, s in zip(params, scales)]
+    m1 = [{k: np.zeros_like(a) for k, a in p.items()} for p in params]  # Adam's moments
+    m2 = [{k: np.zeros_like(a) for k, a in p.items()} for p in params]
     qp = int8(params)
     best = first = (error_of(qp), 0, qp)
     step = 0
@@ -133,11 +134,11 @@ def finetune_recurrent(spec: PolicySpec, seqs: np.ndarray, alive: np.ndarray, er
         step += 1
         grads = _gradients(spec, params, scales, x0, target, weight)
         decay = 1 - (step - 1) / steps
-        for p, g, lr, mk, vk in zip(params, grads, lrs, m, v2):
+        for p, g, lr, a1, a2 in zip(params, grads, lrs, m1, m2):
             for k in p:
-                mk[k] = BETAS[0] * mk[k] + (1 - BETAS[0]) * g[k]
-                vk[k] = BETAS[1] * vk[k] + (1 - BETAS[1]) * g[k] ** 2
-                mh, vh = mk[k] / (1 - BETAS[0] ** step), vk[k] / (1 - BETAS[1] ** step)
+                a1[k] = BETAS[0] * a1[k] + (1 - BETAS[0]) * g[k]
+                a2[k] = BETAS[1] * a2[k] + (1 - BETAS[1]) * g[k] ** 2
+                mh, vh = a1[k] / (1 - BETAS[0] ** step), a2[k] / (1 - BETAS[1] ** step)
                 p[k] = p[k] - decay * lr[k] * mh / (np.sqrt(vh) + 1e-30)
             if "h0" in p:
                 p["h0"] = np.clip(p["h0"], -1, 1)

@@ -86,9 +86,9 @@ def _rows(w: np.ndarray, b: np.ndarray, s_in: float, s_w=None) -> tuple:
 
 def quantize_gru(wi, bi, wh, bh, h0, s_x: float, scales=(None, None)) -> tuple:
     """(int8 input weights, int32 input biases, GruQ8) of a float GRU layer whose input has
-    scale s_x, its blocks' row scales `scales` (input, hidden; None: row_scales'). An initial state beyond +-1 is clipped to Q15's range: every later state is a
-    mix of the one before and tanh values, so only the first steps can differ, and the export's
-    check flies them."""
+    scale s_x, its blocks' row scales `scales` (input, hidden; None: row_scales'). An initial
+    state beyond +-1 is clipped to Q15's range: every later state is a mix of the one before
+    and tanh values, so only the first steps can differ, and the export's check flies them."""
     h0 = np.asarray(h0, np.float64)
     wiq, biq, deq_i = _rows(wi, bi, s_x, scales[0])
     whq, bhq, deq_h = _rows(wh, bh, STATE_SCALE, scales[1])

@@ -25,7 +25,8 @@ def spec_with(spec: PolicySpec, weights, biases, hidden_weights=None, hidden_bia
     return PolicySpec(weights=weights, biases=biases, activations=spec.activations, obs_mean=spec.obs_mean,
                       obs_std=spec.obs_std, action_scale=spec.action_scale, action_offset=spec.action_offset,
                       action_low=spec.action_low, action_high=spec.action_high, meta=dict(spec.meta),
-                      kinds=spec.kinds, hidden_weights=spec.hidden_weights if hidden_weights is None else hidden_weights,
+                      kinds=spec.kinds,
+                      hidden_weights=spec.hidden_weights if hidden_weights is None else hidden_weights,
                       hidden_biases=spec.hidden_biases if hidden_biases is None else hidden_biases,
                       initial_hidden=spec.initial_hidden if initial_hidden is None else initial_hidden)
 
