@@ -44,6 +44,21 @@ def enter_raw_repl(transport, soft_reset: bool, timeout: float) -> None:
         raise TransportError(f"{exc}; the board sent " + ("nothing" if got in ("", "b''") else got[-80:])) from None
 
 
+def start_program(transport, soft_reset: bool, timeout: float, program: str) -> None:
+    """Enter the raw REPL and start `program` without waiting for it, the port's read timeout
+    at `timeout` meanwhile: mpremote reads the raw-paste handshake (its two-byte answer, the
+    window size) with the port's own timeout, and a board slower than the protocol's 50 ms
+    (an emulated one on a loaded machine) answered after it, which read as a refusal."""
+    serial = transport.serial
+    before = serial.timeout
+    serial.timeout = timeout
+    try:
+        enter_raw_repl(transport, soft_reset, timeout)
+        transport.exec_raw_no_follow(program)
+    finally:
+        serial.timeout = before
+
+
 class LinkClient:
     def __init__(self, port: str, baudrate: int = 115200, timeout: float = 10.0,
                  retries: int = 3, start_server: bool = True, soft_reset: bool = True):
@@ -88,8 +103,7 @@ class LinkClient:
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
         try:
-            enter_raw_repl(self._transport, soft_reset, self.timeout)
-            self._transport.exec_raw_no_follow(START_SERVER)
+            start_program(self._transport, soft_reset, self.timeout, START_SERVER)
         except TransportError as exc:
             raise ProtocolError(
                 f"{self.port}: could not start the bench server through the raw REPL ({exc}); "

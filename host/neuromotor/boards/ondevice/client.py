@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from neuromotor.errors import UserError
-from neuromotor.boards.link.client import LinkClient, ProtocolError, ServerError, enter_raw_repl
+from neuromotor.boards.link.client import LinkClient, ProtocolError, ServerError, start_program
 from neuromotor.boards.link.protocol import PROTO, BadLine, encode_line
 
 START_TRAINER = "import nm_td3_server\nnm_td3_server.serve()\n"
@@ -34,8 +34,7 @@ class TrainClient(LinkClient):
     def _start(self, soft_reset):
         from mpremote.transport import TransportError
         try:
-            enter_raw_repl(self._transport, soft_reset, self.timeout)
-            self._transport.exec_raw_no_follow(START_TRAINER)
+            start_program(self._transport, soft_reset, self.timeout, START_TRAINER)
         except TransportError as exc:
             raise ProtocolError(f"{self.port}: could not start the trainer through the raw REPL ({exc}); "
                                 "is MicroPython running on the board and is the port free?") from exc
